@@ -1,0 +1,1 @@
+"""libvirt compute driver of nova_accel (see :mod:`.driver`)."""

@@ -1,0 +1,140 @@
+"""Wait until the accelerator requests (ARQs) of an instance are bound.
+
+Upstream contract (nova-cyborg-interaction spec; REFERENCE.md "Event that
+tells Nova the binding is done"): the conductor starts binding
+asynchronously; when a binding resolves, the accelerator service posts the
+Nova external event ``accelerator-request-bound`` with ``tag`` = the ARQ
+UUID and ``status`` ``completed`` or ``failed``.  Nova's compute manager
+waits for one such event per ARQ, up to ``[DEFAULT] arq_binding_timeout``
+seconds.  An event that arrives before the compute starts waiting is lost,
+so the ARQ states are read *inside* the wait context and ARQs already
+resolved are skipped with ``virtapi.exit_wait_early()``.
+
+This module implements that waiter for nova_accel code (for instance a
+future hot-add path) with typed errors instead of Nova's generic ones.
+"""
+
+import nova.conf
+from nova import exception as nova_exception
+from oslo_log import log as logging
+
+from nova_accel.virt import exception
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+
+EVENT_NAME = 'accelerator-request-bound'
+STATE_BOUND = 'Bound'
+STATE_BIND_FAILED = 'BindFailed'
+
+
+def _select(arqs, arq_uuids):
+    """Return ``{uuid: arq}`` for the ARQs of ``arqs`` named in arq_uuids."""
+    wanted = set(arq_uuids)
+    return {arq['uuid']: arq for arq in arqs or []
+            if arq.get('uuid') in wanted}
+
+
+def _bind_failed(arqs):
+    return sorted(uuid for uuid, arq in arqs.items()
+                  if arq.get('state') == STATE_BIND_FAILED)
+
+
+def wait_for_bound_arqs(virtapi, client, instance, arq_uuids, timeout=None):
+    """Wait until every ARQ in ``arq_uuids`` is bound; return them.
+
+    :param virtapi: the compute driver's ``nova.virt.virtapi.VirtAPI``
+        (``ComputeVirtAPI`` in nova-compute).  Its Nova 34 contract is used:
+        ``wait_for_instance_event(instance, event_names, timeout=seconds,
+        error_callback=None)``, a context manager that registers the
+        ``(name, tag)`` events on entry and waits for them on exit, raising
+        ``nova.exception.InstanceEventTimeout`` after ``timeout`` seconds;
+        and ``exit_wait_early(events)``, which leaves the context at once and
+        skips waiting for the listed events.
+    :param client: duck-typed accelerator client with
+        ``get_arqs_for_instance(instance_uuid, only_resolved=False)`` returning
+        a list of ARQ dicts (``only_resolved=True``: only states ``Bound``,
+        ``BindFailed``, ``Deleting``), e.g.
+        ``nova_accel.cyborg_client.AcceleratorClient``.
+    :param instance: ``nova.objects.Instance`` (only ``uuid`` is read here;
+        Nova's virtapi also logs ``vm_state``/``task_state``).
+    :param arq_uuids: list of ARQ UUIDs (str) to wait for; ``None`` means
+        every ARQ the service has for the instance.  An empty list returns
+        ``[]`` without waiting.
+    :param timeout: seconds (int or float) to wait in total; ``None`` means
+        ``[DEFAULT] arq_binding_timeout``.
+    :returns: list of ARQ dicts, one per UUID in ``arq_uuids`` and in that
+        order, each in state ``Bound``.
+    :raises ARQBindingFailed: an event arrived with status ``failed``, an
+        ARQ is in state ``BindFailed``, or an ARQ is missing or not ``Bound``
+        after all events arrived.
+    :raises ARQBindingTimeout: not every event arrived within ``timeout``
+        seconds (Nova raised ``InstanceEventTimeout``).
+    """
+    if timeout is None:
+        timeout = CONF.arq_binding_timeout
+    if arq_uuids is None:
+        arq_uuids = [arq['uuid'] for arq in
+                     client.get_arqs_for_instance(instance.uuid)]
+    arq_uuids = list(arq_uuids)
+    if not arq_uuids:
+        return []
+
+    events = [(EVENT_NAME, arq_uuid) for arq_uuid in arq_uuids]
+    prefix = EVENT_NAME + '-'
+
+    def _on_failed_event(event_key, _instance):
+        # Nova calls this with the event key "<name>-<tag>" when an event
+        # arrives with a status other than 'completed'.
+        tag = event_key[len(prefix):] if event_key.startswith(prefix) else (
+            event_key)
+        raise exception.ARQBindingFailed(
+            instance.uuid, [tag],
+            reason='accelerator service reported the binding as failed')
+
+    resolved = {}
+    try:
+        with virtapi.wait_for_instance_event(
+                instance, events, timeout=timeout,
+                error_callback=_on_failed_event):
+            resolved = _select(
+                client.get_arqs_for_instance(instance.uuid,
+                                             only_resolved=True),
+                arq_uuids)
+            failed = _bind_failed(resolved)
+            if failed:
+                raise exception.ARQBindingFailed(
+                    instance.uuid, failed, reason='state BindFailed')
+            if resolved:
+                # Their events may have come before we started waiting and
+                # been dropped: do not wait for them.
+                LOG.debug('ARQs %s already resolved before waiting',
+                          sorted(resolved), instance=instance)
+                virtapi.exit_wait_early(
+                    [(EVENT_NAME, arq_uuid) for arq_uuid in arq_uuids
+                     if arq_uuid in resolved])
+    except nova_exception.InstanceEventTimeout:
+        pending = [u for u in arq_uuids if u not in resolved]
+        raise exception.ARQBindingTimeout(instance.uuid, pending, timeout)
+
+    if len(resolved) != len(arq_uuids):
+        resolved = _select(client.get_arqs_for_instance(instance.uuid),
+                           arq_uuids)
+
+    failed = _bind_failed(resolved)
+    if failed:
+        raise exception.ARQBindingFailed(instance.uuid, failed,
+                                         reason='state BindFailed')
+    missing = [u for u in arq_uuids if u not in resolved]
+    if missing:
+        raise exception.ARQBindingFailed(
+            instance.uuid, missing,
+            reason='unknown to the accelerator service')
+    not_bound = [u for u in arq_uuids
+                 if resolved[u].get('state') != STATE_BOUND]
+    if not_bound:
+        raise exception.ARQBindingFailed(
+            instance.uuid, not_bound,
+            reason='states %s, expected Bound' % ', '.join(
+                '%s=%s' % (u, resolved[u].get('state')) for u in not_bound))
+    return [resolved[u] for u in arq_uuids]

@@ -1,0 +1,225 @@
+"""Compose libvirt ``<hostdev>`` elements from Cyborg-style attach handles.
+
+Upstream contract (nova-cyborg-interaction spec, "The Nova virt driver uses
+the attach handles to generate the necessary XML"): once an accelerator
+request (ARQ) is ``Bound`` it carries an attach handle, and the virt driver
+turns it into guest configuration.  The handle shapes (see
+``/work/shared/REFERENCE.md``):
+
+* ``PCI``: ``attach_handle_info`` is ``{"domain": "0000", "bus": "af",
+  "device": "00", "function": "0"}``: hexadecimal strings, optionally
+  prefixed with ``0x``.  Becomes::
+
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source>
+        <address domain='0x0000' bus='0xaf' slot='0x00' function='0x0'/>
+      </source>
+    </hostdev>
+
+* ``MDEV``: ``attach_handle_uuid`` is the mediated device UUID (the parent
+  PCI address and ``asked_type`` are in ``attach_handle_info``; creating the
+  mdev is the driver's job, not this module's).  Becomes::
+
+    <hostdev mode='subsystem' type='mdev' model='vfio-pci'>
+      <source><address uuid='...'/></source>
+    </hostdev>
+
+* types listed in ``[nova_accel] ignored_attach_handle_types`` (default
+  ``TEST_PCI``, what fake accelerator drivers report) compose to ``None``
+  and are logged at info level.
+
+Anything else raises :class:`~nova_accel.virt.exception.InvalidAttachHandle`.
+"""
+
+import copy
+import re
+import uuid
+
+from lxml import etree
+import nova.conf
+from nova.virt.libvirt import config as vconfig
+from oslo_log import log as logging
+
+from nova_accel import conf as accel_conf
+from nova_accel.virt import exception
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+accel_conf.register_opts(CONF)
+
+PCI = 'PCI'
+MDEV = 'MDEV'
+
+_HEX_RE = re.compile(r'^(?:0[xX])?([0-9a-fA-F]+)$')
+
+# (attach_handle_info key, libvirt attribute, max hex digits, max value,
+#  output format)
+_PCI_FIELDS = (
+    ('domain', 'domain', 4, 0xffff, '0x%04x'),
+    ('bus', 'bus', 2, 0xff, '0x%02x'),
+    ('device', 'slot', 2, 0x1f, '0x%02x'),
+    ('function', 'function', 1, 0x7, '0x%x'),
+)
+
+
+def _parse_pci_field(arq_uuid, info, key, digits, maximum):
+    """Return the integer value of ``info[key]`` or raise InvalidAttachHandle.
+
+    :param arq_uuid: ARQ UUID (str), for the error message.
+    :param info: the ``attach_handle_info`` dict.
+    :param key: one of ``domain``, ``bus``, ``device``, ``function``.
+    :param digits: the most hexadecimal digits allowed (prefix excluded).
+    :param maximum: the largest value allowed (int).
+    """
+    if key not in info:
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'PCI attach_handle_info has no %r' % key)
+    raw = info[key]
+    if not isinstance(raw, str):
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'PCI %s must be a hexadecimal string, got %r'
+            % (key, raw))
+    match = _HEX_RE.match(raw.strip())
+    if not match or len(match.group(1)) > digits:
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'PCI %s %r is not a hexadecimal number of at most %d '
+            'digits' % (key, raw, digits))
+    value = int(match.group(1), 16)
+    if value > maximum:
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'PCI %s %r is out of range (max 0x%x)'
+            % (key, raw, maximum))
+    return value
+
+
+def _compose_pci(arq):
+    arq_uuid = arq.get('uuid')
+    info = arq.get('attach_handle_info')
+    if not isinstance(info, dict):
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'PCI attach_handle_info must be a dict, got %r' % info)
+    address = {}
+    for key, attr, digits, maximum, fmt in _PCI_FIELDS:
+        value = _parse_pci_field(arq_uuid, info, key, digits, maximum)
+        address[attr] = fmt % value
+
+    hostdev = etree.Element('hostdev', mode='subsystem', type='pci',
+                            managed='yes')
+    source = etree.SubElement(hostdev, 'source')
+    # Attribute order as libvirt writes it: domain, bus, slot, function.
+    addr = etree.SubElement(source, 'address')
+    for _key, attr, _d, _m, _f in _PCI_FIELDS:
+        addr.set(attr, address[attr])
+    return hostdev
+
+
+def _compose_mdev(arq):
+    arq_uuid = arq.get('uuid')
+    raw = arq.get('attach_handle_uuid')
+    if not isinstance(raw, str):
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'MDEV attach_handle_uuid must be a UUID string, got %r'
+            % (raw,))
+    try:
+        mdev_uuid = str(uuid.UUID(raw))
+    except ValueError:
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'MDEV attach_handle_uuid %r is not a UUID' % raw)
+    hostdev = etree.Element('hostdev', mode='subsystem', type='mdev',
+                            model='vfio-pci')
+    source = etree.SubElement(hostdev, 'source')
+    etree.SubElement(source, 'address', uuid=mdev_uuid)
+    return hostdev
+
+
+_COMPOSERS = {PCI: _compose_pci, MDEV: _compose_mdev}
+
+
+def compose_hostdev(arq):
+    """Compose the libvirt ``<hostdev>`` element for one bound ARQ.
+
+    :param arq: an ARQ dict as returned by the accelerator service
+        (``GET /v2/accelerator_requests``), in state ``Bound``; the keys used
+        are ``uuid``, ``attach_handle_type``, ``attach_handle_info`` (PCI:
+        dict of hex strings ``domain``/``bus``/``device``/``function``) and
+        ``attach_handle_uuid`` (MDEV).
+    :returns: a new ``lxml.etree._Element`` (``<hostdev>``), or ``None`` when
+        the handle type is in ``[nova_accel] ignored_attach_handle_types``.
+    :raises InvalidAttachHandle: unknown handle type, missing or malformed
+        info, PCI domain > 0xffff (4 hex digits), bus > 0xff (2 hex
+        digits), device (slot) > 0x1f, function > 7, or an MDEV handle UUID
+        that is not a UUID.
+    """
+    arq_uuid = arq.get('uuid')
+    ah_type = arq.get('attach_handle_type')
+    if ah_type in CONF.nova_accel.ignored_attach_handle_types:
+        LOG.info('Ignoring accelerator request %(arq)s: attach handle type '
+                 '%(type)s is in [nova_accel] ignored_attach_handle_types',
+                 {'arq': arq_uuid, 'type': ah_type})
+        return None
+    composer = _COMPOSERS.get(ah_type)
+    if composer is None:
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'unsupported attach_handle_type %r (supported: %s)'
+            % (ah_type, ', '.join(sorted(_COMPOSERS))))
+    return composer(arq)
+
+
+def compose_hostdevs(arqs):
+    """Compose the ``<hostdev>`` elements for a list of bound ARQs.
+
+    :param arqs: iterable of ARQ dicts (see :func:`compose_hostdev`).
+    :returns: list of ``lxml.etree._Element``, in ARQ order, ignored handle
+        types left out.
+    :raises InvalidAttachHandle: as :func:`compose_hostdev`, for the first
+        bad ARQ; nothing is returned then.
+    """
+    elements = []
+    for arq in arqs or []:
+        elem = compose_hostdev(arq)
+        if elem is not None:
+            elements.append(elem)
+    return elements
+
+
+def to_string(elem):
+    """Serialize a composed element to a unicode XML string (no pretty print).
+
+    :param elem: an ``lxml.etree._Element``.
+    :returns: str, e.g. ``<hostdev mode="subsystem" ...>...</hostdev>``.
+    """
+    return etree.tostring(elem, encoding='unicode')
+
+
+class HostdevConfig(vconfig.LibvirtConfigGuestDevice):
+    """A composed ``<hostdev>`` usable as a Nova libvirt guest device.
+
+    Lets Nova's own code ``guest.add_device()`` the element and serialize it
+    with the rest of the domain through ``LibvirtConfigGuest.to_xml()``.
+    Each ``format_dom()`` call returns a deep copy, so the guest XML built by
+    Nova can never modify the stored element.
+
+    :param element: an ``lxml.etree._Element`` whose tag is ``hostdev``
+        (as returned by :func:`compose_hostdev`).
+    :raises ValueError: the element is not a ``<hostdev>``.
+    """
+
+    def __init__(self, element, **kwargs):
+        if element is None or element.tag != 'hostdev':
+            raise ValueError('HostdevConfig needs a <hostdev> element, got %r'
+                             % (element,))
+        super().__init__(root_name='hostdev', **kwargs)
+        self._element = copy.deepcopy(element)
+
+    @classmethod
+    def from_arq(cls, arq):
+        """Compose the device for ``arq``; ``None`` for ignored types.
+
+        :raises InvalidAttachHandle: as :func:`compose_hostdev`.
+        """
+        elem = compose_hostdev(arq)
+        return None if elem is None else cls(elem)
+
+    def format_dom(self):
+        """Return a deep copy of the wrapped ``<hostdev>`` element."""
+        return copy.deepcopy(self._element)

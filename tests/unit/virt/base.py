@@ -1,0 +1,79 @@
+"""Shared helpers for the nova_accel.virt unit tests."""
+
+import libvirt
+from lxml import etree
+import testtools
+
+import nova.conf
+
+from nova_accel import conf as accel_conf
+
+accel_conf.register_opts(nova.conf.CONF)
+
+PCI_ARQ = {
+    'uuid': '3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e01',
+    'state': 'Bound',
+    'attach_handle_type': 'PCI',
+    'attach_handle_uuid': None,
+    'attach_handle_info': {'domain': '0000', 'bus': 'af',
+                           'device': '00', 'function': '0'},
+}
+PCI_ARQ_2 = dict(PCI_ARQ, uuid='3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e02',
+                 attach_handle_info={'domain': '0001', 'bus': '3b',
+                                     'device': '1f', 'function': '7'})
+MDEV_UUID = '7f8e0c51-8b4a-4d63-9d5b-6b4f1c2e3a10'
+MDEV_ARQ = {
+    'uuid': '3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e03',
+    'state': 'Bound',
+    'attach_handle_type': 'MDEV',
+    'attach_handle_uuid': MDEV_UUID,
+    'attach_handle_info': {'domain': '0000', 'bus': '5e', 'device': '00',
+                           'function': '0', 'asked_type': 'nvidia-35'},
+}
+TEST_PCI_ARQ = dict(PCI_ARQ, uuid='3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e04',
+                    attach_handle_type='TEST_PCI')
+
+_DOMAIN = ("<domain type='test'><name>%(name)s</name><memory>1024</memory>"
+           "<os><type>hvm</type></os><devices>%(devices)s</devices>"
+           "</domain>")
+
+
+def _quiet(_ctx, _err):
+    """libvirt error handler that keeps expected errors off stderr."""
+
+
+class LibvirtSchemaMixin(object):
+    """Validate hostdev XML against libvirt's real RNG schema.
+
+    Uses libvirt's ``test:///default`` driver (no daemon):
+    ``defineXMLFlags(..., VIR_DOMAIN_DEFINE_VALIDATE)`` checks the whole
+    domain against ``domain.rng`` and libvirt's own parser.
+    """
+
+    def assertLibvirtAccepts(self, hostdev_xmls):
+        """Define (then undefine) a test domain holding ``hostdev_xmls``."""
+        conn = libvirt.open('test:///default')
+        self.addCleanup(conn.close)
+        xml = _DOMAIN % {'name': 'accel-%s' % self.id().rsplit('.', 1)[-1],
+                         'devices': ''.join(hostdev_xmls)}
+        dom = conn.defineXMLFlags(xml, libvirt.VIR_DOMAIN_DEFINE_VALIDATE)
+        try:
+            defined = etree.fromstring(dom.XMLDesc(0))
+        finally:
+            dom.undefine()
+        return defined.findall('./devices/hostdev')
+
+    def assertLibvirtRejects(self, hostdev_xmls):
+        libvirt.registerErrorHandler(_quiet, None)
+        self.addCleanup(libvirt.registerErrorHandler, None, None)
+        return self.assertRaises(libvirt.libvirtError,
+                                 self.assertLibvirtAccepts, hostdev_xmls)
+
+
+class TestCase(testtools.TestCase):
+    """testtools TestCase that resets ``[nova_accel]`` overrides."""
+
+    def flags(self, group=None, **kw):
+        for k, v in kw.items():
+            nova.conf.CONF.set_override(k, v, group=group)
+            self.addCleanup(nova.conf.CONF.clear_override, k, group=group)
