@@ -1,0 +1,1 @@
+"""The Cyborg v2 compatible REST API (webob + routes)."""

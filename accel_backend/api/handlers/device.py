@@ -1,0 +1,27 @@
+"""``/v2/devices``: list (``type``, ``vendor``, ``hostname`` filters) and
+show; ``status`` from microversion 2.3."""
+
+from accel_backend.api import util
+from accel_backend.objects import device as device_obj
+
+
+def list_(req):
+    """``GET``."""
+    with util.service(req).db.transaction() as session:
+        devs = device_obj.list_(session, hostname=req.GET.get('hostname'),
+                                type_=req.GET.get('type'),
+                                vendor=req.GET.get('vendor'))
+        views = [device_obj.to_dict(d, util.base_url(req),
+                                    util.version(req) >= (2, 3))
+                 for d in devs]
+    return util.response(200, {'devices': views})
+
+
+def show(req, device_uuid):
+    """``GET /{uuid}``."""
+    util.check_uuid(device_uuid)
+    with util.service(req).db.transaction() as session:
+        view = device_obj.to_dict(device_obj.get(session, device_uuid),
+                                  util.base_url(req),
+                                  util.version(req) >= (2, 3))
+    return util.response(200, view)

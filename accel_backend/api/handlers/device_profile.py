@@ -1,0 +1,59 @@
+"""``/v2/device_profiles``."""
+
+from oslo_utils import uuidutils
+
+from accel_backend.api.schemas import device_profile as schema
+from accel_backend.api import schemas
+from accel_backend.api import util
+from accel_backend import exception
+from accel_backend.objects import device_profile as dp_obj
+
+
+def create(req):
+    """``POST``: body is ``[{"name", "groups", "description"}]``; 201 with
+    the profile."""
+    body = util.json_body(req, schema.CREATE)
+    profile = body[0] if isinstance(body, list) else body
+    schema.check_groups(profile['groups'])
+    with util.service(req).db.transaction() as session:
+        dp = dp_obj.create(session, profile['name'], profile['groups'],
+                           profile.get('description'))
+        view = dp_obj.to_dict(dp, util.base_url(req))
+    return util.response(201, view)
+
+
+def list_(req):
+    """``GET``: ``?name=`` filters by exact name."""
+    with util.service(req).db.transaction() as session:
+        dps = dp_obj.list_(session, name=req.GET.get('name'))
+        views = [dp_obj.to_dict(dp, util.base_url(req)) for dp in dps]
+    return util.response(200, {'device_profiles': views})
+
+
+def show(req, ident):
+    """``GET /{uuid}`` (by name from microversion 2.2)."""
+    if not uuidutils.is_uuid_like(ident) and util.version(req) < (2, 2):
+        raise exception.InvalidUUID(value=ident)
+    with util.service(req).db.transaction() as session:
+        view = dp_obj.to_dict(dp_obj.get(session, ident),
+                              util.base_url(req))
+    return util.response(200, {'device_profile': view})
+
+
+def delete(req, ident):
+    """``DELETE /{uuid or name}``."""
+    with util.service(req).db.transaction() as session:
+        dp_obj.delete(session, dp_obj.get(session, ident))
+    return util.response(204)
+
+
+def delete_by_value(req):
+    """``DELETE ?value=<name or uuid>[,...]``: Cyborg's bulk delete."""
+    values = [v for v in req.GET.get('value', '').split(',') if v]
+    if not values:
+        raise exception.BadRequest(reason='value=<names or uuids> needed')
+    schemas.validate({'type': 'array', 'maxItems': 100}, values)
+    with util.service(req).db.transaction() as session:
+        for ident in values:
+            dp_obj.delete(session, dp_obj.get(session, ident))
+    return util.response(204)

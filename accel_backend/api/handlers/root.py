@@ -1,0 +1,35 @@
+"""Version documents at ``/`` and ``/v2``.
+
+Nova's client (openstacksdk/keystoneauth) discovers the endpoint with
+``GET {endpoint}`` and then follows the ``self`` link of the ``/v2``
+document, so that link must be the URL actually served (REFERENCE.md).
+"""
+
+from accel_backend.api import microversion
+from accel_backend.api import util
+
+
+def _v2(req):
+    return {
+        'id': 'v2.0',
+        'status': 'CURRENT',
+        'min_version': microversion.fmt(microversion.MIN_VERSION),
+        'max_version': microversion.fmt(microversion.MAX_VERSION),
+        'links': [{'rel': 'self', 'href': util.base_url(req) + '/'}],
+    }
+
+
+def versions(req):
+    """``GET /``: all versions and the default one."""
+    v2 = _v2(req)
+    return util.response(200, {
+        'name': 'nova-accel accel_backend',
+        'description': 'Cyborg v2 compatible accelerator API',
+        'versions': [v2],
+        'default_version': v2,
+    })
+
+
+def v2(req):
+    """``GET /v2``: the v2 version document."""
+    return util.response(200, _v2(req))

@@ -1,0 +1,51 @@
+"""Cyborg microversions: ``OpenStack-API-Version: accelerator 2.x``.
+
+2.0 base; 2.1 ``project_id`` in the bind PATCH; 2.2 GET a device profile by
+name; 2.3 device ``status``.  No header means 2.0 (Nova sends none);
+``latest`` means the maximum; anything outside [min, max] is 406.
+"""
+
+import microversion_parse
+
+from accel_backend import exception
+
+SERVICE_TYPE = 'accelerator'
+MIN_VERSION = (2, 0)
+MAX_VERSION = (2, 3)
+
+
+def fmt(version):
+    """``(2, 3)`` -> ``'2.3'``."""
+    return '%d.%d' % version
+
+
+def from_headers(headers):
+    """The requested version as a ``(major, minor)`` tuple.
+
+    :param headers: a mapping of request headers.
+    :raises NotAcceptable: malformed or out of range.
+    """
+    text = microversion_parse.get_version(headers, service_type=SERVICE_TYPE)
+    if text is None:
+        return MIN_VERSION
+    if text == 'latest':
+        return MAX_VERSION
+    try:
+        major, minor = (int(p) for p in text.split('.'))
+    except ValueError:
+        raise exception.NotAcceptable(version=text, min=fmt(MIN_VERSION),
+                                      max=fmt(MAX_VERSION))
+    if not MIN_VERSION <= (major, minor) <= MAX_VERSION:
+        raise exception.NotAcceptable(version=text, min=fmt(MIN_VERSION),
+                                      max=fmt(MAX_VERSION))
+    return (major, minor)
+
+
+def response_headers(version):
+    """Headers every response carries."""
+    return {
+        'OpenStack-API-Minimum-Version': fmt(MIN_VERSION),
+        'OpenStack-API-Maximum-Version': fmt(MAX_VERSION),
+        'OpenStack-API-Version': '%s %s' % (SERVICE_TYPE, fmt(version)),
+        'Vary': 'OpenStack-API-Version',
+    }

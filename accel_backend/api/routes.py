@@ -1,0 +1,40 @@
+"""The route table: URL template -> {HTTP method: handler}.
+
+Like openstack/placement's ``ROUTE_DECLARATIONS``: the whole API surface in
+one place; a method missing for a path answers 405 with ``Allow``.
+"""
+
+from accel_backend.api.handlers import arq
+from accel_backend.api.handlers import deployable
+from accel_backend.api.handlers import device
+from accel_backend.api.handlers import device_profile
+from accel_backend.api.handlers import root
+
+ROUTES = {
+    '': {'GET': root.versions},
+    '/': {'GET': root.versions},
+    '/v2': {'GET': root.v2},
+    '/v2/': {'GET': root.v2},
+    '/v2/device_profiles': {
+        'GET': device_profile.list_,
+        'POST': device_profile.create,
+        'DELETE': device_profile.delete_by_value,
+    },
+    '/v2/device_profiles/{ident}': {
+        'GET': device_profile.show,
+        'DELETE': device_profile.delete,
+    },
+    '/v2/accelerator_requests': {
+        'GET': arq.list_,
+        'POST': arq.create,
+        'PATCH': arq.update,
+        'DELETE': arq.delete,
+    },
+    '/v2/accelerator_requests/{arq_uuid}': {
+        'GET': arq.show,
+    },
+    '/v2/devices': {'GET': device.list_},
+    '/v2/devices/{device_uuid}': {'GET': device.show},
+    '/v2/deployables': {'GET': deployable.list_},
+    '/v2/deployables/{deployable_uuid}': {'GET': deployable.show},
+}

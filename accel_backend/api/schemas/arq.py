@@ -1,0 +1,91 @@
+"""Bodies of ``POST`` and ``PATCH /v2/accelerator_requests``.
+
+PATCH is ``{arq_uuid: [RFC 6902 ops]}``: all ``add`` of ``/hostname``,
+``/device_rp_uuid``, ``/instance_uuid`` (and ``/project_id`` from 2.1) is
+a bind; all ``remove`` of them is an unbind.
+"""
+
+from oslo_utils import uuidutils
+
+from accel_backend import exception
+
+CREATE = {
+    'type': 'object',
+    'properties': {
+        'device_profile_name': {'type': 'string', 'minLength': 1,
+                                'maxLength': 255},
+        'image_uuid': {'type': ['string', 'null']},
+    },
+    'required': ['device_profile_name'],
+    'additionalProperties': False,
+}
+
+_OP = {
+    'type': 'object',
+    'properties': {
+        'op': {'enum': ['add', 'remove']},
+        'path': {'enum': ['/hostname', '/device_rp_uuid', '/instance_uuid',
+                          '/project_id']},
+        'value': {},
+    },
+    'required': ['op', 'path'],
+    'additionalProperties': False,
+}
+
+PATCH = {
+    'type': 'object',
+    'minProperties': 1,
+    'maxProperties': 1024,
+    'additionalProperties': {'type': 'array', 'minItems': 1,
+                             'maxItems': 4, 'items': _OP},
+}
+
+BIND_PATHS = {'/hostname', '/device_rp_uuid', '/instance_uuid'}
+
+
+def parse_patch(body, allow_project_id):
+    """Turn a validated PATCH body into bind and unbind requests.
+
+    :param allow_project_id: microversion >= 2.1.
+    :returns: ``(binds, unbinds)``: ``{arq_uuid: {field: value}}`` and a
+        list of ARQ UUIDs.
+    :raises InvalidUUID: a key or UUID value is no UUID.
+    :raises InvalidPatch: mixed ops, missing fields, bad values.
+    """
+    binds, unbinds = {}, []
+    for arq_uuid, ops in body.items():
+        if not uuidutils.is_uuid_like(arq_uuid):
+            raise exception.InvalidUUID(value=arq_uuid)
+        kinds = {op['op'] for op in ops}
+        if len(kinds) != 1:
+            raise exception.InvalidPatch(
+                uuid=arq_uuid, reason='mixes add and remove operations')
+        paths = [op['path'] for op in ops]
+        if len(set(paths)) != len(paths):
+            raise exception.InvalidPatch(uuid=arq_uuid,
+                                         reason='repeats a path')
+        if '/project_id' in paths and not allow_project_id:
+            raise exception.InvalidPatch(
+                uuid=arq_uuid,
+                reason='/project_id needs microversion 2.1 or later')
+        if kinds == {'remove'}:
+            unbinds.append(arq_uuid)
+            continue
+        missing = BIND_PATHS - set(paths)
+        if missing:
+            raise exception.InvalidPatch(
+                uuid=arq_uuid,
+                reason='a bind must add %s' % ', '.join(sorted(missing)))
+        fields = {}
+        for op in ops:
+            if 'value' not in op or not isinstance(op['value'], str) or not (
+                    0 < len(op['value']) <= 255):
+                raise exception.InvalidPatch(
+                    uuid=arq_uuid,
+                    reason='%s needs a string value' % op['path'])
+            fields[op['path'][1:]] = op['value']
+        for key in ('device_rp_uuid', 'instance_uuid'):
+            if not uuidutils.is_uuid_like(fields[key]):
+                raise exception.InvalidUUID(value=fields[key])
+        binds[arq_uuid] = fields
+    return binds, unbinds

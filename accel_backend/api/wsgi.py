@@ -1,0 +1,108 @@
+"""The WSGI application: auth, microversions, routing, error documents.
+
+Middleware order (outermost first): request id, body size limit, then
+keystonemiddleware ``auth_token`` unless ``[api] auth_strategy = noauth``,
+then ``AccelApp`` which builds the request context, negotiates the
+microversion, dispatches through ``routes.ROUTES`` and turns every
+``AccelBackendError`` into a JSON error with a stable code (never a 500
+for bad input; unexpected exceptions are logged and answered 500 with
+code ``accel.internal_error``).
+"""
+
+import routes as routes_lib
+import webob
+import webob.dec
+from oslo_log import log as logging
+from oslo_middleware import request_id as request_id_mw
+from oslo_middleware import sizelimit
+
+from accel_backend.api import context as context_mod
+from accel_backend.api import microversion
+from accel_backend.api import routes
+from accel_backend.api import util
+from accel_backend import exception
+
+LOG = logging.getLogger(__name__)
+
+
+def _error_response(req, err, version=None):
+    body = {
+        'errors': [{
+            'status': err.status,
+            'code': err.code,
+            'title': webob.exc.status_map.get(err.status,
+                                              webob.exc.HTTPError).title,
+            'detail': err.detail,
+            'request_id': req.environ.get('openstack.request_id'),
+        }],
+        # Cyborg (WSME) clients read this key.
+        'error_message': err.detail,
+    }
+    resp = util.response(err.status, body)
+    if version is not None:
+        resp.headers.update(microversion.response_headers(version))
+    return resp
+
+
+class AccelApp:
+    """Dispatches requests to the handlers of ``routes.ROUTES``.
+
+    :param service: the ``Service`` whose database and binder handlers use.
+    :param noauth: True when no Keystone validates tokens.
+    """
+
+    def __init__(self, service, noauth):
+        self.service = service
+        self.noauth = noauth
+        self.mapper = routes_lib.Mapper()
+        for path in routes.ROUTES:
+            self.mapper.connect(path, route=path)
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        version = None
+        try:
+            version = microversion.from_headers(req.headers)
+            match = self.mapper.match(environ=req.environ)
+            if match is None:
+                raise exception.NotFound(kind='Resource', ident=req.path)
+            methods = routes.ROUTES[match.pop('route')]
+            handler = methods.get(req.method)
+            if handler is None:
+                err = exception.MethodNotAllowed(method=req.method,
+                                                 path=req.path)
+                resp = _error_response(req, err, version)
+                resp.headers['Allow'] = ', '.join(sorted(methods))
+                return resp
+            req.environ['accel.context'] = context_mod.from_environ(
+                req.environ, self.noauth)
+            req.environ['accel.version'] = version
+            req.environ['accel.service'] = self.service
+            resp = handler(req, **match)
+        except exception.AccelBackendError as err:
+            if err.status >= 500:
+                LOG.error('%s %s failed: %s', req.method, req.path, err)
+            return _error_response(req, err, version)
+        except Exception:
+            LOG.exception('Unexpected error in %s %s', req.method, req.path)
+            return _error_response(req, exception.AccelBackendError(),
+                                   version)
+        resp.headers.update(microversion.response_headers(version))
+        return resp
+
+
+def make_app(conf, service):
+    """Build the WSGI application.
+
+    :param conf: accel_backend ``ConfigOpts``.
+    :param service: the ``accel_backend.service.Service``.
+    :returns: a WSGI callable.
+    """
+    noauth = conf.api.auth_strategy == 'noauth'
+    app = AccelApp(service, noauth)
+    if not noauth:
+        from keystonemiddleware import auth_token
+        app = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
+    app = sizelimit.RequestBodySizeLimiter(app, conf)
+    app = request_id_mw.RequestId(app)
+    return app

@@ -1,0 +1,1 @@
+"""Carrying out ARQ bindings and telling Nova about them."""

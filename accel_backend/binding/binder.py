@@ -1,0 +1,172 @@
+"""The binding worker.
+
+``PATCH /v2/accelerator_requests`` only records ``BindStarted`` (committed)
+and hands the ARQ UUIDs to ``Binder.submit``; a worker thread then claims
+an attach handle of the deployable behind the ARQ's ``device_rp_uuid`` and
+moves the ARQ to ``Bound`` (or ``BindFailed``), committing the outcome
+together with a ``pending_event``.  Events are then delivered to Nova with
+retries and exponential backoff; each accepted event clears
+``pending_event``.  ``resume()`` at start finishes whatever a previous
+process left half-done, so a crash loses nothing.
+"""
+
+import concurrent.futures
+import threading
+import time
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+
+from accel_backend.db import models
+from accel_backend.objects import arq as arq_obj
+from accel_backend.objects import device as device_obj
+
+LOG = logging.getLogger(__name__)
+MAX_BACKOFF = 30.0
+
+
+class Binder:
+    """Binds ARQs in background threads and delivers Nova events.
+
+    :param db: ``accel_backend.db.api.Database``.
+    :param notifier: ``NovaNotifier`` (or anything with its ``send``).
+    :param workers: number of threads (int).
+    :param retry_interval: seconds before the first event retry (float).
+    :param retry_timeout: seconds after which an event is given up (int).
+    """
+
+    def __init__(self, db, notifier, workers=4, retry_interval=0.5,
+                 retry_timeout=600):
+        self.db = db
+        self.notifier = notifier
+        self.retry_interval = retry_interval
+        self.retry_timeout = retry_timeout
+        self._stop = threading.Event()
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix='accel-binder')
+        self._futures = set()
+        self._lock = threading.Lock()
+
+    def submit(self, arq_uuids):
+        """Queue ``BindStarted`` ARQs (list of UUIDs) for binding."""
+        if arq_uuids:
+            self._spawn(self._bind_and_notify, list(arq_uuids))
+
+    def _spawn(self, fn, *args):
+        with self._lock:
+            fut = self._pool.submit(fn, *args)
+            self._futures.add(fut)
+        fut.add_done_callback(self._done)
+
+    def _done(self, fut):
+        with self._lock:
+            self._futures.discard(fut)
+        if fut.exception() is not None:
+            LOG.error('Binding task failed: %s', fut.exception(),
+                      exc_info=fut.exception())
+
+    def resume(self):
+        """Re-queue work a previous process left: ``BindStarted`` ARQs are
+        bound, undelivered events are sent."""
+        with self.db.transaction() as session:
+            started = [a.uuid for a in arq_obj.list_(
+                session, states=[arq_obj.BIND_STARTED])]
+            pending = list(session.scalars(sa.select(models.ARQ.uuid).where(
+                models.ARQ.pending_event.isnot(None))))
+        if started:
+            LOG.info('Resuming binding of %d ARQs', len(started))
+            self.submit(started)
+        if pending:
+            LOG.info('Resuming delivery of %d events', len(pending))
+            self._spawn(self._deliver, pending)
+
+    def bind_one(self, arq_uuid):
+        """Bind one ``BindStarted`` ARQ, committing the outcome.
+
+        :returns: the new state, or None when the ARQ is gone or no longer
+            ``BindStarted`` (deleted or unbound meanwhile).
+        """
+        with self.db.transaction() as session:
+            arq = session.scalar(sa.select(models.ARQ).where(
+                models.ARQ.uuid == arq_uuid).with_for_update())
+            if arq is None or arq.state != arq_obj.BIND_STARTED:
+                return None
+            handle = device_obj.find_free_handle(
+                session, arq.device_rp_uuid, arq.hostname)
+            if handle is None:
+                LOG.warning('ARQ %s: no free attach handle on resource '
+                            'provider %s of host %s', arq.uuid,
+                            arq.device_rp_uuid, arq.hostname)
+                arq.state = arq_obj.BIND_FAILED
+                arq.pending_event = 'failed'
+            else:
+                arq.attach_handle = handle
+                arq.state = arq_obj.BOUND
+                arq.pending_event = 'completed'
+                LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
+                         handle.attach_type, handle.attach_info,
+                         arq.instance_uuid)
+            return arq.state
+
+    def _bind_and_notify(self, arq_uuids):
+        for arq_uuid in arq_uuids:
+            self.bind_one(arq_uuid)
+        self._deliver(arq_uuids)
+
+    def _pending(self, arq_uuids):
+        with self.db.transaction() as session:
+            rows = session.execute(
+                sa.select(models.ARQ.instance_uuid, models.ARQ.uuid,
+                          models.ARQ.pending_event)
+                .where(models.ARQ.uuid.in_(list(arq_uuids)),
+                       models.ARQ.pending_event.isnot(None))).all()
+        return [tuple(r) for r in rows]
+
+    def _clear(self, arq_uuids):
+        with self.db.transaction() as session:
+            session.execute(sa.update(models.ARQ)
+                            .where(models.ARQ.uuid.in_(list(arq_uuids)))
+                            .values(pending_event=None))
+
+    def _deliver(self, arq_uuids):
+        """Send pending events until Nova took them, they are obsolete or
+        ``retry_timeout`` passed."""
+        deadline = time.monotonic() + self.retry_timeout
+        delay = self.retry_interval
+        remaining = set(arq_uuids)
+        while remaining and not self._stop.is_set():
+            events = self._pending(remaining)
+            if not events:
+                return
+            done, retry = self.notifier.send(events)
+            if done:
+                self._clear(done)
+            remaining = retry
+            if not remaining:
+                return
+            if time.monotonic() + delay > deadline:
+                LOG.error('Giving up delivering events for ARQs %s',
+                          sorted(remaining))
+                self._clear(remaining)
+                return
+            self._stop.wait(delay)
+            delay = min(delay * 2, MAX_BACKOFF)
+
+    def stop(self, wait=True):
+        """Stop retrying and wait for running tasks (bool ``wait``)."""
+        self._stop.set()
+        self._pool.shutdown(wait=wait)
+
+    def wait_idle(self, timeout=10.0):
+        """Block until no task is queued or running (tests, shutdown).
+
+        :param timeout: seconds.
+        :returns: True when idle.
+        """
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self._lock:
+                if not self._futures:
+                    return True
+            time.sleep(0.01)
+        return False

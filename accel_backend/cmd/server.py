@@ -1,0 +1,47 @@
+"""``accel-backend``: the embedded accelerator service in one process.
+
+Serves the Cyborg v2 API with cheroot (a threaded WSGI server), binds ARQs
+and reports devices to Placement.  Example::
+
+    accel-backend --config-file /etc/accel-backend/accel-backend.conf
+"""
+
+import signal
+import sys
+
+from cheroot import wsgi as cheroot_wsgi
+from oslo_log import log as logging
+
+from accel_backend import conf as conf_mod
+from accel_backend import service as service_mod
+
+LOG = logging.getLogger(__name__)
+
+
+def main(argv=None):
+    """Console script entry point; returns the exit status (int)."""
+    conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
+    logging.setup(conf, 'accel-backend')
+    svc = service_mod.Service(conf)
+    server = cheroot_wsgi.Server((conf.api.host_ip, conf.api.port), svc.app,
+                                numthreads=conf.api.workers)
+
+    def _stop(signum, frame):
+        LOG.info('Signal %d: stopping', signum)
+        server.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    svc.start()
+    LOG.info('accel-backend listening on %s:%s', conf.api.host_ip,
+             conf.api.port)
+    try:
+        server.prepare()
+        server.serve()
+    finally:
+        svc.stop()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

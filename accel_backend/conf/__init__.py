@@ -1,0 +1,142 @@
+"""Configuration of accel_backend.
+
+Options are declared per group in the modules of this package and gathered
+by ``list_opts()`` (the ``oslo.config.opts`` entry point) for
+``oslo-config-generator``.  accel_backend always works on its own
+``ConfigOpts`` instance (never a global), so a test may run it in the same
+process as Nova.
+"""
+
+import socket
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+from oslo_db import options as db_options
+from oslo_log import log as logging
+
+DEFAULT_OPTS = [
+    cfg.StrOpt('host', default=socket.gethostname(),
+               sample_default='<hostname>',
+               help='Name of this host: the ``hostname`` Nova binds ARQs '
+                    'with must equal it (Nova sends the compute node\'s '
+                    'hypervisor_hostname).'),
+    cfg.StrOpt('state_path', default='/var/lib/accel-backend',
+               help='Directory for the embedded SQLite database.'),
+]
+
+API_GROUP = cfg.OptGroup('api', title='REST API server')
+API_OPTS = [
+    cfg.HostAddressOpt('host_ip', default='127.0.0.1',
+                       help='Address the API server listens on.'),
+    cfg.PortOpt('port', default=6666,
+                help='Port the API server listens on (Cyborg uses 6666).'),
+    cfg.IntOpt('workers', default=8, min=1,
+               help='Threads of the WSGI server.'),
+    cfg.StrOpt('auth_strategy', default='keystone',
+               choices=[('keystone', 'keystonemiddleware auth_token'),
+                        ('noauth', 'no authentication: identity comes from '
+                                   'X-User-Id/X-Project-Id/X-Roles headers; '
+                                   'for local use only')],
+               help='How requests are authenticated.'),
+]
+
+DATABASE_DEFAULT = 'sqlite:///$state_path/accel_backend.sqlite'
+
+PLACEMENT_GROUP = cfg.OptGroup('placement', title='Placement client')
+NOVA_GROUP = cfg.OptGroup('nova', title='Nova client (external events)')
+NOVA_OPTS = [
+    cfg.FloatOpt('event_retry_interval', default=0.5, min=0.01,
+                 help='Seconds before the first retry of an '
+                      '``accelerator-request-bound`` event that Nova did not '
+                      'accept; doubles on each try up to 30 seconds.'),
+    cfg.IntOpt('event_retry_timeout', default=600, min=1,
+               help='Seconds after which an undelivered event is dropped '
+                    '(Nova waits ``arq_binding_timeout``, default 300).'),
+]
+
+DISCOVERY_GROUP = cfg.OptGroup('discovery', title='Device discovery')
+DISCOVERY_OPTS = [
+    cfg.StrOpt('sysfs_root', default='/sys/bus/pci/devices',
+               help='Directory holding one entry per PCI function, as '
+                    '/sys/bus/pci/devices does. Tests point it at a '
+                    'recorded tree.'),
+    cfg.MultiStrOpt(
+        'device_spec', default=[],
+        help='JSON object selecting PCI devices to manage, one per '
+             'option line: {"vendor_id": "10de", "product_id": "1eb8", '
+             '"address": "0000:af:*" (optional glob), "class": "0302" '
+             '(optional prefix), "resource_class": "PGPU", "traits": '
+             '["CUSTOM_NVIDIA_T4"], "device_type": "GPU", '
+             '"attach_handle_type": "PCI"}.'),
+    cfg.ListOpt('enabled_drivers', default=['generic_pci'],
+                help='Discovery drivers (entry point group '
+                     '``accel_backend.discovery.drivers``).'),
+    cfg.StrOpt('resource_provider_name',
+               help='Name of the compute node resource provider in '
+                    'Placement. Default: try [DEFAULT] host, then its '
+                    'short and fully qualified forms.'),
+    cfg.IntOpt('report_interval', default=60, min=0,
+               help='Seconds between discovery and Placement report '
+                    'runs; 0 runs it only at start.'),
+]
+
+BINDING_GROUP = cfg.OptGroup('binding', title='ARQ binding')
+BINDING_OPTS = [
+    cfg.IntOpt('workers', default=4, min=1,
+               help='Threads that carry out ARQ binding.'),
+]
+
+
+def register_opts(conf):
+    """Register every accel_backend option on ``conf``.
+
+    :param conf: an ``oslo_config.cfg.ConfigOpts`` instance.
+    """
+    conf.register_opts(DEFAULT_OPTS)
+    conf.register_group(API_GROUP)
+    conf.register_opts(API_OPTS, group=API_GROUP)
+    db_options.set_defaults(conf, connection=DATABASE_DEFAULT)
+    for group in (PLACEMENT_GROUP, NOVA_GROUP):
+        conf.register_group(group)
+        ks_loading.register_session_conf_options(conf, group.name)
+        ks_loading.register_auth_conf_options(conf, group.name)
+        ks_loading.register_adapter_conf_options(conf, group.name)
+    conf.register_opts(NOVA_OPTS, group=NOVA_GROUP)
+    conf.register_group(DISCOVERY_GROUP)
+    conf.register_opts(DISCOVERY_OPTS, group=DISCOVERY_GROUP)
+    conf.register_group(BINDING_GROUP)
+    conf.register_opts(BINDING_OPTS, group=BINDING_GROUP)
+
+
+def new_conf(args=None, config_files=None):
+    """Build a ready ``ConfigOpts`` with all accel_backend options.
+
+    :param args: command-line arguments (list of str), default none.
+    :param config_files: config file paths (list of str).
+    :returns: ``oslo_config.cfg.ConfigOpts``.
+    """
+    conf = cfg.ConfigOpts()
+    logging.register_options(conf)
+    register_opts(conf)
+    conf(args or [], project='accel-backend',
+         default_config_files=config_files or [])
+    return conf
+
+
+def _ks_opts(group):
+    return (ks_loading.get_session_conf_options() +
+            ks_loading.get_auth_common_conf_options() +
+            ks_loading.get_auth_plugin_conf_options('password') +
+            ks_loading.get_adapter_conf_options())
+
+
+def list_opts():
+    """``[(group, opts)]`` for ``oslo-config-generator``."""
+    return [
+        ('DEFAULT', DEFAULT_OPTS),
+        (API_GROUP, API_OPTS),
+        (PLACEMENT_GROUP, _ks_opts('placement')),
+        (NOVA_GROUP, NOVA_OPTS + _ks_opts('nova')),
+        (DISCOVERY_GROUP, DISCOVERY_OPTS),
+        (BINDING_GROUP, BINDING_OPTS),
+    ]

@@ -1,0 +1,1 @@
+"""Persistence of accel_backend: SQLAlchemy models, queries, migrations."""

@@ -1,0 +1,115 @@
+"""SQLAlchemy models: one table per Cyborg v2 resource.
+
+Names follow Cyborg's data model (device -> deployable -> attach handle;
+device profile; extended accelerator request) so operators recognise them.
+Timestamps are naive UTC.
+"""
+
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Base(orm.DeclarativeBase):
+    pass
+
+
+class TimestampMixin:
+    created_at = sa.Column(sa.DateTime, default=_utcnow, nullable=False)
+    updated_at = sa.Column(sa.DateTime, onupdate=_utcnow)
+
+
+class DeviceProfile(TimestampMixin, Base):
+    """A "flavor for devices": named list of request groups (JSON)."""
+
+    __tablename__ = 'device_profiles'
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    name = sa.Column(sa.String(255), nullable=False, unique=True)
+    description = sa.Column(sa.Text)
+    groups = sa.Column(sa.JSON, nullable=False)
+
+
+class Device(TimestampMixin, Base):
+    """A physical card on a host (PCI function that was discovered)."""
+
+    __tablename__ = 'devices'
+    __table_args__ = (sa.UniqueConstraint('hostname', 'address'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    type = sa.Column(sa.String(30), nullable=False)
+    vendor = sa.Column(sa.String(16), nullable=False)
+    model = sa.Column(sa.String(255), nullable=False)
+    hostname = sa.Column(sa.String(255), nullable=False, index=True)
+    address = sa.Column(sa.String(16), nullable=False)
+    std_board_info = sa.Column(sa.JSON)
+    vendor_board_info = sa.Column(sa.JSON)
+    status = sa.Column(sa.String(16), nullable=False, default='enabled')
+    deployables = orm.relationship('Deployable', back_populates='device',
+                                   cascade='all, delete-orphan')
+
+
+class Deployable(TimestampMixin, Base):
+    """The schedulable unit of a device: one resource provider."""
+
+    __tablename__ = 'deployables'
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    device_id = sa.Column(sa.Integer, sa.ForeignKey('devices.id'),
+                          nullable=False)
+    name = sa.Column(sa.String(255), nullable=False)
+    rp_uuid = sa.Column(sa.String(36), unique=True)
+    num_accelerators = sa.Column(sa.Integer, nullable=False, default=1)
+    driver_name = sa.Column(sa.String(100))
+    resource_class = sa.Column(sa.String(255), nullable=False)
+    traits = sa.Column(sa.JSON, nullable=False, default=list)
+    device = orm.relationship('Device', back_populates='deployables')
+    attach_handles = orm.relationship('AttachHandle',
+                                      back_populates='deployable',
+                                      cascade='all, delete-orphan')
+
+
+class AttachHandle(TimestampMixin, Base):
+    """What the virt driver attaches: a PCI address or an mdev UUID."""
+
+    __tablename__ = 'attach_handles'
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    deployable_id = sa.Column(sa.Integer, sa.ForeignKey('deployables.id'),
+                              nullable=False)
+    attach_type = sa.Column(sa.String(16), nullable=False)
+    attach_info = sa.Column(sa.JSON, nullable=False)
+    in_use = sa.Column(sa.Boolean, nullable=False, default=False)
+    deployable = orm.relationship('Deployable',
+                                  back_populates='attach_handles')
+
+
+class ARQ(TimestampMixin, Base):
+    """An accelerator request: one accelerator for one instance."""
+
+    __tablename__ = 'accelerator_requests'
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    state = sa.Column(sa.String(16), nullable=False, index=True)
+    device_profile_id = sa.Column(sa.Integer,
+                                  sa.ForeignKey('device_profiles.id'))
+    device_profile_name = sa.Column(sa.String(255), nullable=False)
+    device_profile_group_id = sa.Column(sa.Integer, nullable=False)
+    device_profile_group = sa.Column(sa.JSON, nullable=False)
+    hostname = sa.Column(sa.String(255))
+    device_rp_uuid = sa.Column(sa.String(36))
+    instance_uuid = sa.Column(sa.String(36), index=True)
+    project_id = sa.Column(sa.String(255), index=True)
+    attach_handle_id = sa.Column(sa.Integer,
+                                 sa.ForeignKey('attach_handles.id'),
+                                 unique=True)
+    # Outcome of binding that Nova has not been told yet: 'completed' or
+    # 'failed'; cleared once Nova accepted the event.  Persisted so a
+    # restart re-sends it.
+    pending_event = sa.Column(sa.String(16))
+    attach_handle = orm.relationship('AttachHandle')

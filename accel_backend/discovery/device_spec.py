@@ -1,0 +1,122 @@
+"""Operator device specs: which PCI functions accel_backend manages.
+
+A spec is a JSON object (``[discovery] device_spec``, one per line)::
+
+    {"vendor_id": "10de", "product_id": "1eb8",      # required
+     "address": "0000:af:*",                         # optional glob
+     "class": "0302",                                # optional hex prefix
+     "resource_class": "PGPU",                       # default PGPU
+     "traits": ["CUSTOM_NVIDIA_T4"],                 # optional
+     "device_type": "GPU",                           # default GPU
+     "attach_handle_type": "PCI"}                    # PCI | TEST_PCI
+"""
+
+import dataclasses
+import fnmatch
+import json
+import re
+
+import os_resource_classes as orc
+import os_traits
+
+from accel_backend import exception
+
+_CUSTOM = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
+_HEX4 = re.compile(r'^[0-9a-f]{4}$')
+DEVICE_TYPES = ('GPU', 'FPGA', 'AICHIP', 'QAT', 'NIC', 'SSD', 'OTHER')
+ATTACH_TYPES = ('PCI', 'TEST_PCI')
+
+
+def valid_resource_class(name):
+    """True for a standard resource class or a ``CUSTOM_`` one."""
+    return name in orc.STANDARDS or bool(_CUSTOM.match(name))
+
+
+def valid_trait(name):
+    """True for a standard trait (os-traits) or a ``CUSTOM_`` one."""
+    return bool(_CUSTOM.match(name)) or name in os_traits.get_traits()
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceSpec:
+    """One parsed spec; see the module docstring for the fields."""
+
+    vendor_id: str
+    product_id: str
+    address: str = None
+    class_prefix: str = None
+    resource_class: str = 'PGPU'
+    traits: tuple = ()
+    device_type: str = 'GPU'
+    attach_handle_type: str = 'PCI'
+
+    def matches(self, fn):
+        """True when PCI function ``fn`` (``sysfs.PCIFunction``) is ours."""
+        if (fn.vendor_id, fn.product_id) != (self.vendor_id,
+                                             self.product_id):
+            return False
+        if self.address and not fnmatch.fnmatch(fn.address, self.address):
+            return False
+        if self.class_prefix and not fn.class_code.startswith(
+                self.class_prefix):
+            return False
+        return True
+
+
+def parse(text):
+    """Parse one spec.
+
+    :param text: JSON object text.
+    :returns: ``DeviceSpec``.
+    :raises DeviceSpecError: bad JSON, unknown keys, bad ids or names.
+    """
+    try:
+        raw = json.loads(text)
+    except ValueError as e:
+        raise exception.DeviceSpecError(spec=text, reason=str(e))
+    if not isinstance(raw, dict):
+        raise exception.DeviceSpecError(spec=text, reason='not an object')
+    known = {'vendor_id', 'product_id', 'address', 'class',
+             'resource_class', 'traits', 'device_type', 'attach_handle_type'}
+    unknown = set(raw) - known
+    if unknown:
+        raise exception.DeviceSpecError(
+            spec=text, reason='unknown keys %s' % sorted(unknown))
+    ids = {}
+    for key in ('vendor_id', 'product_id'):
+        value = str(raw.get(key, '')).lower().replace('0x', '')
+        if not _HEX4.match(value):
+            raise exception.DeviceSpecError(
+                spec=text, reason='%s must be 4 hex digits' % key)
+        ids[key] = value
+    rc = raw.get('resource_class', 'PGPU')
+    if not valid_resource_class(rc):
+        raise exception.DeviceSpecError(
+            spec=text, reason='bad resource class %r' % rc)
+    traits = tuple(raw.get('traits', ()))
+    bad = [t for t in traits if not valid_trait(t)]
+    if bad:
+        raise exception.DeviceSpecError(spec=text,
+                                        reason='bad traits %s' % bad)
+    dtype = raw.get('device_type', 'GPU')
+    if dtype not in DEVICE_TYPES:
+        raise exception.DeviceSpecError(
+            spec=text, reason='device_type must be one of %s' %
+            (DEVICE_TYPES,))
+    ahtype = raw.get('attach_handle_type', 'PCI')
+    if ahtype not in ATTACH_TYPES:
+        raise exception.DeviceSpecError(
+            spec=text, reason='attach_handle_type must be one of %s' %
+            (ATTACH_TYPES,))
+    return DeviceSpec(
+        vendor_id=ids['vendor_id'], product_id=ids['product_id'],
+        address=raw.get('address'),
+        class_prefix=(str(raw['class']).lower().replace('0x', '')
+                      if raw.get('class') else None),
+        resource_class=rc, traits=traits, device_type=dtype,
+        attach_handle_type=ahtype)
+
+
+def parse_all(texts):
+    """Parse every configured spec (list of str) -> list of DeviceSpec."""
+    return [parse(t) for t in texts]

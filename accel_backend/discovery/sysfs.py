@@ -1,0 +1,117 @@
+"""Read PCI functions from a sysfs tree (no lspci parsing).
+
+The root is ``[discovery] sysfs_root`` (``/sys/bus/pci/devices``): one
+directory (or symlink) per function, named by its address
+``DDDD:BB:SS.F``, holding the files ``vendor``, ``device``,
+``subsystem_vendor``, ``subsystem_device``, ``class``, ``numa_node`` and
+the links ``iommu_group``, ``driver`` and ``physfn`` (VFs only).  Tests
+point the root at a recorded tree of plain files and relative links.
+"""
+
+import dataclasses
+import os
+import re
+
+ADDRESS_RE = re.compile(
+    r'^(?P<domain>[0-9a-f]{4}):(?P<bus>[0-9a-f]{2}):'
+    r'(?P<slot>[0-1][0-9a-f])\.(?P<function>[0-7])$')
+
+
+@dataclasses.dataclass(frozen=True)
+class PCIFunction:
+    """One PCI function as sysfs shows it.
+
+    Ids are 4 lower-case hex digits without ``0x``; ``class_code`` is 6.
+    ``numa_node`` is None when sysfs says -1; ``physfn`` is the PF address
+    of an SR-IOV VF, else None.
+    """
+
+    address: str
+    vendor_id: str
+    product_id: str
+    class_code: str
+    subsystem_vendor_id: str = None
+    subsystem_product_id: str = None
+    numa_node: int = None
+    iommu_group: str = None
+    driver: str = None
+    physfn: str = None
+
+    @property
+    def address_parts(self):
+        """``{"domain", "bus", "device", "function"}`` as Cyborg's PCI
+        attach handle info wants them (hex strings without ``0x``)."""
+        m = ADDRESS_RE.match(self.address)
+        return {'domain': m.group('domain'), 'bus': m.group('bus'),
+                'device': m.group('slot'), 'function': m.group('function')}
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _hex(value, width):
+    if not value:
+        return None
+    return value.lower().replace('0x', '').zfill(width)
+
+
+def _link_name(path):
+    try:
+        return os.path.basename(os.readlink(path))
+    except OSError:
+        return None
+
+
+def read_function(root, address):
+    """Read one function's attributes.
+
+    :param root: sysfs directory (str).
+    :param address: PCI address ``DDDD:BB:SS.F``.
+    :returns: ``PCIFunction``, or None when the entry is no PCI function
+        (no readable ``vendor``/``device``).
+    """
+    base = os.path.join(root, address)
+    vendor = _hex(_read(os.path.join(base, 'vendor')), 4)
+    product = _hex(_read(os.path.join(base, 'device')), 4)
+    if not vendor or not product:
+        return None
+    numa = _read(os.path.join(base, 'numa_node'))
+    numa_node = int(numa) if numa and numa.lstrip('-').isdigit() else None
+    if numa_node is not None and numa_node < 0:
+        numa_node = None
+    return PCIFunction(
+        address=address, vendor_id=vendor, product_id=product,
+        class_code=_hex(_read(os.path.join(base, 'class')), 6) or '',
+        subsystem_vendor_id=_hex(
+            _read(os.path.join(base, 'subsystem_vendor')), 4),
+        subsystem_product_id=_hex(
+            _read(os.path.join(base, 'subsystem_device')), 4),
+        numa_node=numa_node,
+        iommu_group=_link_name(os.path.join(base, 'iommu_group')),
+        driver=_link_name(os.path.join(base, 'driver')),
+        physfn=_link_name(os.path.join(base, 'physfn')))
+
+
+def scan(root):
+    """Every PCI function under ``root``, sorted by address.
+
+    :param root: sysfs directory (str); a missing directory yields [].
+    :returns: list of ``PCIFunction``.
+    """
+    try:
+        names = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return []
+    functions = []
+    for name in names:
+        if not ADDRESS_RE.match(name):
+            continue
+        fn = read_function(root, name)
+        if fn is not None:
+            functions.append(fn)
+    return functions

@@ -1,0 +1,149 @@
+"""Exceptions of accel_backend, each with an HTTP status and a stable code.
+
+The API turns every ``AccelBackendError`` into an OpenStack-style error
+document (``{"errors": [{"status", "code", "title", "detail",
+"request_id"}]}``, as openstack/placement does) plus Cyborg's
+``error_message`` key so Cyborg clients keep working.  ``code`` values are
+part of the API contract: clients may match on them, so never rename one.
+"""
+
+
+class AccelBackendError(Exception):
+    """Base class.
+
+    :param detail: human-readable message (str); if omitted, ``msg_fmt`` is
+        formatted with ``kwargs``.
+    :param kwargs: values for ``msg_fmt``.
+    """
+
+    status = 500
+    code = 'accel.internal_error'
+    msg_fmt = 'An unexpected error occurred.'
+
+    def __init__(self, detail=None, **kwargs):
+        self.kwargs = kwargs
+        if detail is None:
+            detail = self.msg_fmt % kwargs if kwargs else self.msg_fmt
+        self.detail = detail
+        super().__init__(detail)
+
+
+class BadRequest(AccelBackendError):
+    status = 400
+    code = 'accel.bad_request'
+    msg_fmt = 'Bad request: %(reason)s'
+
+
+class InvalidJSON(BadRequest):
+    code = 'accel.invalid_json'
+    msg_fmt = 'Request body is not valid JSON: %(reason)s'
+
+
+class SchemaValidationError(BadRequest):
+    code = 'accel.schema_validation'
+    msg_fmt = 'Request body or query failed validation: %(reason)s'
+
+
+class InvalidDeviceProfile(BadRequest):
+    code = 'accel.device_profile.invalid'
+    msg_fmt = 'Invalid device profile: %(reason)s'
+
+
+class InvalidPatch(BadRequest):
+    code = 'accel.arq.invalid_patch'
+    msg_fmt = 'Invalid JSON-patch for ARQ %(uuid)s: %(reason)s'
+
+
+class InvalidUUID(BadRequest):
+    code = 'accel.invalid_uuid'
+    msg_fmt = '%(value)r is not a valid UUID.'
+
+
+class NotAcceptable(AccelBackendError):
+    status = 406
+    code = 'accel.microversion.not_acceptable'
+    msg_fmt = ('Version %(version)s is not supported by the API. Minimum is '
+               '%(min)s and maximum is %(max)s.')
+
+
+class NotFound(AccelBackendError):
+    status = 404
+    code = 'accel.not_found'
+    msg_fmt = '%(kind)s %(ident)s could not be found.'
+
+
+class DeviceProfileNotFound(NotFound):
+    code = 'accel.device_profile.not_found'
+    msg_fmt = 'Device profile %(ident)s could not be found.'
+
+
+class ARQNotFound(NotFound):
+    code = 'accel.arq.not_found'
+    msg_fmt = 'Accelerator request %(ident)s could not be found.'
+
+
+class DeviceNotFound(NotFound):
+    code = 'accel.device.not_found'
+    msg_fmt = 'Device %(ident)s could not be found.'
+
+
+class DeployableNotFound(NotFound):
+    code = 'accel.deployable.not_found'
+    msg_fmt = 'Deployable %(ident)s could not be found.'
+
+
+class MethodNotAllowed(AccelBackendError):
+    status = 405
+    code = 'accel.method_not_allowed'
+    msg_fmt = 'Method %(method)s is not allowed on %(path)s.'
+
+
+class Conflict(AccelBackendError):
+    status = 409
+    code = 'accel.conflict'
+
+
+class DeviceProfileExists(Conflict):
+    code = 'accel.device_profile.duplicate'
+    msg_fmt = 'A device profile named %(name)s already exists.'
+
+
+class DeviceProfileInUse(Conflict):
+    code = 'accel.device_profile.in_use'
+    msg_fmt = ('Device profile %(name)s is used by %(count)d accelerator '
+               'requests.')
+
+
+class ARQInvalidState(Conflict):
+    code = 'accel.arq.invalid_state'
+    msg_fmt = ('Accelerator request %(uuid)s is in state %(state)s; '
+               '%(op)s needs one of %(allowed)s.')
+
+
+class ARQsUnresolved(AccelBackendError):
+    """Cyborg's answer when resolved ARQs are asked for too early."""
+
+    status = 423
+    code = 'accel.arq.unresolved'
+    msg_fmt = ('Accelerator requests of instance %(instance)s are still '
+               'binding.')
+
+
+class PlacementError(AccelBackendError):
+    status = 502
+    code = 'accel.placement.error'
+    msg_fmt = 'Placement call %(method)s %(url)s failed: %(status)s %(body)s'
+
+
+class ComputeNodeProviderNotFound(AccelBackendError):
+    status = 503
+    code = 'accel.placement.compute_node_not_found'
+    msg_fmt = ('No resource provider named any of %(names)s in Placement: '
+               'is nova-compute running on this host?')
+
+
+class DeviceSpecError(AccelBackendError):
+    """A ``[discovery] device_spec`` entry is malformed (config error)."""
+
+    code = 'accel.config.device_spec'
+    msg_fmt = 'Invalid device_spec %(spec)r: %(reason)s'

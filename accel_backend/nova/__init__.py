@@ -1,0 +1,1 @@
+"""Talking back to Nova: the ``accelerator-request-bound`` external event."""

@@ -1,0 +1,81 @@
+"""Deliver ``accelerator-request-bound`` events to Nova.
+
+Wire contract (REFERENCE.md "Event that tells Nova the binding is done"):
+``POST /os-server-external-events`` at compute microversion >= 2.82 with
+``{"events": [{"name": "accelerator-request-bound", "server_uuid",
+"tag": <arq uuid>, "status": "completed"|"failed"}]}``.  Nova answers 200,
+or 207 with a ``code`` per event: 200 accepted, 404 instance gone (drop),
+422 instance has no host yet (retry: the binding finished before Nova's
+compute claimed the instance).
+"""
+
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+EVENT_NAME = 'accelerator-request-bound'
+MICROVERSION = '2.82'
+
+
+def adapter_from_conf(conf, group='nova', auth=None):
+    """keystoneauth1 Adapter for ``service_type=compute`` from ``conf``.
+
+    :param auth: a keystoneauth1 auth plugin overriding the configured one.
+    """
+    auth = auth or ks_loading.load_auth_from_conf_options(conf, group)
+    session = ks_loading.load_session_from_conf_options(conf, group,
+                                                        auth=auth)
+    return ks_loading.load_adapter_from_conf_options(
+        conf, group, session=session, auth=auth, service_type='compute')
+
+
+class NovaNotifier:
+    """Sends binding events; tells which ones Nova took.
+
+    :param adapter: keystoneauth1 ``Adapter`` for the compute API.
+    """
+
+    def __init__(self, adapter):
+        self.adapter = adapter
+
+    def send(self, events):
+        """POST events in one request.
+
+        :param events: list of ``(instance_uuid, arq_uuid, status)``.
+        :returns: ``(done, retry)``: sets of ARQ UUIDs that need no more
+            delivery (accepted, or instance gone) and that must be retried.
+        """
+        if not events:
+            return set(), set()
+        body = {'events': [{'name': EVENT_NAME, 'server_uuid': inst,
+                            'tag': arq, 'status': status}
+                           for inst, arq, status in events]}
+        tags = {arq for _, arq, _ in events}
+        try:
+            resp = self.adapter.post('/os-server-external-events',
+                                     json=body, raise_exc=False,
+                                     microversion=MICROVERSION)
+        except ks_exc.ClientException as e:
+            LOG.warning('Cannot reach Nova to deliver %d events: %s',
+                        len(events), e)
+            return set(), tags
+        if resp.status_code not in (200, 207):
+            LOG.warning('Nova refused events (%s): %s', resp.status_code,
+                        resp.text[:300])
+            if resp.status_code == 404:
+                return tags, set()
+            return set(), tags
+        done, retry = set(), set()
+        for ev in resp.json().get('events', []):
+            code = ev.get('code', 200)
+            if code == 200 or code == 404:
+                done.add(ev['tag'])
+                if code == 404:
+                    LOG.info('Instance %s is gone; dropping event for ARQ '
+                             '%s', ev['server_uuid'], ev['tag'])
+            else:
+                retry.add(ev['tag'])
+        # Events Nova did not mention at all are retried.
+        retry |= tags - done - retry
+        return done, retry

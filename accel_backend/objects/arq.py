@@ -1,0 +1,175 @@
+"""Accelerator requests (ARQs) and their binding state machine.
+
+States (Cyborg's names, REFERENCE.md)::
+
+    Initial --bind--> BindStarted --worker--> Bound | BindFailed
+    Bound/BindFailed/BindStarted --unbind--> Unbound --bind--> BindStarted
+
+Every transition is committed before the work it announces is done, so a
+restarted service finds ``BindStarted`` ARQs and ARQs with a
+``pending_event`` and finishes them (see ``accel_backend.binding``).
+"""
+
+import re
+
+import sqlalchemy as sa
+from oslo_utils import uuidutils
+
+from accel_backend.db import models
+from accel_backend import exception
+from accel_backend.objects import device_profile as dp_obj
+from accel_backend import utils
+
+INITIAL = 'Initial'
+BIND_STARTED = 'BindStarted'
+BOUND = 'Bound'
+UNBOUND = 'Unbound'
+BIND_FAILED = 'BindFailed'
+UNBIND_FAILED = 'UnbindFailed'
+DELETING = 'Deleting'
+STATES = (INITIAL, BIND_STARTED, BOUND, UNBOUND, BIND_FAILED, UNBIND_FAILED,
+          DELETING)
+RESOLVED_STATES = (BOUND, BIND_FAILED, DELETING)
+BINDABLE_STATES = (INITIAL, UNBOUND)
+
+BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
+_RESOURCES_KEY = re.compile(r'^resources:(.+)$')
+
+
+def create_for_profile(session, dp, project_id=None):
+    """Create ``Initial`` ARQs for a device profile.
+
+    One ARQ per unit of every ``resources:<RC>`` value of every group
+    (spec: "N request groups, each asking for M accelerators -> N*M
+    ARQs"), each carrying its group index in ``device_profile_group_id``.
+
+    :param dp: ``models.DeviceProfile``.
+    :param project_id: owner project (str) or None.
+    :returns: list of ``models.ARQ``.
+    """
+    arqs = []
+    for index, group in enumerate(dp.groups):
+        count = sum(int(v) for k, v in group.items()
+                    if _RESOURCES_KEY.match(k))
+        for _ in range(count):
+            arq = models.ARQ(
+                uuid=uuidutils.generate_uuid(), state=INITIAL,
+                device_profile_id=dp.id, device_profile_name=dp.name,
+                device_profile_group_id=index, device_profile_group=group,
+                project_id=project_id)
+            session.add(arq)
+            arqs.append(arq)
+    session.flush()
+    return arqs
+
+
+def create(session, device_profile_name, project_id=None):
+    """Create ARQs for the profile named ``device_profile_name``.
+
+    :raises DeviceProfileNotFound: no such profile.
+    """
+    dp = dp_obj.get_by_name(session, device_profile_name)
+    return create_for_profile(session, dp, project_id=project_id)
+
+
+def get(session, arq_uuid, for_update=False):
+    """:raises ARQNotFound: no ARQ has that UUID."""
+    query = sa.select(models.ARQ).where(models.ARQ.uuid == arq_uuid)
+    if for_update:
+        query = query.with_for_update()
+    arq = session.scalar(query)
+    if arq is None:
+        raise exception.ARQNotFound(ident=arq_uuid)
+    return arq
+
+
+def list_(session, instance_uuid=None, project_id=None, uuids=None,
+          states=None):
+    """ARQs filtered in SQL; ordered by creation."""
+    query = sa.select(models.ARQ).order_by(models.ARQ.id)
+    if instance_uuid is not None:
+        query = query.where(models.ARQ.instance_uuid == instance_uuid)
+    if project_id is not None:
+        query = query.where(models.ARQ.project_id == project_id)
+    if uuids is not None:
+        query = query.where(models.ARQ.uuid.in_(list(uuids)))
+    if states is not None:
+        query = query.where(models.ARQ.state.in_(list(states)))
+    return list(session.scalars(query))
+
+
+def start_binding(session, arq, hostname, device_rp_uuid, instance_uuid,
+                  project_id=None):
+    """Record a bind request; the binding worker completes it.
+
+    Idempotent: asking again for the binding an ARQ already has (or is
+    getting) changes nothing and returns False.
+
+    :returns: True when the ARQ moved to ``BindStarted`` (the caller must
+        hand it to the binder after commit).
+    :raises ARQInvalidState: the ARQ is bound elsewhere or not bindable.
+    """
+    wanted = (hostname, device_rp_uuid, instance_uuid)
+    if arq.state in (BIND_STARTED, BOUND) and (
+            arq.hostname, arq.device_rp_uuid, arq.instance_uuid) == wanted:
+        return False
+    if arq.state not in BINDABLE_STATES:
+        raise exception.ARQInvalidState(uuid=arq.uuid, state=arq.state,
+                                        op='bind',
+                                        allowed=', '.join(BINDABLE_STATES))
+    arq.hostname, arq.device_rp_uuid, arq.instance_uuid = wanted
+    if project_id is not None:
+        arq.project_id = project_id
+    arq.state = BIND_STARTED
+    arq.pending_event = None
+    return True
+
+
+def release(arq):
+    """Give the ARQ's attach handle back (no-op when it has none)."""
+    if arq.attach_handle is not None:
+        arq.attach_handle.in_use = False
+        arq.attach_handle_id = None
+        arq.attach_handle = None
+
+
+def unbind(arq):
+    """Undo a binding: release the device, clear host/RP/instance.
+
+    Idempotent for ARQs that are ``Initial`` or ``Unbound``.
+    """
+    if arq.state in (INITIAL, UNBOUND):
+        return
+    release(arq)
+    arq.hostname = arq.device_rp_uuid = arq.instance_uuid = None
+    arq.state = UNBOUND
+    arq.pending_event = None
+
+
+def delete(session, arq):
+    """Release the ARQ's device and delete the row."""
+    release(arq)
+    session.delete(arq)
+
+
+def to_dict(arq, base_url):
+    """Cyborg v2 wire view of an ARQ (REFERENCE.md "ARQ fields")."""
+    handle = arq.attach_handle
+    return {
+        'uuid': arq.uuid,
+        'state': arq.state,
+        'device_profile_name': arq.device_profile_name,
+        'device_profile_group_id': arq.device_profile_group_id,
+        'hostname': arq.hostname,
+        'device_rp_uuid': arq.device_rp_uuid,
+        'instance_uuid': arq.instance_uuid,
+        'project_id': arq.project_id,
+        'attach_handle_type': handle.attach_type if handle else None,
+        'attach_handle_uuid': handle.uuid if handle else None,
+        'attach_handle_info': dict(handle.attach_info) if handle else None,
+        'links': [{'href': '%s/accelerator_requests/%s' % (base_url,
+                                                           arq.uuid),
+                   'rel': 'self'}],
+        'created_at': utils.isotime(arq.created_at),
+        'updated_at': utils.isotime(arq.updated_at),
+    }

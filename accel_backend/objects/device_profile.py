@@ -1,0 +1,88 @@
+"""Device profiles: named request-group lists (Cyborg ``device_profiles``).
+
+Wire view (Cyborg v2): ``{"uuid", "name", "description", "groups",
+"created_at", "updated_at", "links"}``.
+"""
+
+import sqlalchemy as sa
+from oslo_utils import uuidutils
+
+from accel_backend.db import models
+from accel_backend import exception
+from accel_backend import utils
+
+
+def create(session, name, groups, description=None):
+    """Insert a device profile.
+
+    :param name: profile name, already validated (``^[a-zA-Z0-9-_]+$``).
+    :param groups: list of group dicts, already validated.
+    :raises DeviceProfileExists: the name is taken.
+    :returns: ``models.DeviceProfile``.
+    """
+    if session.scalar(sa.select(models.DeviceProfile.id).where(
+            models.DeviceProfile.name == name)) is not None:
+        raise exception.DeviceProfileExists(name=name)
+    dp = models.DeviceProfile(uuid=uuidutils.generate_uuid(), name=name,
+                              groups=groups, description=description)
+    session.add(dp)
+    session.flush()
+    return dp
+
+
+def get_by_name(session, name):
+    """:raises DeviceProfileNotFound: no profile has that name."""
+    dp = session.scalar(sa.select(models.DeviceProfile).where(
+        models.DeviceProfile.name == name))
+    if dp is None:
+        raise exception.DeviceProfileNotFound(ident=name)
+    return dp
+
+
+def get(session, ident):
+    """Look a profile up by UUID, or by name when ``ident`` is no UUID.
+
+    :raises DeviceProfileNotFound: nothing matches.
+    """
+    if not uuidutils.is_uuid_like(ident):
+        return get_by_name(session, ident)
+    dp = session.scalar(sa.select(models.DeviceProfile).where(
+        models.DeviceProfile.uuid == ident))
+    if dp is None:
+        raise exception.DeviceProfileNotFound(ident=ident)
+    return dp
+
+
+def list_(session, name=None):
+    """Profiles ordered by creation, filtered by exact ``name`` in SQL."""
+    query = sa.select(models.DeviceProfile).order_by(models.DeviceProfile.id)
+    if name is not None:
+        query = query.where(models.DeviceProfile.name == name)
+    return list(session.scalars(query))
+
+
+def delete(session, dp):
+    """Delete ``dp``.
+
+    :raises DeviceProfileInUse: ARQs still refer to it (Cyborg would
+        orphan them).
+    """
+    count = session.scalar(sa.select(sa.func.count(models.ARQ.id)).where(
+        models.ARQ.device_profile_id == dp.id))
+    if count:
+        raise exception.DeviceProfileInUse(name=dp.name, count=count)
+    session.delete(dp)
+
+
+def to_dict(dp, base_url):
+    """Cyborg v2 view of a profile; ``base_url`` is the ``/v2`` URL."""
+    return {
+        'uuid': dp.uuid,
+        'name': dp.name,
+        'description': dp.description,
+        'groups': dp.groups,
+        'created_at': utils.isotime(dp.created_at),
+        'updated_at': utils.isotime(dp.updated_at),
+        'links': [{'href': '%s/device_profiles/%s' % (base_url, dp.uuid),
+                   'rel': 'self'}],
+    }

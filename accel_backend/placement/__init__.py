@@ -1,0 +1,1 @@
+"""Placement reporting: devices as nested resource providers."""

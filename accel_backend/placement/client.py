@@ -1,0 +1,63 @@
+"""A thin keystoneauth1 client of the Placement API.
+
+Raises ``PlacementError`` for any unexpected status so callers never get
+half-read responses; 404 and 409 are returned to the caller where the
+protocol expects them (lookups, generation conflicts).
+"""
+
+from keystoneauth1 import loading as ks_loading
+from oslo_log import log as logging
+
+from accel_backend import exception
+
+LOG = logging.getLogger(__name__)
+MICROVERSION = '1.36'
+
+
+def adapter_from_conf(conf, group='placement', auth=None):
+    """keystoneauth1 Adapter for ``service_type=placement`` from ``conf``.
+
+    :param auth: a keystoneauth1 auth plugin overriding the configured one.
+    """
+    auth = auth or ks_loading.load_auth_from_conf_options(conf, group)
+    session = ks_loading.load_session_from_conf_options(conf, group,
+                                                        auth=auth)
+    return ks_loading.load_adapter_from_conf_options(
+        conf, group, session=session, auth=auth,
+        service_type='placement', default_microversion=MICROVERSION)
+
+
+class PlacementClient:
+    """Placement calls used by the reporter.
+
+    :param adapter: keystoneauth1 ``Adapter`` whose endpoint is Placement.
+    """
+
+    def __init__(self, adapter):
+        self.adapter = adapter
+        self.calls = 0
+
+    def _request(self, method, url, ok=(200,), json=None):
+        self.calls += 1
+        resp = self.adapter.request(url, method, json=json, raise_exc=False)
+        if resp.status_code not in ok:
+            raise exception.PlacementError(method=method, url=url,
+                                           status=resp.status_code,
+                                           body=resp.text[:500])
+        return resp
+
+    def get(self, url, ok=(200,)):
+        """GET ``url``; returns the response (status in ``ok``)."""
+        return self._request('GET', url, ok=ok)
+
+    def put(self, url, body=None, ok=(200, 201, 204)):
+        """PUT ``url`` with JSON ``body``; returns the response."""
+        return self._request('PUT', url, ok=ok, json=body)
+
+    def post(self, url, body, ok=(200, 201)):
+        """POST JSON ``body`` to ``url``; returns the response."""
+        return self._request('POST', url, ok=ok, json=body)
+
+    def delete(self, url, ok=(204,)):
+        """DELETE ``url``; returns the response."""
+        return self._request('DELETE', url, ok=ok)

@@ -1,0 +1,159 @@
+"""Harness: Nova 34 ``ServersTestBase`` + a real accel_backend ``Service``.
+
+accel_backend runs in-process on its own config (SQLite file, noauth,
+recorded sysfs tree), reports to the Placement fixture over HTTP and posts
+its ``accelerator-request-bound`` events to the Nova API fixture over HTTP
+(wsgi-intercept on both ends).  Nova reaches it through
+``[cyborg] endpoint_override``.
+"""
+
+import json
+import os
+import textwrap
+
+import fixtures
+from keystoneauth1 import session as ks_session
+from wsgi_intercept import interceptor
+
+from nova import context as nova_context
+from nova.tests.functional.libvirt import base as libvirt_base
+from nova.tests import fixtures as nova_fixtures
+
+from accel_backend import conf as accel_conf
+from accel_backend import service as accel_service
+
+ACCEL_URL = 'http://accel.test:80'
+SYSFS_TWO_GPUS = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
+                              'sysfs', 'two-gpus')
+T4_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
+           'resource_class': 'PGPU', 'traits': ['CUSTOM_NVIDIA_T4'],
+           'device_type': 'GPU'}
+
+
+class AccelServersTestBase(libvirt_base.ServersTestBase):
+    """Boots servers through Nova's API with accel_backend behind it.
+
+    Subclasses get ``self.accel`` (the accel_backend ``Service``),
+    ``self.accel_api`` (a keystoneauth session to it) and helpers.
+    """
+
+    ADMIN_API = True
+    microversion = 'latest'
+    COMPUTE = 'compute1'
+    SYSFS_ROOT = SYSFS_TWO_GPUS
+    DEVICE_SPECS = [T4_SPEC]
+    ARQ_BINDING_TIMEOUT = 10
+
+    def setUp(self):
+        super().setUp()
+        self.flags(arq_binding_timeout=self.ARQ_BINDING_TIMEOUT)
+        self.flags(endpoint_override=ACCEL_URL + '/v2', group='cyborg')
+        self._give_requests_a_token()
+        self.start_compute(hostname=self.COMPUTE)
+        self.accel = self._start_accel_backend()
+        self.accel_api = ks_session.Session()
+        self.accel.discover_and_report()
+
+    def _setup_compute_service(self):
+        # The bundle's libvirt driver, through the in-tree-style shim.
+        self.flags(compute_driver='accel.LibvirtDriver')
+
+    def _give_requests_a_token(self):
+        # Test-harness only: OSAPIFixture's stub context has no token, so
+        # Nova would refuse to call the accelerator service. Identity from
+        # X-Auth-User/X-Roles as the fixture does; accel_backend's events
+        # authenticate with the noauth2-style token "admin".
+        project_id = self.api_fixture.project_id
+
+        def fake_ctx(env, **kwargs):
+            token = env.get('HTTP_X_AUTH_TOKEN')
+            user_id = env.get('HTTP_X_AUTH_USER') or (
+                'admin' if token == 'admin' else None)
+            roles = env.get('HTTP_X_ROLES', 'admin,member,reader').split(',')
+            return nova_context.RequestContext(
+                user_id, env.get('HTTP_X_AUTH_PROJECT_ID', project_id),
+                is_admin=user_id == 'admin', roles=roles,
+                auth_token='admin', **kwargs)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.api.auth.NovaKeystoneContext._create_context', fake_ctx))
+
+    def accel_config(self, tmpdir):
+        """accel_backend config file text for this test."""
+        specs = '\n'.join('device_spec = %s' % json.dumps(s)
+                          for s in self.DEVICE_SPECS)
+        return textwrap.dedent('''\
+            [DEFAULT]
+            host = %(host)s
+            state_path = %(tmp)s
+            [api]
+            auth_strategy = noauth
+            [binding]
+            workers = 2
+            [discovery]
+            sysfs_root = %(sysfs)s
+            report_interval = 0
+            %(specs)s
+            [placement]
+            auth_type = admin_token
+            endpoint = %(placement)s
+            token = admin
+            endpoint_override = %(placement)s
+            [nova]
+            auth_type = admin_token
+            endpoint = %(nova)s
+            token = admin
+            endpoint_override = %(nova)s
+            event_retry_interval = 0.05
+            event_retry_timeout = 30
+            ''') % {'host': self.COMPUTE, 'tmp': tmpdir,
+                    'sysfs': os.path.abspath(self.SYSFS_ROOT),
+                    'specs': specs,
+                    'placement': self.placement_fixture.endpoint,
+                    'nova': self.api_fixture.base_url}
+
+    def _start_accel_backend(self):
+        tmpdir = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmpdir, 'accel-backend.conf')
+        with open(path, 'w') as f:
+            f.write(self.accel_config(tmpdir))
+        conf = accel_conf.new_conf(config_files=[path])
+        svc = accel_service.Service(conf)
+        self.addCleanup(svc.stop)
+        intercept = interceptor.RequestsInterceptor(lambda: svc.app,
+                                                    url=ACCEL_URL)
+        intercept.install_intercept()
+        self.addCleanup(intercept.uninstall_intercept)
+        return svc
+
+    # -- helpers ---------------------------------------------------------
+
+    def accel_request(self, method, path, body=None, expect=(200,)):
+        """Call accel_backend's API as admin; returns decoded JSON."""
+        resp = self.accel_api.request(
+            ACCEL_URL + path, method, json=body, raise_exc=False,
+            headers={'X-Auth-Token': 'admin'})
+        self.assertIn(resp.status_code, expect, resp.text)
+        return resp.json() if resp.content else None
+
+    def create_device_profile(self, name, groups):
+        return self.accel_request('POST', '/v2/device_profiles',
+                                  [{'name': name, 'groups': groups}],
+                                  expect=(201,))
+
+    def arqs_of(self, server_id):
+        return self.accel_request(
+            'GET', '/v2/accelerator_requests?instance=%s' % server_id)['arqs']
+
+    def accel_flavor(self, profile):
+        flavor_id = self._create_flavor(
+            extra_spec={'accel:device_profile': profile})
+        return flavor_id
+
+    def guest_xml(self, server_id):
+        conn = self.computes[self.COMPUTE].driver._host.get_connection()
+        return conn.lookupByUUIDString(server_id).XMLDesc(0)
+
+    def device_rps(self):
+        """``{pci_address: rp_uuid}`` of the devices accel_backend found."""
+        return {r.address: r.rp_uuid for r in self.accel.discover_and_report()}
