@@ -138,3 +138,25 @@ def wait_for_bound_arqs(virtapi, client, instance, arq_uuids, timeout=None):
             reason='states %s, expected Bound' % ', '.join(
                 '%s=%s' % (u, resolved[u].get('state')) for u in not_bound))
     return [resolved[u] for u in arq_uuids]
+
+
+def require_bound(instance_uuid, accel_info):
+    """Refuse to build a guest with an ARQ that is not ``Bound``.
+
+    Nova 34's compute manager hands the driver every *resolved* ARQ, and
+    ``BindFailed`` counts as resolved: when the failure was recorded before
+    the compute manager started waiting, Nova passes the failed ARQ on and
+    its libvirt driver silently boots the guest without the device.  The
+    bundle's drivers call this first so such a build fails (and Nova
+    reschedules or sets the server to ERROR, deleting the ARQs).
+
+    :param instance_uuid: UUID (str) of the instance being built.
+    :param accel_info: list of ARQ dicts (or None) given to ``spawn``.
+    :raises ARQBindingFailed: naming the ARQs that are not ``Bound``.
+    """
+    bad = [arq['uuid'] for arq in accel_info or []
+           if arq.get('state') != STATE_BOUND]
+    if bad:
+        raise exception.ARQBindingFailed(
+            instance_uuid, bad,
+            reason='accelerator service reports them not Bound')

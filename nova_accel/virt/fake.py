@@ -16,6 +16,7 @@ check what a real guest would have received.
 
 from nova.virt import fake as nova_fake
 
+from nova_accel.virt import binding
 from nova_accel.virt import hostdev
 
 
@@ -40,9 +41,11 @@ class FakeDriver(nova_fake.SmallFakeDriver):
         """Spawn the fake guest, composing hostdevs from ``accel_info``.
 
         :param accel_info: list of bound ARQ dicts, or None.
+        :raises ARQBindingFailed: an ARQ is not ``Bound``.
         :raises InvalidAttachHandle: a malformed attach handle; composed
             before the fake guest exists, so a failed build leaves nothing.
         """
+        binding.require_bound(instance.uuid, accel_info)
         elements = hostdev.compose_hostdevs(accel_info or [])
         super().spawn(context, instance, image_meta, injected_files,
                       admin_password, allocations, network_info=network_info,

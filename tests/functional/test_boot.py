@@ -56,3 +56,76 @@ class BootWithAcceleratorTest(base.AccelServersTestBase):
         usages = self.placement.get(
             '/resource_providers/%s/usages' % rps[address]).body['usages']
         self.assertEqual({'PGPU': 0}, usages)
+
+
+class BootFailureTest(base.AccelServersTestBase):
+    """Failure modes: the build ends in ERROR and leaves nothing behind."""
+
+    ARQ_BINDING_TIMEOUT = 2
+
+    def _boot_expecting_error(self):
+        self.create_device_profile('gpu', [{'resources:PGPU': '1'}])
+        server = self._create_server(flavor_id=self.accel_flavor('gpu'),
+                                     networks='none',
+                                     expected_state='ERROR')
+        return server
+
+    def _assert_nothing_left(self, server):
+        self.assertEqual([], self.arqs_of(server['id']))
+        allocs = self.placement.get(
+            '/allocations/%s' % server['id']).body['allocations']
+        self.assertEqual({}, allocs)
+
+    def test_bind_fails(self):
+        rps = self.device_rps()
+        # Both GPUs vanish from the host after they were reported:
+        # Placement still offers them, so the scheduler picks one, but
+        # accel_backend has no device left to bind the ARQ to.
+        from accel_backend.objects import device as device_obj
+        with self.accel.db.transaction() as session:
+            device_obj.sync_host(session, self.COMPUTE, [])
+
+        server = self._boot_expecting_error()
+
+        self.assertEqual(2, len(rps))
+        # The compute refused to spawn with an unbound ARQ (Nova alone
+        # would have booted the guest without its GPU), and with no other
+        # host the build ended in ERROR.
+        self.assertIn('Exhausted all hosts', server['fault']['message'])
+        conn = self.computes[self.COMPUTE].driver._host.get_connection()
+        self.assertEqual([], conn.listAllDomains())
+        self._assert_nothing_left(server)
+
+    def test_binding_timeout(self):
+        # A device that never finishes binding (a hung host agent): the
+        # ARQ stays BindStarted and no event reaches Nova.
+        release = self._hang_binding()
+
+        server = self._boot_expecting_error()
+        release()
+
+        fault = server['fault']
+        self.assertIn('Failure getting accelerator requests',
+                      fault['message'])
+        # Nova's compute manager owns this wait (arq_binding_timeout); the
+        # fault details name the timeout that aborted the build.
+        self.assertIn('nova.exception.InstanceEventTimeout',
+                      fault['details'])
+        self.assertIn('_get_bound_arq_resources', fault['details'])
+        self._assert_nothing_left(server)
+
+    def _hang_binding(self):
+        import threading
+
+        import fixtures
+        gate = threading.Event()
+        real = self.accel.binder.bind_one
+
+        def slow_bind(arq_uuid):
+            gate.wait(30)
+            return real(arq_uuid)
+
+        self.useFixture(fixtures.MockPatchObject(self.accel.binder,
+                                                 'bind_one', slow_bind))
+        self.addCleanup(gate.set)
+        return gate.set

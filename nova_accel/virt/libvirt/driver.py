@@ -19,6 +19,7 @@ elements.  Hot-adding accelerators to a running guest will be added here.
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_log import log as logging
 
+from nova_accel.virt import binding
 from nova_accel.virt import hostdev
 
 LOG = logging.getLogger(__name__)
@@ -34,6 +35,22 @@ class LibvirtDriver(libvirt_driver.LibvirtDriver):
 
     capabilities = dict(libvirt_driver.LibvirtDriver.capabilities,
                         supports_accelerators=True)
+
+    def spawn(self, context, instance, image_meta, injected_files,
+              admin_password, allocations, network_info=None,
+              block_device_info=None, power_on=True, accel_info=None):
+        """Nova's spawn, after checking every ARQ in ``accel_info`` is
+        ``Bound``.
+
+        :raises ARQBindingFailed: an ARQ failed to bind (see
+            :func:`nova_accel.virt.binding.require_bound`).
+        """
+        binding.require_bound(instance.uuid, accel_info)
+        return super().spawn(context, instance, image_meta, injected_files,
+                             admin_password, allocations,
+                             network_info=network_info,
+                             block_device_info=block_device_info,
+                             power_on=power_on, accel_info=accel_info)
 
     def _guest_add_accel_pci_devices(self, guest, accel_info):
         """Add one ``<hostdev>`` per bound ARQ to the guest config.
