@@ -82,29 +82,40 @@ def parse(text):
     if unknown:
         raise exception.DeviceSpecError(
             spec=text, reason='unknown keys %s' % sorted(unknown))
+    for key in ('address', 'class'):
+        if key in raw and not isinstance(raw[key], str):
+            raise exception.DeviceSpecError(
+                spec=text, reason='%s must be a string' % key)
     ids = {}
     for key in ('vendor_id', 'product_id'):
-        value = str(raw.get(key, '')).lower().replace('0x', '')
-        if not _HEX4.match(value):
+        value = raw.get(key, '')
+        value = value.lower().replace('0x', '') if isinstance(
+            value, str) else None
+        if not value or not _HEX4.match(value):
             raise exception.DeviceSpecError(
                 spec=text, reason='%s must be 4 hex digits' % key)
         ids[key] = value
     rc = raw.get('resource_class', 'PGPU')
-    if not valid_resource_class(rc):
+    if not isinstance(rc, str) or not valid_resource_class(rc):
         raise exception.DeviceSpecError(
             spec=text, reason='bad resource class %r' % rc)
-    traits = tuple(raw.get('traits', ()))
-    bad = [t for t in traits if not valid_trait(t)]
+    traits = raw.get('traits', [])
+    if not isinstance(traits, list):
+        raise exception.DeviceSpecError(
+            spec=text, reason='traits must be a list of trait names')
+    traits = tuple(traits)
+    bad = [t for t in traits if not isinstance(t, str) or
+           not valid_trait(t)]
     if bad:
         raise exception.DeviceSpecError(spec=text,
                                         reason='bad traits %s' % bad)
     dtype = raw.get('device_type', 'GPU')
-    if dtype not in DEVICE_TYPES:
+    if not isinstance(dtype, str) or dtype not in DEVICE_TYPES:
         raise exception.DeviceSpecError(
             spec=text, reason='device_type must be one of %s' %
             (DEVICE_TYPES,))
     ahtype = raw.get('attach_handle_type', 'PCI')
-    if ahtype not in ATTACH_TYPES:
+    if not isinstance(ahtype, str) or ahtype not in ATTACH_TYPES:
         raise exception.DeviceSpecError(
             spec=text, reason='attach_handle_type must be one of %s' %
             (ATTACH_TYPES,))

@@ -40,7 +40,7 @@ class TestParse(testtools.TestCase):
                                'class': '0x0302',
                                'resource_class': 'CUSTOM_T4',
                                'traits': ['CUSTOM_NVIDIA_T4',
-                                          'HW_GPU_API_CUDA_V10_0'],
+                                          'HW_GPU_CUDA_SDK_V10_0'],
                                'device_type': 'AICHIP',
                                'attach_handle_type': 'TEST_PCI'})
         self.assertEqual('10de', spec.vendor_id)
@@ -48,7 +48,7 @@ class TestParse(testtools.TestCase):
         self.assertEqual('0000:af:*', spec.address)
         self.assertEqual('0302', spec.class_prefix)
         self.assertEqual('CUSTOM_T4', spec.resource_class)
-        self.assertEqual(('CUSTOM_NVIDIA_T4', 'HW_GPU_API_CUDA_V10_0'),
+        self.assertEqual(('CUSTOM_NVIDIA_T4', 'HW_GPU_CUDA_SDK_V10_0'),
                          spec.traits)
         self.assertEqual('AICHIP', spec.device_type)
         self.assertEqual('TEST_PCI', spec.attach_handle_type)
