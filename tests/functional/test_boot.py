@@ -57,6 +57,18 @@ class BootWithAcceleratorTest(base.AccelServersTestBase):
             '/resource_providers/%s/usages' % rps[address]).body['usages']
         self.assertEqual({'PGPU': 0}, usages)
 
+        # The freed GPU serves the next servers: two of them get the two
+        # GPUs, one each, and a third finds no host.
+        first = self._create_server(flavor_id=flavor, networks='none')
+        second = self._create_server(flavor_id=flavor, networks='none')
+        got = [hostdev_addresses(self.guest_xml(s['id']))[0]
+               for s in (first, second)]
+        self.assertEqual(sorted(rps), sorted(got))
+        third = self._create_server(flavor_id=flavor, networks='none',
+                                    expected_state='ERROR')
+        self.assertIn('No valid host', third['fault']['message'])
+        self.assertEqual([], self.arqs_of(third['id']))
+
 
 class BootFailureTest(base.AccelServersTestBase):
     """Failure modes: the build ends in ERROR and leaves nothing behind."""
