@@ -88,8 +88,9 @@ class Reporter:
         wanted = set()
         for prov in providers:
             wanted.add(prov.rp_uuid)
-            if prov.rp_uuid not in tree:
-                self._create_rp(prov, root_uuid, root_name)
+            if prov.rp_uuid not in tree and not self._create_rp(
+                    prov, root_uuid, root_name):
+                continue
             self._sync_inventory(prov)
             self._sync_traits(prov.rp_uuid,
                               set(prov.traits) | {OWNER_TRAIT})
@@ -107,6 +108,9 @@ class Reporter:
         return OWNER_TRAIT in traits
 
     def _create_rp(self, dep, root_uuid, root_name):
+        """:returns: True when the provider exists now, False when
+        another provider holds its name (logged; the device is skipped
+        so that the others are still reported)."""
         name = device_obj.provider_name(root_name, dep.address)
         LOG.info('Creating resource provider %s (%s) under %s', name,
                  dep.rp_uuid, root_uuid)
@@ -116,8 +120,16 @@ class Reporter:
              'parent_provider_uuid': root_uuid}, ok=(200, 409))
         if resp.status_code == 409:
             # Created by an earlier run of ours that crashed before it
-            # could write inventory; the lookup below shows it.
-            self.client.get('/resource_providers/%s' % dep.rp_uuid)
+            # could write inventory (then the lookup finds it), or the
+            # name is taken by a provider that is not ours.
+            found = self.client.get('/resource_providers/%s' % dep.rp_uuid,
+                                    ok=(200, 404))
+            if found.status_code == 404:
+                LOG.error('Cannot create resource provider %s for device '
+                          '%s: another provider already has that name; '
+                          'the device is not reported', name, dep.address)
+                return False
+        return True
 
     def _ensure_rc(self, rc):
         if rc not in self._known_rcs:

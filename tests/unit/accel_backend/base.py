@@ -3,6 +3,8 @@
 import json
 import os
 
+import fixtures
+
 from accel_backend import conf as accel_conf
 
 FIXTURES = os.path.abspath(os.path.join(
@@ -16,20 +18,32 @@ T4_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
            'device_type': 'GPU'}
 
 
-def make_conf(sysfs_root=TWO_GPUS, specs=(T4_SPEC,), **groups):
-    """A fresh accel_backend ConfigOpts for discovery.
+def make_conf(test, sysfs_root=TWO_GPUS, specs=(T4_SPEC,), **groups):
+    """A fresh accel_backend ConfigOpts read from a config file.
 
+    Values go through a file, never ``set_override``: accel_backend
+    registers module-level ``OptGroup`` objects, which oslo.config copies
+    shallowly, so overrides of grouped options would leak into every
+    other ConfigOpts of the process.
+
+    :param test: the running TestCase (owns the temp dir).
     :param specs: dicts (dumped as JSON) or ready JSON strings.
-    :param groups: ``{group: {option: value}}`` overrides; ``DEFAULT``
-        names the default group.
+    :param groups: ``{group: {option: value}}``; ``DEFAULT`` is the
+        default group.
     """
-    conf = accel_conf.new_conf()
-    conf.set_override('sysfs_root', sysfs_root, group='discovery')
-    conf.set_override('device_spec',
-                      [s if isinstance(s, str) else json.dumps(s)
-                       for s in specs], group='discovery')
+    tmp = test.useFixture(fixtures.TempDir()).path
+    sections = {'DEFAULT': {'state_path': tmp}, 'discovery': {}}
+    sections['discovery']['sysfs_root'] = sysfs_root
     for group, opts in groups.items():
-        for name, value in opts.items():
-            conf.set_override(name, value,
-                              group=None if group == 'DEFAULT' else group)
-    return conf
+        sections.setdefault(group, {}).update(opts)
+    lines = []
+    for group, opts in sections.items():
+        lines.append('[%s]' % group)
+        lines.extend('%s = %s' % kv for kv in opts.items())
+        if group == 'discovery':
+            lines.extend('device_spec = %s' % (
+                s if isinstance(s, str) else json.dumps(s)) for s in specs)
+    path = os.path.join(tmp, 'accel-backend.conf')
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    return accel_conf.new_conf(config_files=[path])

@@ -14,7 +14,7 @@ class TestGenericPCI(testtools.TestCase):
 
     def _discover(self, root=base.TWO_GPUS, specs=(base.T4_SPEC,)):
         return generic_pci.GenericPCIDriver(
-            base.make_conf(root, specs)).discover()
+            base.make_conf(self, root, specs)).discover()
 
     def test_two_t4s(self):
         found = self._discover()
@@ -105,17 +105,17 @@ class TestGenericPCI(testtools.TestCase):
     def test_bad_spec_fails_at_construction(self):
         self.assertRaises(exception.DeviceSpecError,
                           generic_pci.GenericPCIDriver,
-                          base.make_conf(specs=['{"vendor_id": "10de"}']))
+                          base.make_conf(self, specs=['{"vendor_id": "10de"}']))
         self.assertRaises(exception.DeviceSpecError,
                           generic_pci.GenericPCIDriver,
-                          base.make_conf(specs=[json.dumps(
+                          base.make_conf(self, specs=[json.dumps(
                               dict(base.T4_SPEC, traits=['BOGUS']))]))
 
     def test_missing_root(self):
         self.assertEqual([], self._discover(root='/nonexistent/sysfs'))
 
     def test_loaded_by_entry_point(self):
-        conf = base.make_conf()
+        conf = base.make_conf(self)
         loaded = drivers.load(conf, ['generic_pci'])
         self.assertEqual(1, len(loaded))
         self.assertIsInstance(loaded[0], generic_pci.GenericPCIDriver)
