@@ -41,11 +41,18 @@ def from_headers(headers):
     return (major, minor)
 
 
-def response_headers(version):
-    """Headers every response carries."""
+def range_headers():
+    """The supported range, sent even when no version was negotiated."""
     return {
         'OpenStack-API-Minimum-Version': fmt(MIN_VERSION),
         'OpenStack-API-Maximum-Version': fmt(MAX_VERSION),
-        'OpenStack-API-Version': '%s %s' % (SERVICE_TYPE, fmt(version)),
         'Vary': 'OpenStack-API-Version',
     }
+
+
+def response_headers(version):
+    """Headers every response carries."""
+    headers = range_headers()
+    headers['OpenStack-API-Version'] = '%s %s' % (SERVICE_TYPE,
+                                                  fmt(version))
+    return headers

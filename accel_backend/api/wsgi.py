@@ -41,6 +41,10 @@ def _error_response(req, err, version=None):
     resp = util.response(err.status, body)
     if version is not None:
         resp.headers.update(microversion.response_headers(version))
+    else:
+        # No version was negotiated (406): still tell the client the
+        # range it may ask for, as Cyborg does.
+        resp.headers.update(microversion.range_headers())
     return resp
 
 

@@ -33,6 +33,7 @@ CREATE = {
 }
 
 _KEY = re.compile(r'^(resources|trait|accel):(.+)$')
+_AMOUNT = re.compile(r'[0-9]+')
 
 
 def check_groups(groups):
@@ -59,8 +60,10 @@ def check_groups(groups):
                     raise exception.InvalidDeviceProfile(
                         reason='group %d: %r is not a standard or CUSTOM_ '
                                'resource class' % (index, name))
-                if not value.isdigit() or int(value) < 1 or int(
-                        value) > 1024:
+                # ASCII digits only: str.isdigit() accepts e.g. '²',
+                # which int() rejects.
+                if not _AMOUNT.fullmatch(value) or not (
+                        1 <= int(value) <= 1024):
                     raise exception.InvalidDeviceProfile(
                         reason='group %d: %s must be an integer from 1 to '
                                '1024, not %r' % (index, key, value))
