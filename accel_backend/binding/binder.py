@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 
 from accel_backend.db import models
+from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
 
@@ -87,9 +88,13 @@ class Binder:
             ``BindStarted`` (deleted or unbound meanwhile).
         """
         with self.db.transaction() as session:
-            arq = session.scalar(sa.select(models.ARQ).where(
-                models.ARQ.uuid == arq_uuid).with_for_update())
-            if arq is None or arq.state != arq_obj.BIND_STARTED:
+            # Locked: an unbind, a delete or another worker binding the
+            # same ARQ waits for this transaction, or finished before it.
+            try:
+                arq = arq_obj.get(session, arq_uuid, for_update=True)
+            except exception.ARQNotFound:
+                return None
+            if arq.state != arq_obj.BIND_STARTED:
                 return None
             handle = device_obj.find_free_handle(
                 session, arq.device_rp_uuid, arq.hostname)

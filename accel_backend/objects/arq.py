@@ -13,6 +13,7 @@ restarted service finds ``BindStarted`` ARQs and ARQs with a
 import re
 
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 from oslo_utils import uuidutils
 
 from accel_backend.db import models
@@ -72,11 +73,32 @@ def create(session, device_profile_name, project_id=None):
     return create_for_profile(session, dp, project_id=project_id)
 
 
+def _lock(session, arq_uuid):
+    """Make the next read of ARQ ``arq_uuid`` current until commit.
+
+    ``SELECT ... FOR UPDATE`` locks the row on PostgreSQL and MySQL, but
+    SQLite ignores it: there a read-then-write transaction can act on a
+    state another connection has changed meanwhile (a bind overwriting an
+    unbind, two workers binding one ARQ).  A write that changes nothing
+    takes SQLite's database write lock up front instead.
+    """
+    if session.get_bind().dialect.name == 'sqlite':
+        session.execute(
+            sa.update(models.ARQ).where(models.ARQ.uuid == arq_uuid)
+            .values(state=models.ARQ.state,
+                    updated_at=models.ARQ.updated_at)
+            .execution_options(synchronize_session=False))
+
+
 def get(session, arq_uuid, for_update=False):
-    """:raises ARQNotFound: no ARQ has that UUID."""
+    """:param for_update: lock the ARQ until the transaction ends (the
+        caller is about to change it).
+    :raises ARQNotFound: no ARQ has that UUID."""
     query = sa.select(models.ARQ).where(models.ARQ.uuid == arq_uuid)
     if for_update:
-        query = query.with_for_update()
+        _lock(session, arq_uuid)
+        query = query.with_for_update().execution_options(
+            populate_existing=True)
     arq = session.scalar(query)
     if arq is None:
         raise exception.ARQNotFound(ident=arq_uuid)
@@ -147,7 +169,18 @@ def unbind(arq):
 
 
 def delete(session, arq):
-    """Release the ARQ's device and delete the row."""
+    """Release the ARQ's device and delete the row.
+
+    The row is locked and re-read first: a binding that finished since
+    ``arq`` was loaded must give its attach handle back too.
+    """
+    _lock(session, arq.uuid)
+    try:
+        session.refresh(arq, with_for_update=True)
+    except sa_exc.InvalidRequestError:
+        # Deleted meanwhile (Nova retries deletes): nothing left to do.
+        session.expunge(arq)
+        return
     release(arq)
     session.delete(arq)
 

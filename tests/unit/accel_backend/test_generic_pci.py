@@ -105,7 +105,8 @@ class TestGenericPCI(testtools.TestCase):
     def test_bad_spec_fails_at_construction(self):
         self.assertRaises(exception.DeviceSpecError,
                           generic_pci.GenericPCIDriver,
-                          base.make_conf(self, specs=['{"vendor_id": "10de"}']))
+                          base.make_conf(self,
+                                         specs=['{"vendor_id": "10de"}']))
         self.assertRaises(exception.DeviceSpecError,
                           generic_pci.GenericPCIDriver,
                           base.make_conf(self, specs=[json.dumps(

@@ -48,6 +48,8 @@ class ReporterTestBase(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
+        # Keep expected warnings out of the test output (root logger).
+        self.useFixture(fixtures.FakeLogger())
         self.placement = self.useFixture(pl_fixture.PlacementFixture())
         # Plugin options (token, endpoint) exist only once keystoneauth
         # loads the plugin, so they come from a config file as in service.
