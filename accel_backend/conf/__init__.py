@@ -87,25 +87,33 @@ BINDING_OPTS = [
 ]
 
 
+def _own(group):
+    # oslo.config keeps per-group state on the OptGroup object itself: a
+    # group object shared by two ConfigOpts would carry overrides from one
+    # to the other, so every ConfigOpts gets its own copies.
+    return cfg.OptGroup(group.name, title=group.title, help=group.help)
+
+
 def register_opts(conf):
     """Register every accel_backend option on ``conf``.
 
-    :param conf: an ``oslo_config.cfg.ConfigOpts`` instance.
+    :param conf: an ``oslo_config.cfg.ConfigOpts`` instance; several
+        instances in one process stay independent.
     """
     conf.register_opts(DEFAULT_OPTS)
-    conf.register_group(API_GROUP)
-    conf.register_opts(API_OPTS, group=API_GROUP)
+    conf.register_group(_own(API_GROUP))
+    conf.register_opts(API_OPTS, group=API_GROUP.name)
     db_options.set_defaults(conf, connection=DATABASE_DEFAULT)
     for group in (PLACEMENT_GROUP, NOVA_GROUP):
-        conf.register_group(group)
+        conf.register_group(_own(group))
         ks_loading.register_session_conf_options(conf, group.name)
         ks_loading.register_auth_conf_options(conf, group.name)
         ks_loading.register_adapter_conf_options(conf, group.name)
-    conf.register_opts(NOVA_OPTS, group=NOVA_GROUP)
-    conf.register_group(DISCOVERY_GROUP)
-    conf.register_opts(DISCOVERY_OPTS, group=DISCOVERY_GROUP)
-    conf.register_group(BINDING_GROUP)
-    conf.register_opts(BINDING_OPTS, group=BINDING_GROUP)
+    conf.register_opts(NOVA_OPTS, group=NOVA_GROUP.name)
+    conf.register_group(_own(DISCOVERY_GROUP))
+    conf.register_opts(DISCOVERY_OPTS, group=DISCOVERY_GROUP.name)
+    conf.register_group(_own(BINDING_GROUP))
+    conf.register_opts(BINDING_OPTS, group=BINDING_GROUP.name)
 
 
 def new_conf(args=None, config_files=None):

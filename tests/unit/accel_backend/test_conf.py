@@ -1,0 +1,23 @@
+"""accel_backend's configuration: independent ConfigOpts, list_opts."""
+
+import testtools
+
+from accel_backend import conf
+
+
+class ConfTest(testtools.TestCase):
+
+    def test_overrides_stay_in_their_conf(self):
+        a = conf.new_conf()
+        b = conf.new_conf()
+        a.set_override('sysfs_root', '/recorded', group='discovery')
+        a.set_override('auth_strategy', 'noauth', group='api')
+        self.assertEqual('/recorded', a.discovery.sysfs_root)
+        self.assertEqual('/sys/bus/pci/devices', b.discovery.sysfs_root)
+        self.assertEqual('keystone', b.api.auth_strategy)
+
+    def test_list_opts_names_every_group(self):
+        groups = {g if isinstance(g, str) else g.name
+                  for g, _ in conf.list_opts()}
+        self.assertTrue({'DEFAULT', 'api', 'placement', 'nova', 'discovery',
+                         'binding'} <= groups)
