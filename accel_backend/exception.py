@@ -59,6 +59,14 @@ class InvalidUUID(BadRequest):
     msg_fmt = '%(value)r is not a valid UUID.'
 
 
+class Forbidden(AccelBackendError):
+    """Policy denies the operation (``accel_backend.policy``)."""
+
+    status = 403
+    code = 'accel.policy.forbidden'
+    msg_fmt = 'Policy does not allow %(action)s to be performed.'
+
+
 class NotAcceptable(AccelBackendError):
     status = 406
     code = 'accel.microversion.not_acceptable'

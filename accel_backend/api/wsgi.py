@@ -1,8 +1,10 @@
 """The WSGI application: auth, microversions, routing, error documents.
 
 Middleware order (outermost first): request id, body size limit, then
-keystonemiddleware ``auth_token`` unless ``[api] auth_strategy = noauth``,
-then ``AccelApp`` which builds the request context, negotiates the
+keystonemiddleware ``auth_token`` unless ``[api] auth_strategy = noauth``
+(the version documents at ``/`` and ``/v2`` are served without a token),
+then ``AccelApp`` which builds the request context (with the policy
+enforcer handlers check, ``accel_backend.policy``), negotiates the
 microversion, dispatches through ``routes.ROUTES`` and turns every
 ``AccelBackendError`` into a JSON error with a stable code (never a 500
 for bad input; unexpected exceptions are logged and answered 500 with
@@ -21,6 +23,7 @@ from accel_backend.api import microversion
 from accel_backend.api import routes
 from accel_backend.api import util
 from accel_backend import exception
+from accel_backend import policy
 
 LOG = logging.getLogger(__name__)
 
@@ -53,11 +56,14 @@ class AccelApp:
 
     :param service: the ``Service`` whose database and binder handlers use.
     :param noauth: True when no Keystone validates tokens.
+    :param enforcer: policy ``Enforcer`` (default: one built on
+        ``service.conf``); handlers check it through the context.
     """
 
-    def __init__(self, service, noauth):
+    def __init__(self, service, noauth, enforcer=None):
         self.service = service
         self.noauth = noauth
+        self.enforcer = enforcer or policy.new_enforcer(service.conf)
         self.mapper = routes_lib.Mapper()
         for path in routes.ROUTES:
             self.mapper.connect(path, route=path)
@@ -79,7 +85,7 @@ class AccelApp:
                 resp.headers['Allow'] = ', '.join(sorted(methods))
                 return resp
             req.environ['accel.context'] = context_mod.from_environ(
-                req.environ, self.noauth)
+                req.environ, self.noauth, enforcer=self.enforcer)
             req.environ['accel.version'] = version
             req.environ['accel.service'] = self.service
             resp = handler(req, **match)
@@ -95,6 +101,25 @@ class AccelApp:
         return resp
 
 
+class _PublicVersions:
+    """Serves the version documents (``/``, ``/v2``) without a token,
+    as Cyborg and Placement do, so clients can discover the endpoint
+    before they authenticate; every other path goes through
+    ``auth_token``."""
+
+    PATHS = ('', '/', '/v2', '/v2/')
+
+    def __init__(self, authenticated, app):
+        self.authenticated = authenticated
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        if (environ.get('REQUEST_METHOD') == 'GET' and
+                environ.get('PATH_INFO', '') in self.PATHS):
+            return self.app(environ, start_response)
+        return self.authenticated(environ, start_response)
+
+
 def make_app(conf, service):
     """Build the WSGI application.
 
@@ -103,10 +128,11 @@ def make_app(conf, service):
     :returns: a WSGI callable.
     """
     noauth = conf.api.auth_strategy == 'noauth'
-    app = AccelApp(service, noauth)
+    app = AccelApp(service, noauth, enforcer=policy.new_enforcer(conf))
     if not noauth:
         from keystonemiddleware import auth_token
-        app = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
+        app = _PublicVersions(
+            auth_token.AuthProtocol(app, {'oslo_config_config': conf}), app)
     app = sizelimit.RequestBodySizeLimiter(app, conf)
     app = request_id_mw.RequestId(app)
     return app

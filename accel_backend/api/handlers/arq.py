@@ -8,14 +8,44 @@ from accel_backend.api.schemas import arq as schema
 from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
+from accel_backend.policies import arq as arq_policy
+from accel_backend import policy
 
 BIND_STATES = {'resolved': arq_obj.RESOLVED_STATES}
+# States in which an ARQ holds no device: its project may delete it;
+# deleting one in any other state needs ``accelerator:arq:delete_bound``.
+UNBOUND_STATES = (arq_obj.INITIAL, arq_obj.UNBOUND)
+
+
+def _target(arq):
+    return policy.target(arq.project_id)
+
+
+def _project_filter(ctx):
+    """Project whose ARQs the caller sees; None: every project.
+
+    A caller without a project sees none (``''`` matches no ARQ).
+    """
+    if ctx.can(arq_policy.ALL_PROJECTS, fatal=False):
+        return None
+    return ctx.project_id or ''
+
+
+def _get_visible(session, ctx, arq_uuid, for_update=False):
+    """The ARQ, or 404 when it belongs to a project the caller may not
+    see (404, not 403: another project's ARQ must not leak)."""
+    owner = _project_filter(ctx)
+    arq = arq_obj.get(session, arq_uuid, for_update=for_update)
+    if owner is not None and arq.project_id != owner:
+        raise exception.ARQNotFound(ident=arq_uuid)
+    return arq
 
 
 def create(req):
     """``POST {"device_profile_name"}`` -> 201 ``{"arqs": [...]}``."""
-    body = util.json_body(req, schema.CREATE)
     ctx = util.context(req)
+    ctx.can(arq_policy.CREATE)
+    body = util.json_body(req, schema.CREATE)
     with util.service(req).db.transaction() as session:
         arqs = arq_obj.create(session, body['device_profile_name'],
                               project_id=ctx.project_id)
@@ -29,6 +59,8 @@ def list_(req):
     With ``bind_state=resolved`` Cyborg answers 423 while some ARQ of the
     instance is still binding; so do we.
     """
+    ctx = util.context(req)
+    ctx.can(arq_policy.GET_ALL)
     instance = util.query_uuid(req, 'instance')
     bind_state = req.GET.get('bind_state')
     if bind_state is not None:
@@ -39,7 +71,8 @@ def list_(req):
             raise exception.BadRequest(
                 reason='bind_state needs instance=<uuid>')
     with util.service(req).db.transaction() as session:
-        arqs = arq_obj.list_(session, instance_uuid=instance)
+        arqs = arq_obj.list_(session, instance_uuid=instance,
+                             project_id=_project_filter(ctx))
         if bind_state and any(a.state not in BIND_STATES[bind_state]
                               for a in arqs):
             raise exception.ARQsUnresolved(instance=instance)
@@ -49,9 +82,11 @@ def list_(req):
 
 def show(req, arq_uuid):
     """``GET /{uuid}``."""
+    ctx = util.context(req)
     with util.service(req).db.transaction() as session:
-        view = arq_obj.to_dict(arq_obj.get(session, arq_uuid),
-                               util.base_url(req))
+        arq = _get_visible(session, ctx, arq_uuid)
+        ctx.can(arq_policy.GET_ONE, _target(arq))
+        view = arq_obj.to_dict(arq, util.base_url(req))
     return util.response(200, view)
 
 
@@ -59,20 +94,25 @@ def update(req):
     """``PATCH {arq_uuid: [ops]}``: bind (all ``add``) or unbind (all
     ``remove``) -> 202.  Binding finishes in the background and ends with
     the ``accelerator-request-bound`` event to Nova."""
+    ctx = util.context(req)
+    ctx.can(arq_policy.UPDATE)
     body = util.json_body(req, schema.PATCH)
     binds, unbinds = schema.parse_patch(body, util.version(req) >= (2, 1))
     svc = util.service(req)
     started = []
     with svc.db.transaction() as session:
         for arq_uuid, fields in binds.items():
-            arq = arq_obj.get(session, arq_uuid, for_update=True)
+            arq = _get_visible(session, ctx, arq_uuid, for_update=True)
+            ctx.can(arq_policy.UPDATE, _target(arq))
             if arq_obj.start_binding(session, arq, fields['hostname'],
                                      fields['device_rp_uuid'],
                                      fields['instance_uuid'],
                                      fields.get('project_id')):
                 started.append(arq_uuid)
         for arq_uuid in unbinds:
-            arq_obj.unbind(arq_obj.get(session, arq_uuid, for_update=True))
+            arq = _get_visible(session, ctx, arq_uuid, for_update=True)
+            ctx.can(arq_policy.UPDATE, _target(arq))
+            arq_obj.unbind(arq)
     svc.binder.submit(started)
     return util.response(202)
 
@@ -81,8 +121,13 @@ def delete(req):
     """``DELETE ?instance=<uuid>`` or ``?arqs=<u1>,<u2>`` -> 204.
 
     Releases the devices; ARQs already gone are not an error (Nova
-    retries deletes).
+    retries deletes).  Only the caller's project's ARQs are touched
+    unless ``accelerator:arq:all_projects`` passes; ARQs that hold or
+    are getting a device need ``accelerator:arq:delete_bound`` (403, and
+    nothing is deleted).
     """
+    ctx = util.context(req)
+    owner = _project_filter(ctx)
     instance = util.query_uuid(req, 'instance')
     arqs_param = req.GET.get('arqs')
     if (instance is None) == (arqs_param is None):
@@ -90,12 +135,15 @@ def delete(req):
             reason='give exactly one of instance=<uuid> or arqs=<uuids>')
     with util.service(req).db.transaction() as session:
         if instance is not None:
-            arqs = arq_obj.list_(session, instance_uuid=instance)
+            arqs = arq_obj.list_(session, instance_uuid=instance,
+                                 project_id=owner)
         else:
             uuids = [u for u in arqs_param.split(',') if u]
             for u in uuids:
                 util.check_uuid(u)
-            arqs = arq_obj.list_(session, uuids=uuids)
+            arqs = arq_obj.list_(session, uuids=uuids, project_id=owner)
         for arq in arqs:
+            ctx.can(arq_policy.DELETE if arq.state in UNBOUND_STATES
+                    else arq_policy.DELETE_BOUND, _target(arq))
             arq_obj.delete(session, arq)
     return util.response(204)

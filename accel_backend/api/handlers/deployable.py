@@ -6,10 +6,12 @@ from accel_backend.api import util
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
+from accel_backend.policies import deployable as deployable_policy
 
 
 def list_(req):
     """``GET``."""
+    util.context(req).can(deployable_policy.GET_ALL)
     with util.service(req).db.transaction() as session:
         deps = session.scalars(sa.select(models.Deployable)
                                .order_by(models.Deployable.id))
@@ -20,6 +22,7 @@ def list_(req):
 
 def show(req, deployable_uuid):
     """``GET /{uuid}``."""
+    util.context(req).can(deployable_policy.GET_ONE)
     util.check_uuid(deployable_uuid)
     with util.service(req).db.transaction() as session:
         dep = session.scalar(sa.select(models.Deployable).where(

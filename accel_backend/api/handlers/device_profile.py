@@ -7,11 +7,13 @@ from accel_backend.api import schemas
 from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import device_profile as dp_obj
+from accel_backend.policies import device_profile as dp_policy
 
 
 def create(req):
     """``POST``: body is ``[{"name", "groups", "description"}]``; 201 with
     the profile."""
+    util.context(req).can(dp_policy.CREATE)
     body = util.json_body(req, schema.CREATE)
     profile = body[0] if isinstance(body, list) else body
     schema.check_groups(profile['groups'])
@@ -24,6 +26,7 @@ def create(req):
 
 def list_(req):
     """``GET``: ``?name=`` filters by exact name."""
+    util.context(req).can(dp_policy.GET_ALL)
     with util.service(req).db.transaction() as session:
         dps = dp_obj.list_(session, name=req.GET.get('name'))
         views = [dp_obj.to_dict(dp, util.base_url(req)) for dp in dps]
@@ -32,6 +35,7 @@ def list_(req):
 
 def show(req, ident):
     """``GET /{uuid}`` (by name from microversion 2.2)."""
+    util.context(req).can(dp_policy.GET_ONE)
     if not uuidutils.is_uuid_like(ident) and util.version(req) < (2, 2):
         raise exception.InvalidUUID(value=ident)
     with util.service(req).db.transaction() as session:
@@ -42,6 +46,7 @@ def show(req, ident):
 
 def delete(req, ident):
     """``DELETE /{uuid or name}``."""
+    util.context(req).can(dp_policy.DELETE)
     with util.service(req).db.transaction() as session:
         dp_obj.delete(session, dp_obj.get(session, ident))
     return util.response(204)
@@ -49,6 +54,7 @@ def delete(req, ident):
 
 def delete_by_value(req):
     """``DELETE ?value=<name or uuid>[,...]``: Cyborg's bulk delete."""
+    util.context(req).can(dp_policy.DELETE)
     values = [v for v in req.GET.get('value', '').split(',') if v]
     if not values:
         raise exception.BadRequest(reason='value=<names or uuids> needed')

@@ -1,0 +1,151 @@
+"""accel_backend behind keystonemiddleware (``[api] auth_strategy =
+keystone``): real ``auth_token`` middleware built from the service's own
+configuration, with tokens validated by keystonemiddleware's
+``AuthTokenFixture`` instead of a Keystone server.
+"""
+
+import uuid
+
+from keystonemiddleware import fixture as ksm_fixture
+
+from accel_backend.objects import arq as arq_obj
+from tests.unit.accel_backend import test_policy
+
+PROJECT_A = test_policy.PROJECT_A
+PROJECT_B = test_policy.PROJECT_B
+
+
+class KeystoneAuthTest(test_policy.AppTestBase):
+
+    AUTH_STRATEGY = 'keystone'
+    EXTRA_CONF = {'keystone_authtoken': {
+        'www_authenticate_uri': 'http://keystone.test/identity',
+        'auth_type': 'password', 'auth_url': 'http://keystone.test/identity',
+        'username': 'accelerator', 'password': 'secret',
+        'project_name': 'service', 'user_domain_id': 'default',
+        'project_domain_id': 'default'}}
+
+    def setUp(self):
+        super().setUp()
+        self.tokens = self.useFixture(ksm_fixture.AuthTokenFixture())
+        self.admin = self.token(PROJECT_A, ['admin', 'member', 'reader'])
+        self.member_a = self.token(PROJECT_A, ['member', 'reader'])
+        self.member_b = self.token(PROJECT_B, ['member', 'reader'])
+        # Nova's [service_user] token.
+        self.nova = self.token(uuid.uuid4().hex, ['service', 'admin'])
+
+    def token(self, project_id, roles):
+        token_id = uuid.uuid4().hex
+        self.tokens.add_token_data(
+            token_id=token_id, user_id=uuid.uuid4().hex, user_name='u',
+            user_domain_id='default', project_id=project_id,
+            project_name='p', project_domain_id='default', role_list=roles)
+        return token_id
+
+    def headers(self, token, service_token=None, **extra):
+        headers = {'X-Auth-Token': token}
+        if service_token:
+            headers['X-Service-Token'] = service_token
+        headers.update(extra)
+        return headers
+
+    def test_no_token_is_401(self):
+        resp = self.call('GET', '/v2/device_profiles', status=401)
+        self.assertIn('WWW-Authenticate', resp.headers)
+        self.call('GET', '/v2/accelerator_requests', status=401)
+
+    def test_unknown_token_is_401(self):
+        self.call('GET', '/v2/device_profiles',
+                  self.headers(uuid.uuid4().hex), status=401)
+
+    def test_valid_token_is_200(self):
+        resp = self.call('GET', '/v2/device_profiles',
+                         self.headers(self.member_a), status=200)
+        self.assertEqual(['dp1'],
+                         [d['name'] for d in resp.json['device_profiles']])
+
+    def test_noauth_admin_token_is_just_an_invalid_token(self):
+        self.call('GET', '/v2/device_profiles', self.headers('admin'),
+                  status=401)
+
+    def test_version_documents_are_public(self):
+        for path in ('/', '/v2'):
+            self.call('GET', path, status=200)
+
+    def test_spoofed_identity_headers_are_ignored(self):
+        # auth_token replaces X-Roles/X-Service-Roles/X-Project-Id with
+        # the token's.
+        spoofed = self.headers(self.member_a, **{
+            'X-Roles': 'admin', 'X-Service-Roles': 'service',
+            'X-Project-Id': PROJECT_B})
+        self.assert_forbidden(self.call(
+            'POST', '/v2/device_profiles', spoofed,
+            [{'name': 'dp2', 'groups': [{'resources:PGPU': '1'}]}]))
+        mine = self.make_arqs(PROJECT_A)
+        self.assert_forbidden(self.call(
+            'PATCH', '/v2/accelerator_requests', spoofed,
+            self.bind_body(mine)))
+        theirs = self.make_arqs(PROJECT_B)
+        self.call('GET', '/v2/accelerator_requests/%s' % theirs, spoofed,
+                  status=404)
+
+    def test_device_profile_admin_only_writes(self):
+        body = [{'name': 'dp2', 'groups': [{'resources:PGPU': '1'}]}]
+        self.assert_forbidden(self.call(
+            'POST', '/v2/device_profiles', self.headers(self.member_a),
+            body))
+        self.call('POST', '/v2/device_profiles', self.headers(self.admin),
+                  body, status=201)
+        self.assert_forbidden(self.call(
+            'DELETE', '/v2/device_profiles/dp2',
+            self.headers(self.member_a)))
+        self.call('DELETE', '/v2/device_profiles/dp2',
+                  self.headers(self.admin), status=204)
+
+    def test_projects_do_not_see_each_others_arqs(self):
+        resp = self.call('POST', '/v2/accelerator_requests',
+                         self.headers(self.member_a),
+                         {'device_profile_name': 'dp1'}, status=201)
+        arq = resp.json['arqs'][0]
+        self.assertEqual(PROJECT_A, arq['project_id'])
+        resp = self.call('GET', '/v2/accelerator_requests',
+                         self.headers(self.member_b), status=200)
+        self.assertEqual([], resp.json['arqs'])
+        self.call('GET', '/v2/accelerator_requests/%s' % arq['uuid'],
+                  self.headers(self.member_b), status=404)
+        self.call('DELETE', '/v2/accelerator_requests?arqs=%s'
+                  % arq['uuid'], self.headers(self.member_b), status=204)
+        self.assertEqual(arq_obj.INITIAL, self.arq_state(arq['uuid']))
+
+    def test_bind_needs_nova_service_token(self):
+        resp = self.call('POST', '/v2/accelerator_requests',
+                         self.headers(self.member_a),
+                         {'device_profile_name': 'dp1'}, status=201)
+        uuid_ = resp.json['arqs'][0]['uuid']
+        self.assert_forbidden(self.call(
+            'PATCH', '/v2/accelerator_requests',
+            self.headers(self.member_a), self.bind_body(uuid_)))
+        # A user's token passed as service token is refused by auth_token
+        # itself ([keystone_authtoken] service_token_roles_required, True
+        # by default): no service headers ever reach the policy.
+        self.call('PATCH', '/v2/accelerator_requests',
+                  self.headers(self.member_a, self.member_b),
+                  self.bind_body(uuid_), status=401)
+        self.call('PATCH', '/v2/accelerator_requests',
+                  self.headers(self.member_a, self.nova),
+                  self.bind_body(uuid_), status=202)
+        self.assertEqual([uuid_], self.submitted)
+
+    def test_invalid_service_token_is_401(self):
+        self.call('GET', '/v2/accelerator_requests',
+                  self.headers(self.member_a, uuid.uuid4().hex), status=401)
+
+    def test_nova_deletes_bound_arqs_of_the_users_instance(self):
+        inst = str(uuid.uuid4())
+        bound = self.make_arqs(PROJECT_A, arq_obj.BOUND, inst)
+        self.assert_forbidden(self.call(
+            'DELETE', '/v2/accelerator_requests?instance=%s' % inst,
+            self.headers(self.member_a)))
+        self.call('DELETE', '/v2/accelerator_requests?instance=%s' % inst,
+                  self.headers(self.member_a, self.nova), status=204)
+        self.assertIsNone(self.arq_state(bound))
