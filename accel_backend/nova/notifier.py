@@ -10,8 +10,9 @@ compute claimed the instance).
 """
 
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
+
+from accel_backend import keystone
 
 LOG = logging.getLogger(__name__)
 EVENT_NAME = 'accelerator-request-bound'
@@ -23,11 +24,7 @@ def adapter_from_conf(conf, group='nova', auth=None):
 
     :param auth: a keystoneauth1 auth plugin overriding the configured one.
     """
-    auth = auth or ks_loading.load_auth_from_conf_options(conf, group)
-    session = ks_loading.load_session_from_conf_options(conf, group,
-                                                        auth=auth)
-    return ks_loading.load_adapter_from_conf_options(
-        conf, group, session=session, auth=auth, service_type='compute')
+    return keystone.adapter_from_conf(conf, group, 'compute', auth=auth)
 
 
 class NovaNotifier:

@@ -5,10 +5,10 @@ half-read responses; 404 and 409 are returned to the caller where the
 protocol expects them (lookups, generation conflicts).
 """
 
-from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
 from accel_backend import exception
+from accel_backend import keystone
 
 LOG = logging.getLogger(__name__)
 MICROVERSION = '1.36'
@@ -19,12 +19,8 @@ def adapter_from_conf(conf, group='placement', auth=None):
 
     :param auth: a keystoneauth1 auth plugin overriding the configured one.
     """
-    auth = auth or ks_loading.load_auth_from_conf_options(conf, group)
-    session = ks_loading.load_session_from_conf_options(conf, group,
-                                                        auth=auth)
-    return ks_loading.load_adapter_from_conf_options(
-        conf, group, session=session, auth=auth,
-        service_type='placement', default_microversion=MICROVERSION)
+    return keystone.adapter_from_conf(conf, group, 'placement', auth=auth,
+                                      default_microversion=MICROVERSION)
 
 
 class PlacementClient:
