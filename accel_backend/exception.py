@@ -59,6 +59,16 @@ class InvalidUUID(BadRequest):
     msg_fmt = '%(value)r is not a valid UUID.'
 
 
+class InvalidLimit(BadRequest):
+    code = 'accel.invalid_limit'
+    msg_fmt = 'limit must be an integer from 0 to %(max)d, not %(value)r.'
+
+
+class InvalidMarker(BadRequest):
+    code = 'accel.invalid_marker'
+    msg_fmt = 'Marker %(marker)r does not name an item of this collection.'
+
+
 class Forbidden(AccelBackendError):
     """Policy denies the operation (``accel_backend.policy``)."""
 
@@ -100,6 +110,11 @@ class DeployableNotFound(NotFound):
     msg_fmt = 'Deployable %(ident)s could not be found.'
 
 
+class AttributeNotFound(NotFound):
+    code = 'accel.attribute.not_found'
+    msg_fmt = 'Attribute %(ident)s could not be found.'
+
+
 class MethodNotAllowed(AccelBackendError):
     status = 405
     code = 'accel.method_not_allowed'
@@ -120,6 +135,23 @@ class DeviceProfileInUse(Conflict):
     code = 'accel.device_profile.in_use'
     msg_fmt = ('Device profile %(name)s is used by %(count)d accelerator '
                'requests.')
+
+
+class AttributeExists(Conflict):
+    code = 'accel.attribute.duplicate'
+    msg_fmt = 'Deployable %(deployable)s already has an attribute %(key)r.'
+
+
+class DeviceMissing(Conflict):
+    code = 'accel.device.missing'
+    msg_fmt = ('Device %(uuid)s is no longer present on its host; it cannot '
+               'be enabled.')
+
+
+class DeployableProgramUnsupported(Conflict):
+    code = 'accel.deployable.program_unsupported'
+    msg_fmt = ('Deployable %(uuid)s (driver %(driver)s) cannot be '
+               'programmed: no loaded driver supports programming it.')
 
 
 class ARQInvalidState(Conflict):

@@ -67,7 +67,8 @@ class Service:
                 rp_uuid=d.rp_uuid, address=d.device.address,
                 resource_class=d.resource_class, total=d.num_accelerators,
                 traits=tuple(d.traits),
-                reserved=d.device.status != 'enabled') for d in deps]
+                reserved=d.device.status != device_obj.ENABLED)
+                for d in deps]
         self.reporter.report(records)
         return records
 

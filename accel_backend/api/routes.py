@@ -5,6 +5,7 @@ one place; a method missing for a path answers 405 with ``Allow``.
 """
 
 from accel_backend.api.handlers import arq
+from accel_backend.api.handlers import attribute
 from accel_backend.api.handlers import deployable
 from accel_backend.api.handlers import device
 from accel_backend.api.handlers import device_profile
@@ -35,6 +36,19 @@ ROUTES = {
     },
     '/v2/devices': {'GET': device.list_},
     '/v2/devices/{device_uuid}': {'GET': device.show},
+    '/v2/devices/{device_uuid}/enable': {'POST': device.enable},
+    '/v2/devices/{device_uuid}/disable': {'POST': device.disable},
     '/v2/deployables': {'GET': deployable.list_},
     '/v2/deployables/{deployable_uuid}': {'GET': deployable.show},
+    '/v2/deployables/{deployable_uuid}/program': {
+        'PATCH': deployable.program,
+    },
+    '/v2/attributes': {
+        'GET': attribute.list_,
+        'POST': attribute.create,
+    },
+    '/v2/attributes/{attribute_uuid}': {
+        'GET': attribute.show,
+        'DELETE': attribute.delete,
+    },
 }

@@ -1,6 +1,8 @@
 """Helpers shared by the API handlers."""
 
 import json
+import re
+import urllib.parse
 
 import webob
 
@@ -8,6 +10,7 @@ from accel_backend.api import schemas
 from oslo_utils import uuidutils
 
 from accel_backend import exception
+from accel_backend.objects import paging
 
 JSON = 'application/json'
 
@@ -73,3 +76,44 @@ def query_uuid(req, name):
     """
     value = req.GET.get(name)
     return None if value is None else check_uuid(value)
+
+
+_DIGITS = re.compile(r'[0-9]+')
+
+
+def page_params(req):
+    """``?limit=N&marker=<uuid>`` of a list request.
+
+    :returns: ``(limit, marker)``; each None when absent.
+    :raises InvalidLimit: limit is no integer from 0 to ``MAX_LIMIT``.
+    :raises InvalidMarker: marker is no UUID.
+    """
+    limit = req.GET.get('limit')
+    if limit is not None:
+        # ASCII digits only (int() would take ' 5', '+5' or '٥').
+        if not _DIGITS.fullmatch(limit) or int(limit) > paging.MAX_LIMIT:
+            raise exception.InvalidLimit(value=limit, max=paging.MAX_LIMIT)
+        limit = int(limit)
+    marker = req.GET.get('marker')
+    if marker is not None and not uuidutils.is_uuid_like(marker):
+        raise exception.InvalidMarker(marker=marker)
+    return limit, marker
+
+
+def collection(req, key, views, limit):
+    """A list response body ``{key: views}``.
+
+    When the page is full (``limit`` items) it also carries
+    ``<key>_links`` with a ``next`` link (the same query with
+    ``marker`` set to the last item), the convention openstacksdk
+    follows.
+    """
+    body = {key: views}
+    if limit and len(views) == limit:
+        query = [(k, v) for k, v in req.GET.items() if k != 'marker']
+        query.append(('marker', views[-1]['uuid']))
+        body[key + '_links'] = [{
+            'rel': 'next',
+            'href': '%s%s?%s' % (req.application_url, req.path,
+                                 urllib.parse.urlencode(query))}]
+    return body

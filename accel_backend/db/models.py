@@ -72,6 +72,25 @@ class Deployable(TimestampMixin, Base):
     attach_handles = orm.relationship('AttachHandle',
                                       back_populates='deployable',
                                       cascade='all, delete-orphan')
+    attributes = orm.relationship('Attribute', back_populates='deployable',
+                                  cascade='all, delete-orphan',
+                                  passive_deletes=True)
+
+
+class Attribute(TimestampMixin, Base):
+    """A key/value pair an operator attached to a deployable (Cyborg
+    ``attributes``); keys are unique per deployable."""
+
+    __tablename__ = 'attributes'
+    __table_args__ = (sa.UniqueConstraint('deployable_id', 'key'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    deployable_id = sa.Column(
+        sa.Integer, sa.ForeignKey('deployables.id', ondelete='CASCADE'),
+        nullable=False, index=True)
+    key = sa.Column(sa.String(255), nullable=False)
+    value = sa.Column(sa.Text, nullable=False)
+    deployable = orm.relationship('Deployable', back_populates='attributes')
 
 
 class AttachHandle(TimestampMixin, Base):

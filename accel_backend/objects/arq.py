@@ -19,6 +19,7 @@ from oslo_utils import uuidutils
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import device_profile as dp_obj
+from accel_backend.objects import paging
 from accel_backend import utils
 
 INITIAL = 'Initial'
@@ -106,9 +107,15 @@ def get(session, arq_uuid, for_update=False):
 
 
 def list_(session, instance_uuid=None, project_id=None, uuids=None,
-          states=None):
-    """ARQs filtered in SQL; ordered by creation."""
-    query = sa.select(models.ARQ).order_by(models.ARQ.id)
+          states=None, limit=None, marker=None):
+    """ARQs filtered in SQL; ordered by creation.
+
+    :param limit: page size, ``marker``: UUID of the previous page's last
+        ARQ (``objects.paging``); the marker must be an ARQ of
+        ``project_id`` when that is given.
+    :raises InvalidMarker: no (visible) ARQ has the marker's UUID.
+    """
+    query = sa.select(models.ARQ)
     if instance_uuid is not None:
         query = query.where(models.ARQ.instance_uuid == instance_uuid)
     if project_id is not None:
@@ -117,6 +124,10 @@ def list_(session, instance_uuid=None, project_id=None, uuids=None,
         query = query.where(models.ARQ.uuid.in_(list(uuids)))
     if states is not None:
         query = query.where(models.ARQ.state.in_(list(states)))
+    marker_filters = () if project_id is None else (
+        models.ARQ.project_id == project_id,)
+    query = paging.paginate(session, query, models.ARQ, limit, marker,
+                            marker_filters)
     return list(session.scalars(query))
 
 

@@ -13,10 +13,20 @@ from sqlalchemy import orm
 
 from accel_backend.db import models
 from accel_backend import exception
+from accel_backend.objects import paging
 from accel_backend import utils
 
 LOG = logging.getLogger(__name__)
 _NS = uuid.UUID('6f0e3d42-3c1b-4f8e-9a57-1d1c4c0a2b7e')
+
+#: Device statuses.  ``maintaining`` is what Cyborg 17's
+#: ``POST /v2/devices/{uuid}/disable`` stores (and shows from 2.3);
+#: ``missing`` is ours: vanished from the host while in use.  Only
+#: ``enabled`` devices are bound, and every other status keeps the
+#: device's inventory reserved in Placement.
+ENABLED = 'enabled'
+MAINTAINING = 'maintaining'
+MISSING = 'missing'
 
 
 def stable_uuid(*parts):
@@ -49,13 +59,13 @@ def sync_host(session, hostname, discovered):
         if dev is None:
             dev = models.Device(
                 uuid=stable_uuid('device', hostname, item.address),
-                hostname=hostname, address=item.address, status='enabled')
+                hostname=hostname, address=item.address, status=ENABLED)
             session.add(dev)
         dev.type, dev.vendor, dev.model = (item.device_type, item.vendor_id,
                                            item.model)
         dev.std_board_info = item.std_board_info
-        if dev.status == 'missing':
-            dev.status = 'enabled'
+        if dev.status == MISSING:
+            dev.status = ENABLED
         dep = dev.deployables[0] if dev.deployables else None
         if dep is None:
             dep = models.Deployable(
@@ -75,7 +85,10 @@ def sync_host(session, hostname, discovered):
             LOG.warning('Device %s on %s vanished but is in use; keeping '
                         'it as missing until it is released', dev.address,
                         hostname)
-            dev.status = 'missing'
+            # A device an operator disabled stays disabled (and so
+            # reserved) when it comes back.
+            if dev.status == ENABLED:
+                dev.status = MISSING
             present.extend(dev.deployables)
         else:
             LOG.info('Device %s on %s vanished; removing it', dev.address,
@@ -117,7 +130,7 @@ def find_free_handle(session, rp_uuid, hostname):
         .join(models.Device)
         .where(models.Deployable.rp_uuid == rp_uuid,
                models.Device.hostname == hostname,
-               models.Device.status == 'enabled',
+               models.Device.status == ENABLED,
                models.AttachHandle.in_use.is_(False))
         .order_by(models.AttachHandle.id)).all()
     for handle in candidates:
@@ -133,17 +146,57 @@ def find_free_handle(session, rp_uuid, hostname):
     return None
 
 
-def list_(session, hostname=None, type_=None, vendor=None):
-    """Devices filtered in SQL, ordered by host and address."""
-    query = sa.select(models.Device).order_by(models.Device.hostname,
-                                              models.Device.address)
+def list_(session, hostname=None, type_=None, vendor=None, limit=None,
+          marker=None):
+    """Devices filtered in SQL, ordered by ``id`` (discovery order).
+
+    :param limit: page size, ``marker``: UUID of the previous page's last
+        device (``objects.paging``).
+    :raises InvalidMarker: no device has the marker's UUID.
+    """
+    query = sa.select(models.Device)
     if hostname is not None:
         query = query.where(models.Device.hostname == hostname)
     if type_ is not None:
         query = query.where(models.Device.type == type_)
     if vendor is not None:
         query = query.where(models.Device.vendor == vendor)
+    query = paging.paginate(session, query, models.Device, limit, marker)
     return list(session.scalars(query))
+
+
+def list_deployables(session, limit=None, marker=None):
+    """Deployables ordered by ``id``, one page (``objects.paging``).
+
+    :raises InvalidMarker: no deployable has the marker's UUID.
+    """
+    query = paging.paginate(session, sa.select(models.Deployable),
+                            models.Deployable, limit, marker)
+    return list(session.scalars(query))
+
+
+def get_deployable(session, deployable_uuid):
+    """:raises DeployableNotFound: no deployable has that UUID."""
+    dep = session.scalar(sa.select(models.Deployable).where(
+        models.Deployable.uuid == deployable_uuid))
+    if dep is None:
+        raise exception.DeployableNotFound(ident=deployable_uuid)
+    return dep
+
+
+def set_status(session, dev, status):
+    """Record an operator's ``enabled`` / ``maintaining`` (disabled).
+
+    :raises DeviceMissing: enabling a device that has vanished from its
+        host (kept only while in use).
+    :returns: ``(rp_uuid, ...)`` of the device's deployables, whose
+        Placement inventory the caller must now (un)reserve.
+    """
+    if status == ENABLED and dev.status == MISSING:
+        raise exception.DeviceMissing(uuid=dev.uuid)
+    dev.status = status
+    session.flush()
+    return tuple(d.rp_uuid for d in dev.deployables if d.rp_uuid)
 
 
 def get(session, device_uuid):

@@ -9,6 +9,7 @@ from oslo_utils import uuidutils
 
 from accel_backend.db import models
 from accel_backend import exception
+from accel_backend.objects import paging
 from accel_backend import utils
 
 
@@ -53,11 +54,18 @@ def get(session, ident):
     return dp
 
 
-def list_(session, name=None):
-    """Profiles ordered by creation, filtered by exact ``name`` in SQL."""
-    query = sa.select(models.DeviceProfile).order_by(models.DeviceProfile.id)
+def list_(session, name=None, limit=None, marker=None):
+    """Profiles ordered by creation, filtered by exact ``name`` in SQL.
+
+    :param limit: page size, ``marker``: UUID of the previous page's last
+        profile (``objects.paging``).
+    :raises InvalidMarker: no profile has the marker's UUID.
+    """
+    query = sa.select(models.DeviceProfile)
     if name is not None:
         query = query.where(models.DeviceProfile.name == name)
+    query = paging.paginate(session, query, models.DeviceProfile, limit,
+                            marker)
     return list(session.scalars(query))
 
 

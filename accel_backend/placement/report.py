@@ -164,6 +164,44 @@ class Reporter:
         raise exception.PlacementError(method='PUT', url=url, status=409,
                                        body='generation conflicts')
 
+    def set_reserved(self, rp_uuid, reserved):
+        """Reserve (``reserved=True``: reserved = total) or free
+        (reserved = 0) the whole inventory of one of our providers, as
+        disabling/enabling a device does; other inventory fields are
+        kept.  Generation-safe: a 409 re-reads and retries.
+
+        :param rp_uuid: the deployable's resource provider UUID.
+        :param reserved: bool.
+        :returns: True when Placement shows the wanted value now, False
+            when the provider does not exist (yet): the next report
+            creates it with the right ``reserved``.
+        :raises PlacementError: Placement failed or kept conflicting.
+        """
+        url = '/resource_providers/%s/inventories' % rp_uuid
+        for _ in range(RETRIES):
+            resp = self.client.get(url, ok=(200, 404))
+            if resp.status_code == 404:
+                LOG.warning('Resource provider %s is not in Placement; '
+                            'its reserved value is set when it is next '
+                            'reported', rp_uuid)
+                return False
+            cur = resp.json()
+            want = {}
+            for rc, inv in cur['inventories'].items():
+                inv = dict(inv)
+                inv['reserved'] = inv['total'] if reserved else 0
+                want[rc] = inv
+            if want == cur['inventories']:
+                return True
+            resp = self.client.put(
+                url, {'resource_provider_generation':
+                      cur['resource_provider_generation'],
+                      'inventories': want}, ok=(200, 409))
+            if resp.status_code == 200:
+                return True
+        raise exception.PlacementError(method='PUT', url=url, status=409,
+                                       body='generation conflicts')
+
     def _sync_traits(self, rp_uuid, traits):
         self._ensure_traits(traits)
         url = '/resource_providers/%s/traits' % rp_uuid

@@ -7,6 +7,7 @@
 import itertools
 
 from accel_backend.policies import arq
+from accel_backend.policies import attribute
 from accel_backend.policies import base
 from accel_backend.policies import deployable
 from accel_backend.policies import device
@@ -21,4 +22,5 @@ def list_rules():
         arq.list_rules(),
         device.list_rules(),
         deployable.list_rules(),
+        attribute.list_rules(),
     ))

@@ -70,14 +70,22 @@ def list_(req):
         if instance is None:
             raise exception.BadRequest(
                 reason='bind_state needs instance=<uuid>')
+    limit, marker = util.page_params(req)
     with util.service(req).db.transaction() as session:
         arqs = arq_obj.list_(session, instance_uuid=instance,
-                             project_id=_project_filter(ctx))
+                             project_id=_project_filter(ctx), limit=limit,
+                             marker=marker)
+        if bind_state and (limit is not None or marker is not None):
+            # Unresolved is about every ARQ of the instance, not a page.
+            everything = arq_obj.list_(session, instance_uuid=instance,
+                                       project_id=_project_filter(ctx))
+        else:
+            everything = arqs
         if bind_state and any(a.state not in BIND_STATES[bind_state]
-                              for a in arqs):
+                              for a in everything):
             raise exception.ARQsUnresolved(instance=instance)
         views = [arq_obj.to_dict(a, util.base_url(req)) for a in arqs]
-    return util.response(200, {'arqs': views})
+    return util.response(200, util.collection(req, 'arqs', views, limit))
 
 
 def show(req, arq_uuid):

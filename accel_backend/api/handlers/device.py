@@ -1,5 +1,15 @@
-"""``/v2/devices``: list (``type``, ``vendor``, ``hostname`` filters) and
-show; ``status`` from microversion 2.3."""
+"""``/v2/devices``: list (``type``, ``vendor``, ``hostname`` filters,
+``limit``/``marker`` pages) and show; ``status`` from microversion 2.3;
+``POST /{uuid}/enable|disable`` (Cyborg 2.x, administrators).
+
+Disable stores Cyborg's status ``maintaining`` (shown from 2.3) and then
+reserves the whole inventory of the device's resource providers in
+Placement (reserved = total); enable stores ``enabled`` and sets reserved
+to 0.  Both answer 200 with no body, as Cyborg 17 does.  The database is
+written first: a disabled device is never bound again even when the
+Placement update then fails (502 ``accel.placement.error``; the periodic
+report, which derives ``reserved`` from the status, repairs Placement).
+"""
 
 from accel_backend.api import util
 from accel_backend.objects import device as device_obj
@@ -9,14 +19,16 @@ from accel_backend.policies import device as device_policy
 def list_(req):
     """``GET``."""
     util.context(req).can(device_policy.GET_ALL)
+    limit, marker = util.page_params(req)
     with util.service(req).db.transaction() as session:
         devs = device_obj.list_(session, hostname=req.GET.get('hostname'),
                                 type_=req.GET.get('type'),
-                                vendor=req.GET.get('vendor'))
+                                vendor=req.GET.get('vendor'),
+                                limit=limit, marker=marker)
         views = [device_obj.to_dict(d, util.base_url(req),
                                     util.version(req) >= (2, 3))
                  for d in devs]
-    return util.response(200, {'devices': views})
+    return util.response(200, util.collection(req, 'devices', views, limit))
 
 
 def show(req, device_uuid):
@@ -28,3 +40,27 @@ def show(req, device_uuid):
                                   util.base_url(req),
                                   util.version(req) >= (2, 3))
     return util.response(200, view)
+
+
+def _set_status(req, device_uuid, rule, status):
+    util.context(req).can(rule)
+    util.check_uuid(device_uuid)
+    svc = util.service(req)
+    with svc.db.transaction() as session:
+        rp_uuids = device_obj.set_status(
+            session, device_obj.get(session, device_uuid), status)
+    for rp_uuid in rp_uuids:
+        svc.reporter.set_reserved(rp_uuid, status != device_obj.ENABLED)
+    return util.response(200)
+
+
+def enable(req, device_uuid):
+    """``POST /{uuid}/enable`` -> 200."""
+    return _set_status(req, device_uuid, device_policy.ENABLE,
+                       device_obj.ENABLED)
+
+
+def disable(req, device_uuid):
+    """``POST /{uuid}/disable`` -> 200."""
+    return _set_status(req, device_uuid, device_policy.DISABLE,
+                       device_obj.MAINTAINING)

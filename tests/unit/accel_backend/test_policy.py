@@ -60,6 +60,10 @@ EXPECTED_DEFAULTS = {
     'accelerator:deployable:get_all': 'rule:admin_api',
     'accelerator:deployable:get_one': 'rule:admin_api',
     'accelerator:deployable:program': 'rule:admin_api',
+    'accelerator:attribute:get_all': 'rule:admin_api',
+    'accelerator:attribute:get_one': 'rule:admin_api',
+    'accelerator:attribute:create': 'rule:admin_api',
+    'accelerator:attribute:delete': 'rule:admin_api',
 }
 BASE_RULES = ('admin_api', 'admin_or_owner', 'service_api',
               'admin_or_service')

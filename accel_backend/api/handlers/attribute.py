@@ -1,0 +1,87 @@
+"""``/v2/attributes`` (Cyborg 2.x): key/value pairs of deployables.
+
+``GET [?deployable_id=<int or uuid>][&key=<key>][&limit=&marker=]``,
+``GET /{uuid}``, ``POST {"deployable_id", "key", "value"}`` -> 201,
+``DELETE /{uuid}`` -> 204.  Keys are unique per deployable (409
+``accel.attribute.duplicate``).  ``deployable_id`` is the deployable's
+integer id as in Cyborg; accel_backend also takes the deployable's UUID
+there (Cyborg's API never shows the integer id of a deployable).
+"""
+
+import re
+
+from accel_backend.api.schemas import attribute as schema
+from accel_backend.api import util
+from accel_backend import exception
+from accel_backend.objects import attribute as attr_obj
+from accel_backend.policies import attribute as attr_policy
+
+_INT = re.compile(r'[0-9]{1,18}')
+
+
+def _deployable_ident(value):
+    """A ``deployable_id`` value: int id, or UUID str.
+
+    :raises BadRequest: neither.
+    """
+    if isinstance(value, int):
+        return value
+    if _INT.fullmatch(value):
+        return int(value)
+    return util.check_uuid(value)
+
+
+def list_(req):
+    """``GET``; an unknown ``deployable_id`` lists nothing."""
+    util.context(req).can(attr_policy.GET_ALL)
+    limit, marker = util.page_params(req)
+    dep_param = req.GET.get('deployable_id')
+    with util.service(req).db.transaction() as session:
+        dep_id = None
+        if dep_param is not None:
+            try:
+                dep_id = attr_obj.find_deployable(
+                    session, _deployable_ident(dep_param)).id
+            except exception.DeployableNotFound:
+                dep_id = -1
+        attrs = attr_obj.list_(session, deployable_id=dep_id,
+                               key=req.GET.get('key'), limit=limit,
+                               marker=marker)
+        views = [attr_obj.to_dict(a, util.base_url(req)) for a in attrs]
+    return util.response(200, util.collection(req, 'attributes', views,
+                                              limit))
+
+
+def show(req, attribute_uuid):
+    """``GET /{uuid}``."""
+    util.context(req).can(attr_policy.GET_ONE)
+    util.check_uuid(attribute_uuid)
+    with util.service(req).db.transaction() as session:
+        view = attr_obj.to_dict(attr_obj.get(session, attribute_uuid),
+                                util.base_url(req))
+    return util.response(200, view)
+
+
+def create(req):
+    """``POST`` -> 201 with the attribute.
+
+    :raises DeployableNotFound: 404, no such deployable.
+    :raises AttributeExists: 409, the deployable has that key.
+    """
+    util.context(req).can(attr_policy.CREATE)
+    body = util.json_body(req, schema.CREATE)
+    ident = _deployable_ident(body['deployable_id'])
+    with util.service(req).db.transaction() as session:
+        dep = attr_obj.find_deployable(session, ident)
+        attr = attr_obj.create(session, dep, body['key'], body['value'])
+        view = attr_obj.to_dict(attr, util.base_url(req))
+    return util.response(201, view)
+
+
+def delete(req, attribute_uuid):
+    """``DELETE /{uuid}`` -> 204."""
+    util.context(req).can(attr_policy.DELETE)
+    util.check_uuid(attribute_uuid)
+    with util.service(req).db.transaction() as session:
+        attr_obj.delete(session, attr_obj.get(session, attribute_uuid))
+    return util.response(204)

@@ -1,0 +1,98 @@
+"""Attributes: operator-defined key/value pairs of a deployable (Cyborg
+``/v2/attributes``).
+
+Wire view (Cyborg 17): ``{"uuid", "deployable_id", "key", "value",
+"created_at", "updated_at", "links"}`` where ``deployable_id`` is the
+deployable's integer id, plus ``deployable_uuid`` (ours: Cyborg's API
+shows deployables without their integer id, so a client could not tell
+which deployable an id names).
+"""
+
+import sqlalchemy as sa
+from oslo_utils import uuidutils
+
+from accel_backend.db import models
+from accel_backend import exception
+from accel_backend.objects import paging
+from accel_backend import utils
+
+
+def find_deployable(session, ident):
+    """The deployable named by its integer id (Cyborg) or its UUID.
+
+    :param ident: int or UUID str.
+    :raises DeployableNotFound: nothing matches.
+    """
+    column = (models.Deployable.id if isinstance(ident, int)
+              else models.Deployable.uuid)
+    dep = session.scalar(sa.select(models.Deployable).where(column == ident))
+    if dep is None:
+        raise exception.DeployableNotFound(ident=ident)
+    return dep
+
+
+def create(session, dep, key, value):
+    """Add ``key`` = ``value`` to deployable ``dep``.
+
+    :raises AttributeExists: ``dep`` already has ``key``.
+    :returns: ``models.Attribute``.
+    """
+    if session.scalar(sa.select(models.Attribute.id).where(
+            models.Attribute.deployable_id == dep.id,
+            models.Attribute.key == key)) is not None:
+        raise exception.AttributeExists(deployable=dep.uuid, key=key)
+    attr = models.Attribute(uuid=uuidutils.generate_uuid(),
+                            deployable=dep, key=key, value=value)
+    session.add(attr)
+    try:
+        # A concurrent create of the same key loses on the unique
+        # constraint instead.
+        with session.begin_nested():
+            session.flush()
+    except sa.exc.IntegrityError:
+        raise exception.AttributeExists(deployable=dep.uuid, key=key)
+    return attr
+
+
+def get(session, attr_uuid):
+    """:raises AttributeNotFound: no attribute has that UUID."""
+    attr = session.scalar(sa.select(models.Attribute).where(
+        models.Attribute.uuid == attr_uuid))
+    if attr is None:
+        raise exception.AttributeNotFound(ident=attr_uuid)
+    return attr
+
+
+def list_(session, deployable_id=None, key=None, limit=None, marker=None):
+    """Attributes filtered in SQL, ordered by ``id``.
+
+    :param deployable_id: the deployable's integer id or None.
+    :param key: exact key or None.
+    :raises InvalidMarker: no attribute has the marker's UUID.
+    """
+    query = sa.select(models.Attribute)
+    if deployable_id is not None:
+        query = query.where(models.Attribute.deployable_id == deployable_id)
+    if key is not None:
+        query = query.where(models.Attribute.key == key)
+    query = paging.paginate(session, query, models.Attribute, limit, marker)
+    return list(session.scalars(query))
+
+
+def delete(session, attr):
+    session.delete(attr)
+
+
+def to_dict(attr, base_url):
+    """Cyborg v2 view of an attribute (plus ``deployable_uuid``)."""
+    return {
+        'uuid': attr.uuid,
+        'deployable_id': attr.deployable_id,
+        'deployable_uuid': attr.deployable.uuid,
+        'key': attr.key,
+        'value': attr.value,
+        'created_at': utils.isotime(attr.created_at),
+        'updated_at': utils.isotime(attr.updated_at),
+        'links': [{'href': '%s/attributes/%s' % (base_url, attr.uuid),
+                   'rel': 'self'}],
+    }

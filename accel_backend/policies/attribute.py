@@ -1,0 +1,43 @@
+"""Policies of ``/v2/attributes``: administrators only (attributes
+describe deployables, which only administrators see)."""
+
+from oslo_policy import policy
+
+from accel_backend.policies import base
+
+PREFIX = 'accelerator:attribute:%s'
+GET_ALL = PREFIX % 'get_all'
+GET_ONE = PREFIX % 'get_one'
+CREATE = PREFIX % 'create'
+DELETE = PREFIX % 'delete'
+
+COLLECTION = '/v2/attributes'
+
+rules = [
+    policy.DocumentedRuleDefault(
+        name=GET_ALL, check_str=base.RULE_ADMIN_API,
+        description='List attributes (optionally of one deployable).',
+        operations=[{'method': 'GET', 'path': COLLECTION}],
+        scope_types=base.PROJECT_SCOPE),
+    policy.DocumentedRuleDefault(
+        name=GET_ONE, check_str=base.RULE_ADMIN_API,
+        description='Show an attribute.',
+        operations=[{'method': 'GET',
+                     'path': COLLECTION + '/{attribute_uuid}'}],
+        scope_types=base.PROJECT_SCOPE),
+    policy.DocumentedRuleDefault(
+        name=CREATE, check_str=base.RULE_ADMIN_API,
+        description='Add an attribute to a deployable.',
+        operations=[{'method': 'POST', 'path': COLLECTION}],
+        scope_types=base.PROJECT_SCOPE),
+    policy.DocumentedRuleDefault(
+        name=DELETE, check_str=base.RULE_ADMIN_API,
+        description='Delete an attribute.',
+        operations=[{'method': 'DELETE',
+                     'path': COLLECTION + '/{attribute_uuid}'}],
+        scope_types=base.PROJECT_SCOPE),
+]
+
+
+def list_rules():
+    return rules
