@@ -33,6 +33,11 @@ ROUTES = {
     },
     '/v2/accelerator_requests/{arq_uuid}': {
         'GET': arq.show,
+        # How openstacksdk (so both ``openstack accelerator arq ...``
+        # command sets) binds, unbinds and deletes one ARQ; Cyborg takes
+        # these too.
+        'PATCH': arq.update,
+        'DELETE': arq.delete,
     },
     '/v2/devices': {'GET': device.list_},
     '/v2/devices/{device_uuid}': {'GET': device.show},

@@ -98,13 +98,20 @@ def show(req, arq_uuid):
     return util.response(200, view)
 
 
-def update(req):
+def update(req, arq_uuid=None):
     """``PATCH {arq_uuid: [ops]}``: bind (all ``add``) or unbind (all
     ``remove``) -> 202.  Binding finishes in the background and ends with
-    the ``accelerator-request-bound`` event to Nova."""
+    the ``accelerator-request-bound`` event to Nova.
+
+    ``PATCH /{arq_uuid}`` with the same body (keyed by that one ARQ) is
+    how openstacksdk, and so ``openstack accelerator arq bind/unbind``,
+    sends it."""
     ctx = util.context(req)
     ctx.can(arq_policy.UPDATE)
     body = util.json_body(req, schema.PATCH)
+    if arq_uuid is not None and set(body) != {arq_uuid}:
+        raise exception.BadRequest(
+            reason='PATCH of one ARQ takes {"%s": [operations]}' % arq_uuid)
     binds, unbinds = schema.parse_patch(body, util.version(req) >= (2, 1))
     svc = util.service(req)
     started = []
@@ -125,8 +132,9 @@ def update(req):
     return util.response(202)
 
 
-def delete(req):
-    """``DELETE ?instance=<uuid>`` or ``?arqs=<u1>,<u2>`` -> 204.
+def delete(req, arq_uuid=None):
+    """``DELETE ?instance=<uuid>`` or ``?arqs=<u1>,<u2>`` -> 204;
+    ``DELETE /{arq_uuid}`` is ``?arqs=<arq_uuid>``.
 
     Releases the devices; ARQs already gone are not an error (Nova
     retries deletes).  Only the caller's project's ARQs are touched
@@ -137,7 +145,7 @@ def delete(req):
     ctx = util.context(req)
     owner = _project_filter(ctx)
     instance = util.query_uuid(req, 'instance')
-    arqs_param = req.GET.get('arqs')
+    arqs_param = req.GET.get('arqs') if arq_uuid is None else arq_uuid
     if (instance is None) == (arqs_param is None):
         raise exception.BadRequest(
             reason='give exactly one of instance=<uuid> or arqs=<uuids>')

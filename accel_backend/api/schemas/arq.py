@@ -15,6 +15,10 @@ CREATE = {
         'device_profile_name': {'type': 'string', 'minLength': 1,
                                 'maxLength': 255},
         'image_uuid': {'type': ['string', 'null']},
+        # python-cyborgclient's ``arq create`` always sends it (null
+        # without ``--group-id``); Cyborg ignores it and so do we: the
+        # ARQs are those of every group of the profile.
+        'device_profile_group_id': {'type': ['integer', 'string', 'null']},
     },
     'required': ['device_profile_name'],
     'additionalProperties': False,

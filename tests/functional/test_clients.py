@@ -1,0 +1,361 @@
+"""Real OpenStack clients against a running ``accel-backend`` process.
+
+Placement (gunicorn), a Nova stub and ``accel-backend`` itself run as
+servers on loopback ports (``tests.functional.fixtures.servers``); the
+tests drive them with:
+
+* the ``openstack`` program (python-openstackclient 10.x), whose own
+  ``openstack accelerator ...`` commands are the active ones even with
+  python-cyborgclient installed (a few commands as separate processes,
+  the lifecycle through the same shell entry point in one process, see
+  ``tests.functional.fixtures.cli``);
+* python-cyborgclient's command set, loaded into the osc shell instead of
+  osc's own;
+* openstacksdk's accelerator proxy, in this process.
+
+One set of servers per test process (they take a few seconds to start);
+every test uses its own device profile and instance and frees the GPU it
+bound, so the tests do not depend on each other's order.
+"""
+
+import time
+import uuid
+import warnings
+
+import fixtures
+from openstack import connection
+from openstack import exceptions as sdk_exc
+import testtools
+from testtools import content
+
+from tests.functional.fixtures import cli
+from tests.functional.fixtures import servers
+
+T4_GROUP = {'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}
+BIND_TIMEOUT = 15
+
+
+class _Servers(fixtures.Fixture):
+    """Placement + Nova stub + accel-backend, with the compute node RP."""
+
+    def _setUp(self):
+        self.placement = self.useFixture(servers.PlacementServer())
+        self.nova = self.useFixture(servers.NovaStub())
+        self.compute_rp = self.placement.create_provider(servers.HOST)
+        self.accel = self.useFixture(servers.AccelBackendServer(
+            self.placement, self.nova))
+        deployables = self.accel.wait_for_devices(2)
+        #: ``{pci address: deployable dict}`` of the two T4 GPUs.
+        self.gpus = {d['name'].split('_', 1)[1]: d for d in deployables}
+
+
+_SERVERS = []
+
+
+def setUpModule():
+    # Once per test process: the servers take seconds to start.
+    stack = _Servers()
+    stack.setUp()
+    _SERVERS.append(stack)
+
+
+def tearDownModule():
+    while _SERVERS:
+        _SERVERS.pop().cleanUp()
+
+
+class ClientsTestCase(testtools.TestCase):
+    """Uses the module's servers (``self.stack``)."""
+
+    def setUp(self):
+        super().setUp()
+        self.stack = _SERVERS[0]
+        self.accel = self.stack.accel
+        self.nova = self.stack.nova
+        self.addOnException(self._attach_server_log)
+
+    def _attach_server_log(self, exc_info):
+        self.addDetail('accel-backend.log', content.text_content(
+            self.accel.log_text()))
+
+    def new_instance(self):
+        """A server UUID the Nova stub knows; its ARQs are deleted at
+        cleanup whatever the test left."""
+        instance = str(uuid.uuid4())
+        self.nova.servers[instance] = 'vm-' + instance[:8]
+        self.addCleanup(self.accel.request, 'DELETE',
+                        '/v2/accelerator_requests?instance=' + instance,
+                        expect=(204,))
+        return instance
+
+    def profile_name(self):
+        cls, method = self.id().split('.')[-2:]
+        return '%s-%s' % (cls, method)
+
+    def wait_for_state(self, arq_uuid, state):
+        """Poll the API (not a client: fast) until the ARQ is in ``state``."""
+        deadline = time.monotonic() + BIND_TIMEOUT
+        while True:
+            current = self.accel.request(
+                'GET', '/v2/accelerator_requests/' + arq_uuid)['state']
+            if current == state:
+                return
+            if time.monotonic() > deadline:
+                self.fail('ARQ still %s, not %s, after %ss' % (
+                    current, state, BIND_TIMEOUT))
+            time.sleep(0.05)
+
+    def assert_bound_event(self, instance, arq_uuid):
+        events = [e for e in self.nova.received() if e['tag'] == arq_uuid]
+        self.assertEqual([{'name': 'accelerator-request-bound',
+                           'server_uuid': instance, 'tag': arq_uuid,
+                           'status': 'completed'}], events)
+
+    def assert_device_lists(self, run):
+        """``device list/show`` and ``deployable list/show`` through a
+        command set (``run`` as ``cli._Base.__call__``)."""
+        devices = run('accelerator', 'device', 'list')
+        self.assertEqual(2, len(devices))
+        for dev in devices:
+            self.assertEqual(('GPU', '10de', servers.HOST),
+                             (dev['type'], dev['vendor'], dev['hostname']))
+        shown = run('accelerator', 'device', 'show', devices[0]['uuid'])
+        self.assertEqual(devices[0]['uuid'], shown['uuid'])
+        self.assertEqual('10de:1eb8', shown['model'])
+        deployables = run('accelerator', 'deployable', 'list')
+        self.assertEqual(
+            sorted(d['uuid'] for d in self.stack.gpus.values()),
+            sorted(d['uuid'] for d in deployables))
+        gpu = self.stack.gpus['0000:af:00.0']
+        shown = run('accelerator', 'deployable', 'show', gpu['uuid'])
+        self.assertEqual((gpu['uuid'], gpu['name']),
+                         (shown['uuid'], shown['name']))
+
+
+class TestOpenStackProgram(ClientsTestCase):
+    """The installed ``openstack`` program, one process per command."""
+
+    def setUp(self):
+        super().setUp()
+        self.openstack = self.useFixture(cli.OpenStackProgram(
+            self.accel.endpoint, self.nova.endpoint))
+
+    def test_osc_own_commands_are_active(self):
+        # osc's bind looks <server> up in Nova; cyborgclient's takes
+        # <instance_uuid> <device_rp_uuid> <project_id>.
+        usage = self.openstack('accelerator', 'arq', 'bind', '--help',
+                               fmt=None)
+        self.assertIn('<server>', usage)
+        self.assertNotIn('<project_id>', usage)
+
+    def test_lists(self):
+        self.assertEqual(2, len(self.openstack(
+            'accelerator', 'device', 'list')))
+        self.assertIsInstance(self.openstack(
+            'accelerator', 'device', 'profile', 'list'), list)
+        self.assertIsInstance(self.openstack(
+            'accelerator', 'arq', 'list'), list)
+
+
+class TestOpenStackClientCommands(ClientsTestCase):
+    """python-openstackclient's own ``openstack accelerator`` commands."""
+
+    def setUp(self):
+        super().setUp()
+        self.osc = self.useFixture(cli.OpenStackShell(
+            self.accel.endpoint, self.nova.endpoint, 'osc'))
+
+    def test_device_profile_and_arq_lifecycle(self):
+        name = self.profile_name()
+        instance = self.new_instance()
+        gpu = self.stack.gpus['0000:af:00.0']
+
+        dp = self.osc('accelerator', 'device', 'profile', 'create', name,
+                      '--group', 'resources:PGPU=1,'
+                      'trait:CUSTOM_NVIDIA_T4=required',
+                      '--description', 'one T4')
+        self.assertEqual((name, [T4_GROUP], 'one T4'),
+                         (dp['name'], dp['groups'], dp['description']))
+        listed = self.osc('accelerator', 'device', 'profile', 'list')
+        self.assertIn(dp['uuid'], [p['uuid'] for p in listed])
+        self.assertEqual(dp, self.osc('accelerator', 'device', 'profile',
+                                      'show', dp['uuid']))
+        # By name needs microversion 2.2; osc asks for the base version
+        # unless told.
+        self.assertEqual(dp['uuid'], self.osc(
+            '--os-accelerator-api-version', '2.2', 'accelerator', 'device',
+            'profile', 'show', name)['uuid'])
+
+        arq = self.osc('accelerator', 'arq', 'create', name)
+        self.assertEqual(('Initial', name), (arq['state'],
+                                             arq['device_profile_name']))
+        self.assertIn(arq['uuid'], [a['uuid'] for a in self.osc(
+            'accelerator', 'arq', 'list')])
+
+        # <accelerator_request> <hostname> <server> <resource_provider>
+        self.osc('accelerator', 'arq', 'bind', arq['uuid'], servers.HOST,
+                 instance, gpu['rp_uuid'])
+        self.wait_for_state(arq['uuid'], 'Bound')
+        shown = self.osc('accelerator', 'arq', 'show', arq['uuid'])
+        self.assertEqual(
+            ('Bound', servers.HOST, gpu['rp_uuid'], instance, 'PCI',
+             {'domain': '0000', 'bus': 'af', 'device': '00',
+              'function': '0'}),
+            (shown['state'], shown['hostname'], shown['device_rp_uuid'],
+             shown['instance_uuid'], shown['attach_handle_type'],
+             shown['attach_handle_info']))
+        self.assert_bound_event(instance, arq['uuid'])
+
+        unbound = self.osc('accelerator', 'arq', 'unbind', arq['uuid'])
+        self.assertEqual(('Unbound', None, None),
+                         (unbound['state'], unbound['instance_uuid'],
+                          unbound['device_rp_uuid']))
+        self.osc('accelerator', 'arq', 'delete', arq['uuid'], fmt=None)
+        self.accel.request('GET', '/v2/accelerator_requests/' + arq['uuid'],
+                           expect=(404,))
+
+        self.osc('accelerator', 'device', 'profile', 'delete', name,
+                 fmt=None)
+        self.accel.request('GET', '/v2/device_profiles/' + dp['uuid'],
+                           expect=(404,))
+
+    def test_devices_and_deployables(self):
+        self.assert_device_lists(self.osc)
+
+
+class TestCyborgClientCommands(ClientsTestCase):
+    """python-cyborgclient's ``openstack accelerator`` command set."""
+
+    def setUp(self):
+        super().setUp()
+        self.cyborg = self.useFixture(cli.OpenStackShell(
+            self.accel.endpoint, self.nova.endpoint, 'cyborgclient'))
+
+    def test_cyborgclient_commands_are_loaded(self):
+        usage = self.cyborg('accelerator', 'arq', 'bind', '--help',
+                            fmt=None)
+        self.assertIn('<instance_uuid> <device_rp_uuid> <project_id>',
+                      usage)
+
+    def test_device_profile_and_arq_lifecycle(self):
+        name = self.profile_name()
+        instance = self.new_instance()
+        gpu = self.stack.gpus['0000:d8:00.0']
+
+        dp = self.cyborg('accelerator', 'device', 'profile', 'create', name,
+                         '[{"resources:PGPU": "1", '
+                         '"trait:CUSTOM_NVIDIA_T4": "required"}]')
+        self.assertEqual((name, [T4_GROUP]), (dp['name'], dp['groups']))
+        self.assertIn(name, [p['name'] for p in self.cyborg(
+            'accelerator', 'device', 'profile', 'list')])
+        # cyborgclient asks for microversion 2.3: show by name works.
+        self.assertEqual(dp['uuid'], self.cyborg(
+            'accelerator', 'device', 'profile', 'show', name)['uuid'])
+        self.assertEqual(name, self.cyborg(
+            'accelerator', 'device', 'profile', 'show', dp['uuid'])['name'])
+
+        arq = self.cyborg('accelerator', 'arq', 'create', name)
+        self.assertEqual('Initial', arq['state'])
+        self.assertIn(arq['uuid'], [a['uuid'] for a in self.cyborg(
+            'accelerator', 'arq', 'list', '--long')])
+
+        # The <project_id> argument is required and ignored by the client.
+        bound = self.cyborg('accelerator', 'arq', 'bind', arq['uuid'],
+                            servers.HOST, instance, gpu['rp_uuid'],
+                            'ignored')
+        self.assertIn(bound['state'], ('BindStarted', 'Bound'))
+        self.wait_for_state(arq['uuid'], 'Bound')
+        shown = self.cyborg('accelerator', 'arq', 'show', arq['uuid'])
+        self.assertEqual(
+            (gpu['rp_uuid'], instance, 'PCI', 'd8'),
+            (shown['device_rp_uuid'], shown['instance_uuid'],
+             shown['attach_handle_type'], shown['attach_handle_info']['bus']))
+        self.assert_bound_event(instance, arq['uuid'])
+
+        unbound = self.cyborg('accelerator', 'arq', 'unbind', arq['uuid'])
+        self.assertEqual('Unbound', unbound['state'])
+        self.cyborg('accelerator', 'arq', 'delete', arq['uuid'], fmt=None)
+        self.accel.request('GET', '/v2/accelerator_requests/' + arq['uuid'],
+                           expect=(404,))
+        self.cyborg('accelerator', 'device', 'profile', 'delete', name,
+                    fmt=None)
+        self.accel.request('GET', '/v2/device_profiles/' + dp['uuid'],
+                           expect=(404,))
+
+    def test_devices_and_deployables(self):
+        self.assert_device_lists(self.cyborg)
+
+
+class TestOpenStackSDK(ClientsTestCase):
+    """openstacksdk's accelerator proxy (``Connection.accelerator``)."""
+
+    def setUp(self):
+        super().setUp()
+        conn = connection.Connection(
+            auth_type='admin_token',
+            auth={'endpoint': self.accel.endpoint, 'token': 'admin'})
+        self.addCleanup(conn.close)
+        self.acc = conn.accelerator
+
+    def test_device_profile_and_arq_lifecycle(self):
+        name = self.profile_name()
+        instance = self.new_instance()
+        gpu = self.stack.gpus['0000:af:00.0']
+
+        dp = self.acc.create_device_profile(name=name, groups=[T4_GROUP],
+                                            description='sdk')
+        self.assertEqual((name, [T4_GROUP], 'sdk'),
+                         (dp.name, dp.groups, dp.description))
+        self.assertIn(dp.uuid, [p.uuid for p in self.acc.device_profiles()])
+        self.assertEqual(name, self.acc.get_device_profile(dp.uuid).name)
+
+        arq = self.acc.create_accelerator_request(device_profile_name=name)
+        self.assertEqual(('Initial', name, 0),
+                         (arq.state, arq.device_profile_name,
+                          arq.device_profile_group_id))
+        self.assertIn(arq.uuid,
+                      [a.uuid for a in self.acc.accelerator_requests()])
+
+        self.acc.patch_accelerator_request(arq.uuid, [
+            {'op': 'add', 'path': '/hostname', 'value': servers.HOST},
+            {'op': 'add', 'path': '/device_rp_uuid',
+             'value': gpu['rp_uuid']},
+            {'op': 'add', 'path': '/instance_uuid', 'value': instance}])
+        self.wait_for_state(arq.uuid, 'Bound')
+        bound = self.acc.get_accelerator_request(arq.uuid)
+        self.assertEqual((servers.HOST, gpu['rp_uuid'], instance, 'PCI'),
+                         (bound.hostname, bound.device_rp_uuid,
+                          bound.instance_uuid, bound.attach_handle_type))
+        self.assert_bound_event(instance, arq.uuid)
+
+        with warnings.catch_warnings():
+            # The deprecated name python-cyborgclient still calls.
+            warnings.simplefilter('ignore')
+            self.acc.update_accelerator_request(arq.uuid, [
+                {'op': 'remove', 'path': '/hostname'},
+                {'op': 'remove', 'path': '/device_rp_uuid'},
+                {'op': 'remove', 'path': '/instance_uuid'}])
+        self.assertEqual('Unbound',
+                         self.acc.get_accelerator_request(arq.uuid).state)
+
+        self.acc.delete_accelerator_request(arq.uuid, ignore_missing=False)
+        self.assertRaises(sdk_exc.NotFoundException,
+                          self.acc.get_accelerator_request, arq.uuid)
+        self.acc.delete_device_profile(dp.uuid, ignore_missing=False)
+        self.assertNotIn(name, [p.name for p in self.acc.device_profiles()])
+        self.assertRaises(sdk_exc.NotFoundException,
+                          self.acc.get_device_profile, dp.uuid)
+
+    def test_devices_and_deployables(self):
+        devices = list(self.acc.devices())
+        self.assertEqual(2, len(devices))
+        self.assertEqual(devices[0].uuid,
+                         self.acc.get_device(devices[0].uuid).uuid)
+        deployables = {d.id: d for d in self.acc.deployables()}
+        self.assertEqual(
+            sorted(d['uuid'] for d in self.stack.gpus.values()),
+            sorted(deployables))
+        gpu = self.stack.gpus['0000:d8:00.0']
+        shown = self.acc.get_deployable(gpu['uuid'])
+        self.assertEqual((gpu['name'], 1),
+                         (shown.name, shown.num_accelerators))
