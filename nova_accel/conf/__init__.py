@@ -21,6 +21,35 @@ OPTS = [
              'composing the guest (logged, never attached). TEST_PCI is '
              'what fake accelerator drivers report: it names no real '
              'device.'),
+    cfg.BoolOpt(
+        'hotplug_enabled',
+        default=True,
+        help='Serve accelerator hot-plug requests (nova-accel '
+             'attach-accelerator / detach-accelerator): the compute driver '
+             'starts an RPC server on [nova_accel] hotplug_topic, server = '
+             'this host, on Nova\'s message bus.'),
+    cfg.StrOpt(
+        'hotplug_topic',
+        default='nova-accel-compute',
+        help='RPC topic of accelerator hot-plug requests (compute drivers '
+             'and the nova-accel command must agree).'),
+]
+
+
+SCHEDULER_OPTS = [
+    cfg.FloatOpt(
+        'accelerator_host_reservation_weight_multiplier',
+        default=1.0,
+        help='Multiplier of nova_accel.scheduler.weighers.'
+             'AcceleratorHostReservationWeigher. For a request whose flavor '
+             'has no accel:device_profile, hosts with free accelerators '
+             '(child resource providers with the OWNER_CYBORG trait and '
+             'free inventory) weigh less, the more free accelerators the '
+             'less, so accelerator hosts stay free for accelerator '
+             'workloads. 0.0 disables the weigher; a negative value packs '
+             'plain servers onto accelerator hosts instead. The aggregate '
+             'metadata key of the same name overrides it per host '
+             'aggregate.'),
 ]
 
 
@@ -31,8 +60,9 @@ def register_opts(conf):
     """
     conf.register_group(GROUP)
     conf.register_opts(OPTS, group=GROUP)
+    conf.register_opts(SCHEDULER_OPTS, group=GROUP)
 
 
 def list_opts():
     """Return ``[(group, [opts])]`` for ``oslo-config-generator``."""
-    return [(GROUP, OPTS)]
+    return [(GROUP, OPTS + SCHEDULER_OPTS)]

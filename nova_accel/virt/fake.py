@@ -16,11 +16,12 @@ check what a real guest would have received.
 
 from nova.virt import fake as nova_fake
 
+from nova_accel.hotplug import driver as hotplug_driver
 from nova_accel.virt import binding
 from nova_accel.virt import hostdev
 
 
-class FakeDriver(nova_fake.SmallFakeDriver):
+class FakeDriver(hotplug_driver.FakeHotplugMixin, nova_fake.SmallFakeDriver):
     """``SmallFakeDriver`` plus composed accelerator hostdevs per instance.
 
     :ivar guest_hostdevs: dict ``{instance_uuid (str): [hostdev XML (str)]}``

@@ -13,19 +13,23 @@ take another path: ``_allocate_cyborg_mdevs`` creates the mediated devices
 and ``_guest_add_mdevs`` adds them.  This driver overrides only the PCI hook
 so that :mod:`nova_accel.virt.hostdev` (validated addresses, ignored handle
 types from ``[nova_accel] ignored_attach_handle_types``) writes those
-elements.  Hot-adding accelerators to a running guest will be added here.
+elements.  Hot-adding accelerators to a running guest, and keeping them
+across hard reboots, rebuilds and delete, comes from
+:class:`nova_accel.hotplug.driver.LibvirtHotplugMixin`.
 """
 
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_log import log as logging
 
+from nova_accel.hotplug import driver as hotplug_driver
 from nova_accel.virt import binding
 from nova_accel.virt import hostdev
 
 LOG = logging.getLogger(__name__)
 
 
-class LibvirtDriver(libvirt_driver.LibvirtDriver):
+class LibvirtDriver(hotplug_driver.LibvirtHotplugMixin,
+                    libvirt_driver.LibvirtDriver):
     """``nova.virt.libvirt.LibvirtDriver`` composing accelerator hostdevs.
 
     Capabilities are Nova's, with ``supports_accelerators`` kept ``True``

@@ -1,0 +1,57 @@
+"""Accelerator service client used by hot-plug and by the drivers' hooks.
+
+Hot-plugged ARQs are created and bound by the compute service on an
+operator's request, not with a user's token during a build, so they are
+handled with the compute service's own credentials: Nova's
+``[service_user]`` keystoneauth options (the ones Nova already needs for
+``send_service_user_token``).  Only when ``[service_user]`` has no
+``auth_type`` does the request context's token serve (as in a deployment
+without Keystone, e.g. accel_backend's noauth mode).  The endpoint is
+found through Nova's ``[cyborg]`` options, as for Nova's own client.
+"""
+
+import threading
+
+from keystoneauth1 import loading as ks_loading
+import nova.conf
+from nova import service_auth
+
+from nova_accel.cyborg_client import AcceleratorClient
+from nova_accel.hotplug import exception
+
+CONF = nova.conf.CONF
+SERVICE_USER_GROUP = 'service_user'
+_SESSION = None
+_LOCK = threading.Lock()
+
+
+def _session():
+    global _SESSION
+    with _LOCK:
+        if _SESSION is None:
+            _SESSION = ks_loading.load_session_from_conf_options(
+                CONF, 'cyborg')
+        return _SESSION
+
+
+def accel_auth(context):
+    """Return the keystoneauth plugin hot-plug calls are made with.
+
+    :raises NoServiceCredentials: no ``[service_user]`` auth and no token
+        in ``context``.
+    """
+    auth = None
+    if CONF.service_user.auth_type:
+        auth = service_auth.get_service_auth_plugin(SERVICE_USER_GROUP)
+    if auth is None:
+        if context is None or not context.auth_token:
+            raise exception.NoServiceCredentials()
+        auth = context.get_auth_plugin()
+    return auth
+
+
+def accel_client(context):
+    """Return an :class:`AcceleratorClient` for hot-plug work."""
+    adapter = ks_loading.load_adapter_from_conf_options(
+        CONF, 'cyborg', session=_session(), auth=accel_auth(context))
+    return AcceleratorClient(adapter)

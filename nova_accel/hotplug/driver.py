@@ -1,0 +1,217 @@
+"""Compute driver mixins: serve hot-plug requests and keep hot-plugged
+accelerators across the instance's life.
+
+Nova 34 only asks the accelerator service for an instance's ARQs, and only
+deletes them, when the flavor has ``accel:device_profile``
+(``ComputeManager._get_accel_info``, ``compute.utils.delete_arqs_if_needed``).
+Hot-plugged ARQs are recorded in the instance's system_metadata
+(:mod:`nova_accel.hotplug.state`), and these mixins make the driver:
+
+* start/stop the hot-plug RPC server in ``init_host``/``cleanup_host``;
+* add the instance's hot-plugged, ``Bound`` ARQs of this node to
+  ``accel_info`` whenever the guest is (re)built from scratch on this host:
+  hard reboot, power on, host boot resume (libvirt ``_hard_reboot``) and
+  ``spawn`` (rebuild);
+* delete the hot-plugged ARQs when the instance goes away from this host
+  for good: delete (``task_state`` ``deleting``, or reclaim of a
+  soft-deleted instance) and shelve offload.  Nova frees the Placement
+  allocation itself (the whole consumer).
+
+Use them before Nova's driver in the bases:
+``class LibvirtDriver(LibvirtHotplugMixin, nova...LibvirtDriver)``.
+"""
+
+import functools
+
+from nova.compute import task_states
+from nova.compute import vm_states
+from nova.virt.libvirt import config as vconfig
+from oslo_log import log as logging
+
+from nova_accel.hotplug import clients
+from nova_accel.hotplug import manager as hotplug_manager
+from nova_accel.hotplug import rpc
+from nova_accel.hotplug import state
+from nova_accel.virt import binding
+from nova_accel.virt import hostdev
+
+LOG = logging.getLogger(__name__)
+
+_GONE_TASK_STATES = (task_states.DELETING, task_states.SHELVING_OFFLOADING)
+_GONE_VM_STATES = (vm_states.DELETED, vm_states.SOFT_DELETED)
+
+
+class HotplugDriverMixin(object):
+    """Driver-independent part; subclasses add the guest operations
+    ``accel_attach_hostdev(instance, element)`` and
+    ``accel_detach_hostdev(instance, element)``."""
+
+    _accel_hotplug_server = None
+
+    def init_host(self, host):
+        super().init_host(host)
+        self._accel_hotplug_server = rpc.start_server(
+            host, hotplug_manager.HotplugManager(self, host))
+
+    def cleanup_host(self, host):
+        server, self._accel_hotplug_server = self._accel_hotplug_server, None
+        rpc.stop_server(server)
+        super().cleanup_host(host)
+
+    def _accel_with_hotplugged(self, context, instance, accel_info):
+        """``accel_info`` plus the instance's hot-plugged Bound ARQs that
+        are bound to this node (deduplicated by UUID).
+
+        :raises: the accelerator client's errors: as Nova fails a reboot
+            whose ARQs it cannot read, rather than silently build the
+            guest without its devices.
+        """
+        wanted = state.arq_uuids(instance)
+        if not wanted:
+            return accel_info
+        have = {a.get('uuid') for a in accel_info or []}
+        arqs = clients.accel_client(context).get_arqs_for_instance(
+            instance.uuid)
+        extra = []
+        for arq in arqs:
+            uuid = arq.get('uuid')
+            if uuid not in wanted or uuid in have:
+                continue
+            if (arq.get('state') != binding.STATE_BOUND or
+                    arq.get('hostname') != instance.node):
+                LOG.warning('Hot-plugged accelerator request %(arq)s is '
+                            '%(state)s on %(host)s, not Bound on %(node)s: '
+                            'left out of the guest',
+                            {'arq': uuid, 'state': arq.get('state'),
+                             'host': arq.get('hostname'),
+                             'node': instance.node}, instance=instance)
+                continue
+            extra.append(arq)
+        lost = wanted - have - {a['uuid'] for a in extra} - {
+            a.get('uuid') for a in arqs}
+        if lost:
+            LOG.warning('Hot-plugged accelerator requests %s are unknown to '
+                        'the accelerator service', ','.join(sorted(lost)),
+                        instance=instance)
+        if extra:
+            LOG.info('Adding hot-plugged accelerator requests %s to the '
+                     'guest', ','.join(a['uuid'] for a in extra),
+                     instance=instance)
+        return list(accel_info or []) + extra
+
+    def spawn(self, context, instance, image_meta, injected_files,
+              admin_password, allocations, network_info=None,
+              block_device_info=None, power_on=True, accel_info=None):
+        accel_info = self._accel_with_hotplugged(context, instance,
+                                                 accel_info)
+        return super().spawn(context, instance, image_meta, injected_files,
+                             admin_password, allocations,
+                             network_info=network_info,
+                             block_device_info=block_device_info,
+                             power_on=power_on, accel_info=accel_info)
+
+    def destroy(self, context, instance, network_info, block_device_info=None,
+                destroy_disks=True, destroy_secrets=True):
+        super().destroy(context, instance, network_info,
+                        block_device_info=block_device_info,
+                        destroy_disks=destroy_disks,
+                        destroy_secrets=destroy_secrets)
+        if (state.has_hotplugged(instance) and
+                (instance.task_state in _GONE_TASK_STATES or
+                 instance.vm_state in _GONE_VM_STATES)):
+            self._accel_release_hotplugged(context, instance)
+
+    def _accel_release_hotplugged(self, context, instance):
+        arq_uuids = sorted(state.arq_uuids(instance))
+        try:
+            clients.accel_client(context).delete_arqs(arq_uuids)
+        except Exception:
+            LOG.exception('Failed to delete hot-plugged accelerator requests '
+                          '%s', ','.join(arq_uuids), instance=instance)
+            return
+        LOG.info('Deleted hot-plugged accelerator requests %s',
+                 ','.join(arq_uuids), instance=instance)
+        # Saved by Nova's compute manager with the rest of the instance
+        # (shelve offload); a deleted instance's record goes anyway.
+        state.forget(instance)
+
+
+def _pci_key(domain, bus, slot, function):
+    return ('pci',) + tuple(int(v, 16) for v in (domain, bus, slot,
+                                                  function))
+
+
+def _element_key(elem):
+    """Identity of a composed ``<hostdev>``: PCI address or mdev UUID."""
+    addr = elem.find('./source/address')
+    if elem.get('type') == 'mdev':
+        return ('mdev', addr.get('uuid'))
+    return _pci_key(addr.get('domain'), addr.get('bus'), addr.get('slot'),
+                    addr.get('function'))
+
+
+def _config_key(dev):
+    if isinstance(dev, vconfig.LibvirtConfigGuestHostdevMDEV):
+        return ('mdev', dev.uuid)
+    if isinstance(dev, vconfig.LibvirtConfigGuestHostdevPCI):
+        try:
+            return _pci_key(dev.domain, dev.bus, dev.slot, dev.function)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+class LibvirtHotplugMixin(HotplugDriverMixin):
+    """For ``nova.virt.libvirt.driver.LibvirtDriver`` subclasses."""
+
+    def _hard_reboot(self, context, instance, network_info, share_info,
+                     block_device_info=None, accel_info=None):
+        # Hard reboot, power on and resume on host boot rebuild the domain
+        # XML from accel_info: keep the hot-plugged devices in it.
+        accel_info = self._accel_with_hotplugged(context, instance,
+                                                 accel_info)
+        return super()._hard_reboot(context, instance, network_info,
+                                    share_info,
+                                    block_device_info=block_device_info,
+                                    accel_info=accel_info)
+
+    def accel_attach_hostdev(self, instance, elem):
+        """Plug ``elem`` into the running guest and its persistent config."""
+        guest = self._host.get_guest(instance)
+        LOG.debug('Hot-plugging %s', hostdev.to_string(elem),
+                  instance=instance)
+        guest.attach_device(hostdev.HostdevConfig(elem), persistent=True,
+                            live=True)
+
+    def _accel_find_hostdev(self, guest, key, from_persistent_config=False):
+        for dev in guest.get_all_devices(
+                vconfig.LibvirtConfigGuestHostdev,
+                from_persistent_config=from_persistent_config):
+            if _config_key(dev) == key:
+                return dev
+        return None
+
+    def accel_detach_hostdev(self, instance, elem):
+        """Unplug ``elem`` from the live guest (waiting for libvirt's
+        device-removed event, with Nova's retries) and the persistent
+        config."""
+        guest = self._host.get_guest(instance)
+        key = _element_key(elem)
+        self._detach_with_retry(
+            guest, instance.uuid,
+            functools.partial(self._accel_find_hostdev, guest, key),
+            'accelerator hostdev %s' % hostdev.to_string(elem))
+
+
+class FakeHotplugMixin(HotplugDriverMixin):
+    """For ``nova_accel.virt.fake.FakeDriver`` (records hostdev XML)."""
+
+    def accel_attach_hostdev(self, instance, elem):
+        self.guest_hostdevs.setdefault(instance.uuid, []).append(
+            hostdev.to_string(elem))
+
+    def accel_detach_hostdev(self, instance, elem):
+        xml = hostdev.to_string(elem)
+        devs = self.guest_hostdevs.get(instance.uuid, [])
+        if xml in devs:
+            devs.remove(xml)

@@ -1,0 +1,52 @@
+"""Errors of accelerator hot-plug (:mod:`nova_accel.hotplug`).
+
+They subclass ``nova.exception.NovaException`` so that their message is
+formatted the Nova way; over RPC they reach the caller as
+``oslo_messaging.RemoteError`` and :mod:`nova_accel.hotplug.rpc` turns them
+back into :class:`HotplugError` with the same message.
+"""
+
+from nova import exception as nova_exception
+
+
+class HotplugError(nova_exception.NovaException):
+    """Base: a hot-plug or hot-unplug request failed (nothing changed,
+    unless the message says a rollback step failed)."""
+
+    msg_fmt = 'Accelerator hot-plug failed: %(reason)s'
+
+
+class InstanceNotHotpluggable(HotplugError):
+    """The instance is not in a state (or on a host) that allows it."""
+
+    msg_fmt = ('Instance %(instance_uuid)s cannot have accelerators '
+               'hot-plugged now: %(reason)s')
+
+
+class NoAcceleratorCandidates(HotplugError):
+    """Placement has no free device on the instance's host."""
+
+    msg_fmt = ('No free accelerator for device profile %(profile)s on host '
+               '%(host)s (compute node %(node)s) for instance '
+               '%(instance_uuid)s.')
+
+
+class AllocationUpdateFailed(HotplugError):
+    """Placement refused the allocation change (after retries)."""
+
+    msg_fmt = ('Could not update the Placement allocation of instance '
+               '%(instance_uuid)s: %(reason)s')
+
+
+class ProfileNotAttached(HotplugError):
+    """Detach asked for a device profile the instance has not got."""
+
+    msg_fmt = ('Instance %(instance_uuid)s has no hot-plugged accelerator '
+               'of device profile %(profile)s.')
+
+
+class NoServiceCredentials(HotplugError):
+    """Neither a user token nor [service_user] credentials are available."""
+
+    msg_fmt = ('No credentials to call the accelerator service: the request '
+               'carries no token and [service_user] has no auth_type.')
