@@ -158,6 +158,42 @@ class HotplugTest(HotplugTestBase):
         self.detach(server)
         self.assert_plain(server, before)
 
+    def test_command(self):
+        """``nova-accel``'s commands, once options are parsed."""
+        import io
+        import json
+
+        from nova_accel.cmd import hotplug as cmd
+
+        server = self.boot_plain()
+        before = self.allocations(server['id'])
+        out, err = io.StringIO(), io.StringIO()
+        self.assertEqual(0, cmd.run('attach-accelerator', server['id'],
+                                    'gpu', timeout=60, out=out, err=err))
+        result = json.loads(out.getvalue())
+        self.assertEqual(server['id'], result['instance_uuid'])
+        self.assertEqual([a['uuid'] for a in self.arqs_of(server['id'])],
+                         result['arqs'])
+        self.assertEqual(1, len(hostdev_addresses(
+            self.guest_xml(server['id']))))
+
+        out = io.StringIO()
+        self.assertEqual(0, cmd.run('detach-accelerator', server['id'],
+                                    'gpu', out=out, err=err))
+        self.assertEqual(result['arqs'], json.loads(out.getvalue())['arqs'])
+        self.assert_plain(server, before)
+
+        # Refusals: exit status 1 and the reason on stderr.
+        err = io.StringIO()
+        self.assertEqual(1, cmd.run('detach-accelerator', server['id'],
+                                    'gpu', out=out, err=err))
+        self.assertIn('has no hot-plugged accelerator', err.getvalue())
+        err = io.StringIO()
+        missing = '00000000-0000-0000-0000-000000000000'
+        self.assertEqual(1, cmd.run('attach-accelerator', missing, 'gpu',
+                                    out=out, err=err))
+        self.assertIn('no such instance', err.getvalue())
+
     def test_not_active(self):
         server = self.boot_plain()
         self._stop_server(server)

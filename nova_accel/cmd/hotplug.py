@@ -1,0 +1,107 @@
+"""``nova-accel``: hot-add / hot-remove accelerators to a running server.
+
+::
+
+    nova-accel --config-file /etc/nova/nova.conf \\
+        attach-accelerator --server <uuid> --device-profile <name> \\
+        [--timeout <seconds>]
+    nova-accel --config-file /etc/nova/nova.conf \\
+        detach-accelerator --server <uuid> --device-profile <name>
+
+It runs where ``nova-manage`` runs, with the same ``nova.conf``: it finds
+the server's compute host in Nova's databases (``[api_database]``, then the
+server's cell, as nova-manage does; no Keystone needed), then calls the
+compute driver over Nova's message bus (``transport_url``), on topic
+``[nova_accel] hotplug_topic``, and waits for the answer (default timeout:
+``arq_binding_timeout`` + ``rpc_response_timeout``).  The compute talks to
+Placement and the accelerator service with its own credentials
+(``[placement]``, ``[service_user]``).
+
+Exit status: 0 done (the summary is printed as JSON), 1 refused or failed
+(nothing changed; the reason is printed), 2 bad usage.
+"""
+
+import sys
+
+from nova import config as nova_config
+from nova import context as nova_context
+from nova import objects
+from nova import rpc as nova_rpc
+import nova.conf
+from oslo_config import cfg
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+
+from nova_accel.hotplug import exception
+from nova_accel.hotplug import rpc as hotplug_rpc
+
+CONF = nova.conf.CONF
+LOG = logging.getLogger(__name__)
+
+COMMANDS = {
+    'attach-accelerator': 'attach',
+    'detach-accelerator': 'detach',
+}
+
+
+def _add_parsers(subparsers):
+    for name, help_text in (
+            ('attach-accelerator',
+             'Hot-add the accelerators of a device profile to a running '
+             'server.'),
+            ('detach-accelerator',
+             'Hot-remove the accelerators one attach-accelerator of that '
+             'device profile added.')):
+        parser = subparsers.add_parser(name, help=help_text)
+        parser.add_argument('--server', required=True,
+                            help='UUID of the server (ACTIVE).')
+        parser.add_argument('--device-profile', required=True,
+                            help='Name of the device profile.')
+        parser.add_argument('--timeout', type=int, default=None,
+                            help='Seconds to wait for the compute host '
+                                 '(default: arq_binding_timeout + '
+                                 'rpc_response_timeout).')
+
+
+command_opt = cfg.SubCommandOpt('command', title='Commands',
+                                handler=_add_parsers)
+
+
+def run(command, server, device_profile, timeout=None, context=None,
+        out=sys.stdout, err=sys.stderr):
+    """Run one command (what ``main`` does once the options are parsed).
+
+    :param command: ``attach-accelerator`` or ``detach-accelerator``.
+    :returns: the exit status.
+    """
+    ctxt = context or nova_context.get_admin_context()
+    api = hotplug_rpc.HotplugAPI()
+    method = getattr(api, COMMANDS[command])
+    try:
+        result = method(ctxt, server, device_profile, timeout=timeout)
+    except exception.HotplugError as exc:
+        err.write('%s failed: %s\n' % (command, exc))
+        return 1
+    except Exception as exc:
+        LOG.debug('%s failed', command, exc_info=True)
+        err.write('%s failed: %s: %s\n' % (command, type(exc).__name__, exc))
+        return 1
+    out.write(jsonutils.dumps(result, indent=2, sort_keys=True) + '\n')
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
+    CONF.register_cli_opt(command_opt)
+    nova_config.parse_args(argv, prog='nova-accel')
+    logging.setup(CONF, 'nova')
+    objects.register_all()
+    try:
+        return run(CONF.command.name, CONF.command.server,
+                   CONF.command.device_profile, timeout=CONF.command.timeout)
+    finally:
+        nova_rpc.cleanup()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Hot-plugged ARQs recorded in an instance's system_metadata."""
+
+import types
+
+import testtools
+
+from nova_accel.hotplug import state
+
+
+def instance(**sysmeta):
+    return types.SimpleNamespace(system_metadata=dict(sysmeta))
+
+
+class StateTest(testtools.TestCase):
+
+    def test_record_find_forget(self):
+        inst = instance(image_foo='bar')
+        self.assertFalse(state.has_hotplugged(inst))
+        first = state.record(inst, 'gpu', [('a1', 'rp1', {'PGPU': 1}),
+                                           ('a2', 'rp1', None)])
+        second = state.record(inst, 'fpga', [('b1', 'rp2', {'FPGA': 1})])
+        self.assertEqual(('a1', 'b1'), (first, second))
+        self.assertTrue(state.has_hotplugged(inst))
+        self.assertEqual({'a1', 'a2', 'b1'}, state.arq_uuids(inst))
+        self.assertEqual(
+            {'a1': {'profile': 'gpu', 'arqs': ['a1', 'a2'],
+                    'allocation': {'rp1': {'resources': {'PGPU': 1}}}},
+             'b1': {'profile': 'fpga', 'arqs': ['b1'],
+                    'allocation': {'rp2': {'resources': {'FPGA': 1}}}}},
+            dict(state.attachments(inst)))
+        self.assertEqual('b1', state.find(inst, 'fpga'))
+        self.assertIsNone(state.find(inst, 'nope'))
+        for key, value in inst.system_metadata.items():
+            self.assertLessEqual(len(key), 255)
+            self.assertLessEqual(len(value), 255)
+
+        state.forget(inst, 'a1')
+        self.assertEqual({'b1'}, state.arq_uuids(inst))
+        state.forget(inst)
+        self.assertEqual({'image_foo': 'bar'}, inst.system_metadata)
+
+    def test_same_profile_twice(self):
+        inst = instance()
+        state.record(inst, 'gpu', [('a1', 'rp1', {'PGPU': 1})])
+        state.record(inst, 'gpu', [('b1', 'rp2', {'PGPU': 1})])
+        attach_id = state.find(inst, 'gpu')
+        state.forget(inst, attach_id)
+        self.assertEqual(1, len(state.attachments(inst)))
+        self.assertEqual('gpu', state.attachments(inst)[
+            state.find(inst, 'gpu')]['profile'])
+
+    def test_garbage_is_ignored(self):
+        inst = instance(**{'accel_hotplug:x': '{}',
+                           'accel_hotplug:y:z': 'not json'})
+        self.assertEqual({}, dict(state.attachments(inst)))
+
+    def test_no_system_metadata(self):
+        self.assertFalse(state.has_hotplugged(types.SimpleNamespace()))
