@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks of nova-accel (``python -m benchmarks.run``)."""

@@ -1,0 +1,150 @@
+"""Measure 4: 200 concurrent binds competing for 50 devices.
+
+An ``accel-backend`` process over 50 single-GPU resource providers (one
+attach handle each).  200 ARQs are created first (not timed); then 200
+threads, released together by a barrier, each send one ``PATCH`` binding
+one ARQ (to device ``i % 50``, so four ARQs want each device) for its own
+instance.  Throughput counts from the release to the last ``PATCH``
+answer and to the last event received by the Nova stub.
+
+Afterwards the database is read directly: no attach handle may be held by
+two ARQs, no device RP may have two ``Bound`` ARQs, every loser must be
+``BindFailed`` and must have had a ``failed`` event.
+"""
+
+import os
+import threading
+import time
+
+import requests
+import sqlalchemy as sa
+
+from benchmarks import common
+
+DEVICES = 50
+BINDS = 200
+# --quick: the same 4 ARQs per device, on 20 devices.
+QUICK_DEVICES, QUICK_BINDS = 20, 80
+
+
+def _db_checks(connection):
+    eng = sa.create_engine(connection)
+    with eng.connect() as c:
+        q = lambda sql: c.execute(sa.text(sql)).all()  # noqa: E731
+        states = dict(q('SELECT state, COUNT(*) FROM accelerator_requests '
+                        'GROUP BY state'))
+        handle_twice = q('SELECT attach_handle_id, COUNT(*) FROM '
+                         'accelerator_requests WHERE attach_handle_id IS '
+                         'NOT NULL GROUP BY attach_handle_id HAVING '
+                         'COUNT(*) > 1')
+        rp_twice = q("SELECT device_rp_uuid, COUNT(*) FROM "
+                     "accelerator_requests WHERE state = 'Bound' GROUP BY "
+                     "device_rp_uuid HAVING COUNT(*) > 1")
+        in_use = q('SELECT COUNT(*) FROM attach_handles WHERE in_use')[0][0]
+        by_arq = dict(q('SELECT uuid, state FROM accelerator_requests'))
+    eng.dispose()
+    return states, handle_twice, rp_twice, in_use, by_arq
+
+
+def measure(env):
+    if env.quick:
+        return _measure(env, QUICK_DEVICES, QUICK_BINDS)
+    return _measure(env, DEVICES, BINDS)
+
+
+def _measure(env, devices, binds):
+    sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-conc'),
+                              devices)
+    backend = common.AccelBackendProcess(env.workdir, 'conc', env.placement,
+                                         env.stub, sysfs)
+    root = env.placement.create_compute_rp(backend.host)
+    backend.start(expect_devices=devices, placement=env.placement,
+                  root_rp=root)
+    try:
+        client = common.AccelClient(backend.url)
+        rps = sorted(d['rp_uuid'] for d in client.deployables())
+        client.create_profile('conc-gpu', [{'resources:PGPU': '1'}])
+        arqs = [client.create_arqs('conc-gpu')[1][0]['uuid']
+                for _ in range(binds)]
+        # A fresh client (new TCP connection) per request: cheroot keeps
+        # only a few idle keep-alive connections, so connections opened
+        # before the race would be reset.
+        clients = [common.AccelClient(backend.url) for _ in range(binds)]
+        mark = env.stub.mark()
+        start = {}
+        barrier = threading.Barrier(
+            binds, action=lambda: start.setdefault('t', time.perf_counter()))
+        done, errors = [None] * binds, []
+
+        resets = []
+
+        def bind(i):
+            barrier.wait()
+            t_first = time.perf_counter()
+            # accel_backend's bind PATCH is idempotent, so a request whose
+            # connection was reset is sent again on a new connection.
+            for attempt in range(5):
+                try:
+                    clients[i].bind({arqs[i]: (
+                        backend.host, rps[i % devices],
+                        'c0ffee00-0000-4000-8000-%012d' % i)})
+                    done[i] = (time.perf_counter(),
+                               time.perf_counter() - t_first)
+                    return
+                except requests.ConnectionError as e:
+                    resets.append(str(e))
+                    clients[i] = common.AccelClient(backend.url)
+                    time.sleep(0.1 * 2 ** attempt)
+                except Exception as e:
+                    errors.append(str(e))
+                    return
+            errors.append('gave up after 5 connection resets')
+
+        threads = [threading.Thread(target=bind, args=(i,))
+                   for i in range(binds)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        seen = env.stub.wait_tags(arqs, since=mark, timeout=60,
+                                  partial=True)
+        t0 = start['t']
+        patch_end = max(d[0] for d in done if d)
+        event_end = max(t for t, _ in seen.values())
+        no_event = [a for a in arqs if a not in seen]
+        states, handle_twice, rp_twice, in_use, by_arq = _db_checks(
+            backend.connection)
+        losers = [a for a in arqs if by_arq.get(a) != 'Bound']
+        losers_ok = [a for a in losers if by_arq.get(a) == 'BindFailed' and
+                     a in seen and seen[a][1].get('status') == 'failed']
+        winners_ok = [a for a in arqs if by_arq.get(a) == 'Bound' and
+                      a in seen and seen[a][1].get('status') == 'completed']
+        out = {
+            'binds': binds, 'devices': devices,
+            'patch_errors': sorted(set(errors))[:3],
+            'patch_error_count': len(errors),
+            'arqs_without_event': len(no_event),
+            'connection_resets': len(resets),
+            'reset_examples': sorted(set(resets))[:2],
+            'patch_latency': common.summary([d[1] for d in done if d]),
+            'all_patches_s': patch_end - t0,
+            'all_events_s': event_end - t0,
+            'patch_throughput_per_s': binds / (patch_end - t0),
+            'bind_throughput_per_s': binds / (event_end - t0),
+            'states': states,
+            'handles_bound_twice': len(handle_twice),
+            'rps_bound_twice': len(rp_twice),
+            'handles_in_use': in_use,
+            'bound': states.get('Bound', 0),
+            'losers': len(losers),
+            'losers_bindfailed_with_failed_event': len(losers_ok),
+            'winners_bound_with_completed_event': len(winners_ok),
+        }
+        out['ok'] = (out['handles_bound_twice'] == 0 and
+                     out['rps_bound_twice'] == 0 and
+                     out['bound'] == devices and in_use == devices and
+                     len(losers_ok) == len(losers) == binds - devices and
+                     len(winners_ok) == devices and not errors)
+        return out
+    finally:
+        backend.stop()

@@ -1,0 +1,232 @@
+"""Side-by-side benchmarks of nova-accel, in one run.
+
+    python -m benchmarks.run [--quick] [--only boot,roundtrip,...]
+    tox -e bench [-- --quick]
+
+Measures (see each module's docstring):
+
+1. ``boot``: boot overhead in Nova 34's functional harness: accel_backend
+   vs Nova's in-memory fake of the accelerator API vs no accelerator.
+2. ``roundtrip``: ARQ create + bind + event over HTTP against a real
+   ``accel-backend`` process (SQLite; PostgreSQL when a server can be
+   started here), against a floor of one HTTP round trip + one commit.
+3. ``upstream``: the same client code against upstream openstack-cyborg
+   17.0.0 and accel_backend (skipped with ``--quick``).
+4. ``concurrency``: 200 concurrent binds for 50 devices.
+5. ``scale``: 1,000 nodes x 8 devices, ARQs 100 -> 10,000; agent report
+   Placement call counts.
+
+Writes ``benchmarks/results/<date>-<machine>.md`` and PNG plots next to
+it, and prints a summary table.  ``--quick`` (under 3 minutes) uses fewer
+samples, smaller scale and skips upstream Cyborg.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+from benchmarks import common
+
+RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
+MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale')
+
+
+class Env:
+    """What the measures share: a work directory, a Placement server, the
+    Nova stub, the mode, and a log function."""
+
+    def __init__(self, workdir, quick, versions):
+        self.workdir = workdir
+        self.quick = quick
+        self.versions = versions
+        self.placement = None
+        self.stub = None
+        self.t0 = time.monotonic()
+
+    def log(self, msg):
+        print('[%6.1fs] %s' % (time.monotonic() - self.t0, msg),
+              file=sys.stderr, flush=True)
+
+
+def machine_info():
+    cpu = platform.processor() or ''
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    cpu = line.split(':', 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = ''
+    try:
+        with open('/proc/meminfo') as f:
+            kb = int(f.readline().split()[1])
+            mem = '%.1f GiB' % (kb / 1024 / 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    return {'hostname': socket.gethostname(), 'cpu': cpu,
+            'cores': os.cpu_count(), 'memory': mem,
+            'kernel': platform.release(),
+            'os': _os_release()}
+
+
+def _os_release():
+    try:
+        with open('/etc/os-release') as f:
+            for line in f:
+                if line.startswith('PRETTY_NAME='):
+                    return line.split('=', 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return platform.platform()
+
+
+def versions():
+    from importlib import metadata
+    out = {'python': platform.python_version(),
+           'sqlite': common.sqlite_version()}
+    for dist in ('nova', 'openstack-placement', 'nova-accel', 'SQLAlchemy',
+                 'cheroot', 'gunicorn'):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = 'not installed'
+    try:
+        out['git'] = subprocess.check_output(
+            ['git', 'rev-parse', '--short', 'HEAD'], cwd=common.REPO,
+            text=True).strip()
+        dirty = subprocess.call(['git', 'diff', '--quiet', 'HEAD', '--',
+                                 'accel_backend', 'nova_accel'],
+                                cwd=common.REPO)
+        if dirty:
+            out['git'] += ' (+ uncommitted changes in accel_backend/'
+            out['git'] += 'nova_accel)'
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return out
+
+
+def run_boot(env):
+    boots = 3 if env.quick else 10
+    out = os.path.join(env.workdir, 'boot.json')
+    log = os.path.join(env.workdir, 'boot.log')
+    with open(log, 'wb') as fh:
+        rc = subprocess.call([common.PY, '-m', 'benchmarks.boot', '--boots',
+                              str(boots), '--out', out], cwd=common.REPO,
+                             stdout=fh, stderr=subprocess.STDOUT)
+    with open(out) as f:
+        data = json.load(f)
+    if rc != 0 and data['errors']:
+        env.log('boot measure had errors: %s' % data['errors'][0][-500:])
+    res = {k: common.summary(v) for k, v in data['boots'].items()}
+    res['errors'] = data['errors']
+    a = res.get('accel_backend', {}).get('p50')
+    res['ratio_a_b'] = common.ratio(a, res.get('nova_fake', {}).get('p50'))
+    res['ratio_a_c'] = common.ratio(
+        a, res.get('no_accelerator', {}).get('p50'))
+    return res
+
+
+def run_roundtrip(env):
+    from benchmarks import roundtrip
+    return roundtrip.measure(env)
+
+
+def run_upstream(env):
+    if env.quick:
+        return {'not_measured': 'skipped in --quick mode'}
+    from benchmarks import upstream
+    return upstream.measure(env)
+
+
+def run_concurrency(env):
+    from benchmarks import concurrency
+    return concurrency.measure(env)
+
+
+def run_scale(env):
+    from benchmarks import scale
+    return scale.measure(env)
+
+
+RUNNERS = {'boot': run_boot, 'roundtrip': run_roundtrip,
+           'upstream': run_upstream, 'concurrency': run_concurrency,
+           'scale': run_scale}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--quick', action='store_true',
+                   help='fewer samples, smaller scale, no upstream Cyborg '
+                        '(under 3 minutes)')
+    p.add_argument('--only', default=','.join(MEASURES),
+                   help='comma-separated subset of %s' % ', '.join(MEASURES))
+    p.add_argument('--results-dir', default=RESULTS_DIR)
+    p.add_argument('--keep', action='store_true',
+                   help='keep the temporary work directory (logs)')
+    args = p.parse_args(argv)
+    only = [m for m in args.only.split(',') if m]
+    for m in only:
+        if m not in MEASURES:
+            p.error('unknown measure %r' % m)
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    workdir = tempfile.mkdtemp(prefix='nova-accel-bench-')
+    env = Env(workdir, args.quick, versions())
+    info = machine_info()
+    env.log('work directory %s; %s, %s cores; %s'
+            % (workdir, info['cpu'], info['cores'],
+               'QUICK mode' if args.quick else 'full mode'))
+    results = {}
+    try:
+        if set(only) - {'boot'}:
+            env.placement = common.PlacementServer(workdir).start()
+            env.stub = common.NovaStub().start()
+        for name in only:
+            env.log('measure %s ...' % name)
+            t0 = time.monotonic()
+            try:
+                results[name] = RUNNERS[name](env)
+            except Exception as e:
+                env.log('measure %s FAILED: %s' % (name, e))
+                results[name] = {'not_measured': 'failed: %s' % e,
+                                 'traceback': traceback.format_exc()}
+            results[name]['_seconds'] = time.monotonic() - t0
+            env.log('measure %s done in %.0fs' % (name,
+                                                  time.monotonic() - t0))
+    finally:
+        if env.stub:
+            env.stub.stop()
+        if env.placement:
+            env.placement.stop()
+    total = time.monotonic() - env.t0
+
+    from benchmarks import report
+    meta = {'date': started.strftime('%Y-%m-%d %H:%M UTC'),
+            'machine': info, 'versions': env.versions, 'quick': args.quick,
+            'measures': only, 'total_seconds': total,
+            'command': 'python -m benchmarks.run' + (
+                ' --quick' if args.quick else '')}
+    os.makedirs(args.results_dir, exist_ok=True)
+    path = report.write(args.results_dir, meta, results)
+    print(report.summary_table(meta, results))
+    print('\nResults: %s (%.0f s)' % (os.path.relpath(path), total))
+    if args.keep:
+        print('Work directory kept: %s' % workdir)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""Measure 5: scale.
+
+a. An accel_backend database holding 1,000 compute nodes x 8 GPUs
+   (devices, deployables, attach handles inserted directly through
+   ``accel_backend.db.models``), with ARQs growing 100 -> 1,000 -> 10,000
+   (inserted the same way: the first 8,000 bound to a handle each, the rest
+   ``Initial``).  At each size, an ``accel-backend`` process serving that
+   database answers, over HTTP: ARQ list by instance, device list by host,
+   device profile lookup by name (``?name=``) and by UUID, and the list of
+   all ARQs.
+b. The agent side: the initial report of 64 GPUs to a real Placement and
+   a resync with nothing changed, counted through
+   ``PlacementClient.calls`` and timed.
+"""
+
+import os
+import random
+import time
+import uuid
+
+import sqlalchemy as sa
+
+from benchmarks import common
+
+HOSTS, DEVICES_PER_HOST = 1000, 8
+ARQ_STEPS = (100, 1000, 10000)
+QUICK_HOSTS, QUICK_ARQ_STEPS = 100, (100, 1000)
+REPS, QUICK_REPS = 50, 15
+AGENT_DEVICES = 64
+QUICK_AGENT_DEVICES = 16
+
+
+def _populate_devices(db, models, hosts):
+    now = common_now()
+    devices, deps, handles, rps = [], [], [], []
+    did = 0
+    for h in range(hosts):
+        host = 'node-%04d' % h
+        for d in range(DEVICES_PER_HOST):
+            did += 1
+            addr = common.gpu_address(d)
+            rp = str(uuid.uuid4())
+            devices.append({'id': did, 'uuid': str(uuid.uuid4()),
+                            'type': 'GPU', 'vendor': common.GPU_VENDOR,
+                            'model': common.GPU_PRODUCT, 'hostname': host,
+                            'address': addr, 'status': 'enabled',
+                            'std_board_info': {'class': '030200'},
+                            'created_at': now})
+            deps.append({'id': did, 'uuid': str(uuid.uuid4()),
+                         'device_id': did, 'name': '%s_%s' % (host, addr),
+                         'rp_uuid': rp, 'num_accelerators': 1,
+                         'driver_name': 'generic_pci',
+                         'resource_class': 'PGPU',
+                         'traits': ['CUSTOM_NVIDIA_T4'], 'created_at': now})
+            parts = addr.replace('.', ':').split(':')
+            handles.append({'id': did, 'uuid': str(uuid.uuid4()),
+                            'deployable_id': did, 'attach_type': 'PCI',
+                            'attach_info': {'domain': parts[0],
+                                            'bus': parts[1],
+                                            'device': parts[2],
+                                            'function': parts[3]},
+                            'in_use': False, 'created_at': now})
+            rps.append((host, rp, did))
+    with db.transaction() as s:
+        s.execute(sa.insert(models.Device), devices)
+        s.execute(sa.insert(models.Deployable), deps)
+        s.execute(sa.insert(models.AttachHandle), handles)
+    return rps
+
+
+def common_now():
+    import datetime
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _add_arqs(db, models, dp, rps, start, stop, instances):
+    now = common_now()
+    rows, used = [], []
+    for i in range(start, stop):
+        row = {'uuid': str(uuid.uuid4()), 'device_profile_id': dp['id'],
+               'device_profile_name': dp['name'],
+               'device_profile_group_id': 0,
+               'device_profile_group': {'resources:PGPU': '1'},
+               'project_id': common.PROJECT_ID, 'created_at': now}
+        if i < len(rps):
+            host, rp, hid = rps[i]
+            inst = str(uuid.uuid4())
+            instances.append(inst)
+            row.update(state='Bound', hostname=host, device_rp_uuid=rp,
+                       instance_uuid=inst, attach_handle_id=hid)
+            used.append(hid)
+        else:
+            row.update(state='Initial')
+        rows.append(row)
+    with db.transaction() as s:
+        s.execute(sa.insert(models.ARQ), rows)
+        if used:
+            s.execute(sa.update(models.AttachHandle)
+                      .where(models.AttachHandle.id.in_(used))
+                      .values(in_use=True))
+
+
+def _time(client, paths, reps):
+    samples = []
+    for i in range(reps):
+        dt, _ = client.call('GET', paths(i))
+        samples.append(dt)
+    return common.summary(samples)
+
+
+def measure_db(env):
+    from accel_backend.db import api as db_api
+    from accel_backend.db import models
+
+    hosts = QUICK_HOSTS if env.quick else HOSTS
+    steps = QUICK_ARQ_STEPS if env.quick else ARQ_STEPS
+    reps = QUICK_REPS if env.quick else REPS
+    empty = os.path.join(env.workdir, 'sysfs-empty')
+    os.makedirs(empty, exist_ok=True)
+    backend = common.AccelBackendProcess(env.workdir, 'scale', env.placement,
+                                         env.stub, empty)
+    env.placement.create_compute_rp(backend.host)
+    backend.start()
+    db = db_api.Database(backend.connection)
+    try:
+        t0 = time.perf_counter()
+        rps = _populate_devices(db, models, hosts)
+        fill_s = time.perf_counter() - t0
+        client = common.AccelClient(backend.url)
+        _, r = client.create_profile('scale-gpu', [{'resources:PGPU': '1'}])
+        with db.transaction() as s:
+            dp_row = s.execute(sa.select(models.DeviceProfile.id,
+                                         models.DeviceProfile.uuid,
+                                         models.DeviceProfile.name)).one()
+        dp = {'id': dp_row[0], 'uuid': dp_row[1], 'name': dp_row[2]}
+        for k in range(20):  # other profiles, so the lookup must filter
+            client.create_profile('scale-other-%d' % k,
+                                  [{'resources:PGPU': '2'}])
+        rng = random.Random(42)
+        instances, have, out = [], 0, {'hosts': hosts,
+                                       'devices': hosts * DEVICES_PER_HOST,
+                                       'insert_devices_s': fill_s,
+                                       'steps': {}}
+        host_names = sorted({h for h, _, _ in rps})
+        for n in steps:
+            _add_arqs(db, models, dp, rps, have, n, instances)
+            have = n
+            client.call('GET', '/v2/accelerator_requests?instance=%s'
+                        % instances[0])  # warm
+            step = {
+                'arq_list_by_instance': _time(
+                    client, lambda i: '/v2/accelerator_requests?instance=%s'
+                    % rng.choice(instances), reps),
+                'device_list_by_host': _time(
+                    client, lambda i: '/v2/devices?hostname=%s'
+                    % rng.choice(host_names), reps),
+                'device_profile_by_name': _time(
+                    client, lambda i: '/v2/device_profiles?name=scale-gpu',
+                    reps),
+                'device_profile_by_uuid': _time(
+                    client, lambda i: '/v2/device_profiles/%s' % dp['uuid'],
+                    reps),
+                'arq_list_all': _time(
+                    client, lambda i: '/v2/accelerator_requests',
+                    max(3, reps // 10)),
+            }
+            out['steps'][n] = step
+            env.log('  scale %d ARQs: by instance p50 %.1f ms, all %.0f ms'
+                    % (n, step['arq_list_by_instance']['p50'],
+                       step['arq_list_all']['p50']))
+        return out
+    finally:
+        db.dispose()
+        backend.stop()
+
+
+def measure_agent(env):
+    """Initial report and no-change resync of 64 GPUs to Placement."""
+    from accel_backend import conf as conf_mod
+    from accel_backend import service as service_mod
+
+    d = os.path.join(env.workdir, 'agent')
+    count = QUICK_AGENT_DEVICES if env.quick else AGENT_DEVICES
+    sysfs = common.make_sysfs(os.path.join(d, 'sysfs'), count)
+    host = 'agent-node'
+    env.placement.create_compute_rp(host)
+    path = os.path.join(d, 'accel-backend.conf')
+    with open(path, 'w') as f:
+        f.write('\n'.join([
+            '[DEFAULT]', 'host = %s' % host, 'state_path = %s' % d,
+            '[api]', 'auth_strategy = noauth',
+            '[discovery]', 'sysfs_root = %s' % sysfs,
+            'device_spec = %s' % common.json.dumps(common.GPU_SPEC),
+            '[placement]', 'auth_type = admin_token',
+            'endpoint = %s' % env.placement.url, 'token = admin',
+            'endpoint_override = %s' % env.placement.url,
+            '[nova]', 'auth_type = admin_token',
+            'endpoint = %s/v2.1' % env.stub.url, 'token = admin',
+            'endpoint_override = %s/v2.1' % env.stub.url, '']))
+    conf = conf_mod.new_conf(config_files=[path])
+    svc = service_mod.Service(conf)
+    try:
+        out = {'devices': count}
+        for key in ('initial', 'resync_no_change', 'resync_no_change_2'):
+            before = svc.placement.calls
+            t0 = time.perf_counter()
+            records = svc.discover_and_report()
+            out[key] = {'seconds': time.perf_counter() - t0,
+                        'placement_calls': svc.placement.calls - before,
+                        'providers': len(records)}
+        root = env.placement.request(
+            'GET', '/resource_providers?name=%s' % host)[
+                'resource_providers'][0]['uuid']
+        out['providers_in_placement'] = len(env.placement.providers(root)) - 1
+        return out
+    finally:
+        svc.stop()
+
+
+def measure(env):
+    return {'db': measure_db(env), 'agent': measure_agent(env)}

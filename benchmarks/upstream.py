@@ -1,0 +1,334 @@
+"""Measure 3: the same client against upstream openstack-cyborg 17.0.0 and
+accel_backend, in the same run.
+
+Upstream is started as /work/shared/recipes/cyborg17-side-by-side.md
+describes: its own venv (created here under
+``~/.cache/nova-accel-bench/cyborg-venv`` when missing), RabbitMQ from
+Debian's ``rabbitmq-server`` with its own environment, SQLite
+(``cyborg-dbsync create_schema`` + a unique index on
+``device_profiles.uuid``), the API under gunicorn (1 worker) without
+keystone, the conductor, and the agent with the fake driver reporting to
+the shared Placement server; events go to the shared Nova stub.
+
+accel_backend runs as an ``accel-backend`` process over 16 recorded GPUs.
+Trials alternate between the two services.  One trial: create a device
+profile, create an ARQ, PATCH-bind it (timing the PATCH, the arrival of
+its event at the stub, and the first GET showing ``Bound``), list the
+instance's ARQs, delete by instance.
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import time
+import uuid
+
+import requests
+
+from benchmarks import common
+
+CACHE = os.path.expanduser('~/.cache/nova-accel-bench')
+VENV = os.path.join(CACHE, 'cyborg-venv')
+CYBORG_REQ = 'openstack-cyborg==17.0.0'
+TRIALS = int(os.environ.get("BENCH_UPSTREAM_TRIALS", 30))
+OPS = ('device_profile_create', 'arq_create', 'bind_patch',
+       'patch_to_event', 'patch_to_get_bound', 'arq_list',
+       'delete_by_instance')
+
+
+def ensure_venv(log):
+    """Create the Cyborg venv unless a usable one is cached."""
+    py = os.path.join(VENV, 'bin', 'python')
+    if os.path.exists(os.path.join(VENV, 'bin', 'cyborg-dbsync')) and \
+            os.path.exists(os.path.join(VENV, 'bin', 'gunicorn')):
+        return py
+    os.makedirs(CACHE, exist_ok=True)
+    shutil.rmtree(VENV, ignore_errors=True)
+    common.run([common.PY, '-m', 'venv', VENV], log, timeout=300)
+    common.run([py, '-m', 'pip', 'install', '-q', CYBORG_REQ, 'gunicorn'],
+               log, timeout=1200)
+    return py
+
+
+def _rabbit_script(name):
+    found = sorted(glob.glob('/usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/'
+                             + name))
+    if found:
+        return found[-1]
+    for cand in ('/usr/lib/rabbitmq/bin/' + name, '/usr/sbin/' + name):
+        if os.path.exists(cand):
+            return cand
+    return None
+
+
+def ensure_rabbitmq(log):
+    if _rabbit_script('rabbitmq-server') is None:
+        env = {'DEBIAN_FRONTEND': 'noninteractive'}
+        common.run(['apt-get', 'install', '-y', 'rabbitmq-server'], log,
+                   env=env, timeout=600)
+    if _rabbit_script('rabbitmq-server') is None:
+        raise RuntimeError('rabbitmq-server not found after apt-get install')
+
+
+class RabbitMQ:
+    """A RabbitMQ node of our own on loopback."""
+
+    def __init__(self, workdir):
+        self.dir = os.path.join(workdir, 'rabbitmq')
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = common.free_port()
+        self.node = 'bench%d@localhost' % self.port
+        plugins = os.path.join(self.dir, 'enabled_plugins')
+        with open(plugins, 'w') as f:
+            f.write('[].\n')
+        conf = os.path.join(self.dir, 'rabbitmq.conf')
+        with open(conf, 'w') as f:
+            f.write('listeners.tcp.default = 127.0.0.1:%d\n'
+                    'loopback_users.guest = true\n' % self.port)
+        self.env = {
+            'HOME': self.dir, 'RABBITMQ_NODENAME': self.node,
+            'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
+            'RABBITMQ_NODE_PORT': str(self.port),
+            'RABBITMQ_DIST_PORT': str(common.free_port()),
+            'ERL_EPMD_PORT': str(common.free_port()),
+            'ERL_EPMD_ADDRESS': '127.0.0.1',
+            'RABBITMQ_MNESIA_BASE': os.path.join(self.dir, 'mnesia'),
+            'RABBITMQ_LOG_BASE': os.path.join(self.dir, 'log'),
+            'RABBITMQ_ENABLED_PLUGINS_FILE': plugins,
+            'RABBITMQ_CONFIG_FILE': conf[:-len('.conf')],
+        }
+        self.log = os.path.join(self.dir, 'rabbitmq.out')
+        self.proc = None
+        self.url = 'rabbit://guest:guest@127.0.0.1:%d/' % self.port
+
+    def start(self, timeout=90):
+        self.proc = common.Proc('rabbitmq', [
+            _rabbit_script('rabbitmq-server')], self.log, env=self.env,
+            cwd=self.dir)
+        common.run([_rabbit_script('rabbitmqctl'), '-n', self.node, 'wait',
+                    '--timeout', str(timeout), '--pid', str(self.proc.popen.pid)],
+                   self.log, env=self.env, cwd=self.dir, timeout=timeout + 30)
+        return self
+
+    def stop(self):
+        if self.proc is None:
+            return
+        try:
+            common.run([_rabbit_script('rabbitmqctl'), '-n', self.node,
+                        'stop'], self.log, env=self.env, cwd=self.dir,
+                       timeout=60)
+        except Exception:
+            pass
+        self.proc.stop()
+
+
+class Cyborg:
+    """cyborg-api (gunicorn), cyborg-conductor and cyborg-agent."""
+
+    HOST = 'cyborg-node'
+
+    def __init__(self, workdir, py, placement, stub, rabbit):
+        self.py = py
+        self.bin = os.path.dirname(py)
+        self.dir = os.path.join(workdir, 'cyborg')
+        os.makedirs(os.path.join(self.dir, 'locks'), exist_ok=True)
+        self.port = common.free_port()
+        self.url = 'http://127.0.0.1:%d' % self.port
+        self.db = os.path.join(self.dir, 'cyborg.sqlite')
+        self.conf = os.path.join(self.dir, 'cyborg.conf')
+        paste = os.path.join(self.dir, 'api-paste.ini')
+        with open(os.path.join(VENV, 'etc', 'cyborg', 'api-paste.ini')) as f:
+            text = f.read()
+        # No keystone: identity from X-* headers.
+        text = text.replace('request_id authtoken api_v2', 'request_id api_v2')
+        with open(paste, 'w') as f:
+            f.write(text)
+        with open(self.conf, 'w') as f:
+            f.write('\n'.join([
+                '[DEFAULT]', 'host = %s' % self.HOST,
+                'transport_url = %s' % rabbit.url, 'periodic_interval = 10',
+                'debug = False',
+                '[api]', 'host_ip = 127.0.0.1', 'port = %d' % self.port,
+                'api_workers = 1', 'api_paste_config = %s' % paste,
+                '[database]', 'connection = sqlite:///%s' % self.db,
+                '[agent]', 'enabled_drivers = fake_driver',
+                '[oslo_policy]', 'enforce_scope = False',
+                'enforce_new_defaults = False',
+                '[oslo_concurrency]', 'lock_path = %s'
+                % os.path.join(self.dir, 'locks'),
+                '[keystone_authtoken]', 'service_token_roles = service',
+                '[placement]', 'auth_type = admin_token',
+                'endpoint = %s' % placement.url, 'token = admin',
+                '[nova]', 'auth_type = admin_token',
+                'endpoint = %s' % stub.url, 'token = admin', '']))
+        with open(os.path.join(self.dir, 'bench_cyborg_wsgi.py'), 'w') as f:
+            f.write('import sys\n'
+                    'sys.argv = ["cyborg-api", "--config-file", %r]\n'
+                    'from cyborg.api import wsgi_app\n'
+                    'application = wsgi_app.init_application()\n' % self.conf)
+        self.procs = []
+
+    def start(self, placement, root_rp, timeout=120):
+        log = os.path.join(self.dir, 'setup.log')
+        common.run([os.path.join(self.bin, 'cyborg-dbsync'), '--config-file',
+                    self.conf, 'create_schema'], log, cwd=self.dir)
+        import sqlite3
+        db = sqlite3.connect(self.db)
+        db.execute('CREATE UNIQUE INDEX IF NOT EXISTS uniq_dp_uuid ON '
+                   'device_profiles (uuid)')
+        db.commit()
+        db.close()
+        api = common.Proc('cyborg-api', [
+            os.path.join(self.bin, 'gunicorn'), '--chdir', self.dir, '-b',
+            '127.0.0.1:%d' % self.port, '-w', '1',
+            'bench_cyborg_wsgi:application'],
+            os.path.join(self.dir, 'api.log'), cwd=self.dir)
+        self.procs.append(api)
+        for name in ('cyborg-conductor', 'cyborg-agent'):
+            self.procs.append(common.Proc(name, [
+                os.path.join(self.bin, name), '--config-file', self.conf],
+                os.path.join(self.dir, name + '.log'), cwd=self.dir))
+        common.wait_http(self.url + '/v2', proc=api, timeout=timeout)
+        # The agent reports its fake device: wait for the deployable with
+        # its RP and for the inventory in Placement.
+        end = time.monotonic() + timeout
+        s = requests.Session()
+        while True:
+            for p in self.procs:
+                if p.poll() is not None:
+                    raise RuntimeError('%s exited: %s' % (
+                        p.name, common.tail(p.log)))
+            try:
+                deps = s.get(self.url + '/v2/deployables',
+                             headers=common.ACCEL_HEADERS).json().get(
+                                 'deployables', [])
+            except (requests.RequestException, ValueError):
+                deps = []
+            deps = [d for d in deps if d.get('rp_uuid')]
+            if deps:
+                inv = placement.request(
+                    'GET', '/resource_providers?in_tree=%s&resources=FPGA:1'
+                    % root_rp)['resource_providers']
+                if inv:
+                    return deps[0]['rp_uuid']
+            if time.monotonic() > end:
+                raise RuntimeError('cyborg agent did not report its fake '
+                                   'device in %ss: %s' % (
+                                       timeout, common.tail(
+                                           self.procs[-1].log)))
+            time.sleep(0.5)
+
+    def stop(self):
+        for p in reversed(self.procs):
+            p.stop()
+
+
+def _trial(client, stub, host, rp_uuid, groups, prefix, i):
+    out = {}
+    dp = '%s-dp-%d' % (prefix, i)
+    out['device_profile_create'], resp = client.create_profile(dp, groups)
+    body = resp.json()
+    dp_uuid = (body[0] if isinstance(body, list) else body)['uuid']
+    out['arq_create'], arqs = client.create_arqs(dp)
+    arq = arqs[0]['uuid']
+    instance = str(uuid.uuid4())
+    mark = stub.mark()
+    t0 = time.perf_counter()
+    client.bind({arq: (host, rp_uuid, instance)})
+    out['bind_patch'] = time.perf_counter() - t0
+    end = time.monotonic() + 30
+    while True:
+        _, view = client.get_arq(arq)
+        if view['state'] == 'Bound':
+            out['patch_to_get_bound'] = time.perf_counter() - t0
+            break
+        if view['state'] == 'BindFailed' or time.monotonic() > end:
+            raise RuntimeError('ARQ %s ended %s' % (arq, view['state']))
+        time.sleep(0.001)
+    seen = stub.wait_tags([arq], since=mark, timeout=30)
+    out['patch_to_event'] = seen[arq][0] - t0
+    out['arq_list'], listed = client.list_for_instance(instance)
+    if [a['uuid'] for a in listed] != [arq]:
+        raise RuntimeError('list by instance returned %s' % listed)
+    out['delete_by_instance'], _ = client.delete_instance(instance)
+    client.call('DELETE', '/v2/device_profiles/%s' % dp_uuid, ok=(204,))
+    return out
+
+
+def measure(env):
+    log = os.path.join(env.workdir, 'upstream-setup.log')
+    notes = []
+    try:
+        py = ensure_venv(log)
+        ensure_rabbitmq(log)
+    except Exception as e:
+        return {'not_measured': 'installing upstream Cyborg or RabbitMQ '
+                'failed: %s' % e}
+    env.versions['cyborg'] = subprocess.check_output(
+        [py, '-c', 'import importlib.metadata as m; '
+         'print(m.version("openstack-cyborg"))'], text=True).strip()
+    try:
+        env.versions['rabbitmq'] = subprocess.check_output(
+            ['dpkg-query', '-W', '-f=${Version}', 'rabbitmq-server'],
+            text=True).strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    rabbit = cyborg = backend = None
+    try:
+        rabbit = RabbitMQ(env.workdir).start()
+        root = env.placement.create_compute_rp(Cyborg.HOST)
+        cyborg = Cyborg(env.workdir, py, env.placement, env.stub, rabbit)
+        cy_rp = cyborg.start(env.placement, root)
+        sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-up'), 16)
+        backend = common.AccelBackendProcess(
+            env.workdir, 'up-accel', env.placement, env.stub, sysfs,
+            api_workers=8)
+        root_a = env.placement.create_compute_rp(backend.host)
+        backend.start(expect_devices=16, placement=env.placement,
+                      root_rp=root_a)
+        ac = common.AccelClient(backend.url)
+        ac_rp = sorted(d['rp_uuid'] for d in ac.deployables())[0]
+        cc = common.AccelClient(cyborg.url)
+        sides = {
+            'accel_backend': (ac, backend.host, ac_rp,
+                              [{'resources:PGPU': '1',
+                                'trait:CUSTOM_NVIDIA_T4': 'required'}]),
+            'cyborg': (cc, Cyborg.HOST, cy_rp,
+                       [{'resources:FPGA': '1',
+                         'trait:CUSTOM_FAKE_DEVICE': 'required'}]),
+        }
+        samples = {k: {op: [] for op in OPS} for k in sides}
+        for name, (client, host, rp, groups) in sides.items():
+            _trial(client, env.stub, host, rp, groups, 'warm', 0)
+        for i in range(TRIALS):
+            for name, (client, host, rp, groups) in sides.items():
+                for op, v in _trial(client, env.stub, host, rp, groups,
+                                    'b', i).items():
+                    samples[name][op].append(v)
+        out = {k: {op: common.summary(v) for op, v in ops.items()}
+               for k, ops in samples.items()}
+        out['ratios_p50'] = {op: common.ratio(out['cyborg'][op]['p50'],
+                                              out['accel_backend'][op]['p50'])
+                             for op in OPS}
+        out['trials'] = TRIALS
+        out['setup'] = (
+            'Cyborg 17.0.0: API under gunicorn (1 worker, no keystone; '
+            'identity from X-* headers), conductor, agent with the fake '
+            'driver (FPGA x16, binds instantly), RabbitMQ %s, SQLite. '
+            'accel_backend: `accel-backend` (cheroot, 8 threads) over 16 '
+            'recorded GPUs, SQLite. Both report to the same Placement and '
+            'send events to the same Nova stub; one client class '
+            '(`benchmarks.common.AccelClient`, same headers) drives both; '
+            'trials alternate.' % env.versions.get('rabbitmq', ''))
+        notes.append('ratios are Cyborg / accel_backend (above 1: '
+                     'accel_backend is faster).')
+        out['notes'] = notes
+        env.log('  upstream: bind PATCH p50 accel %.1f ms, cyborg %.1f ms'
+                % (out['accel_backend']['bind_patch']['p50'],
+                   out['cyborg']['bind_patch']['p50']))
+        return out
+    finally:
+        for thing in (backend, cyborg, rabbit):
+            if thing is not None:
+                thing.stop()
