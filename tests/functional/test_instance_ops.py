@@ -15,12 +15,17 @@ delete, free and re-create) the device; the ones it rejects (resize, cold
 and live migration, suspend) must answer 400 and change nothing.
 """
 
+import os
+
 from lxml import etree
+import nova.conf
 
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.api import client as api_client
 
 from tests.functional import base
+
+CONF = nova.conf.CONF
 
 # The message of nova.exception.ForbiddenWithAccelerators (Nova 34).
 FORBIDDEN = 'Feature not supported with instances that have accelerators.'
@@ -336,3 +341,39 @@ class UnboundBehindNovasBackTest(InstanceOpsTestBase):
         # The guest was not touched: still running with its hostdev.
         self.assertEqual(1, self.guest_state(server['id']))
         self.assertEqual(before['guest'], self.guest_addresses(server['id']))
+
+
+class MoreAllowedOpsTest(InstanceOpsTestBase):
+    """Snapshot and rescue, which Nova 34 also allows (evacuate needs a
+    second host with the same accelerators, which this harness's single
+    accel_backend does not give)."""
+
+    def test_snapshot(self):
+        server, before = self.boot()
+        self._snapshot_server(server, 'snap')
+        server = self._wait_for_state_change(server, 'ACTIVE')
+        self._wait_for_server_parameter(server,
+                                        {'OS-EXT-STS:task_state': None})
+        self.assert_unchanged(server, before)
+
+    def test_rescue_unrescue(self):
+        server, before = self.boot()
+        # Test-harness only: libvirt's rescue writes unrescue.xml into the
+        # instance directory, which the fake image backend never made.
+        os.makedirs(os.path.join(CONF.instances_path, server['id']),
+                    exist_ok=True)
+        self._rescue_server(server)
+        server = self._wait_for_state_change(server, 'RESCUE')
+
+        rescued = self.observe(server['id'])
+        # Nova 34's compute manager gives the driver no accel_info for
+        # rescue: the rescue guest boots without the GPU ...
+        self.assertEqual([], rescued['guest'])
+        # ... which stays the server's: ARQ bound, allocation kept.
+        self.assertEqual(before['arqs'], rescued['arqs'])
+        self.assertEqual(before['allocations'], rescued['allocations'])
+
+        self._unrescue_server(server)
+        server = self._wait_for_state_change(server, 'ACTIVE')
+        # Unrescue restores the saved guest, hostdev included.
+        self.assert_unchanged(server, before)
