@@ -67,9 +67,9 @@ class HotplugDriverMixin(object):
             guest without its devices.
         """
         wanted = state.arq_uuids(instance)
-        if not wanted:
-            return accel_info
         have = {a.get('uuid') for a in accel_info or []}
+        if not wanted or wanted <= have:
+            return accel_info
         arqs = clients.accel_client(context).get_arqs_for_instance(
             instance.uuid)
         extra = []

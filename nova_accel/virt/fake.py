@@ -46,6 +46,9 @@ class FakeDriver(hotplug_driver.FakeHotplugMixin, nova_fake.SmallFakeDriver):
         :raises InvalidAttachHandle: a malformed attach handle; composed
             before the fake guest exists, so a failed build leaves nothing.
         """
+        # Hot-plugged ARQs first, so they are composed (and recorded) too.
+        accel_info = self._accel_with_hotplugged(context, instance,
+                                                 accel_info)
         binding.require_bound(instance.uuid, accel_info)
         elements = hostdev.compose_hostdevs(accel_info or [])
         super().spawn(context, instance, image_meta, injected_files,
