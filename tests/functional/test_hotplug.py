@@ -140,6 +140,29 @@ class HotplugTest(HotplugTestBase):
         for rp in self.rps.values():
             self.assertEqual({'PGPU': 0}, self.usage(rp))
 
+    def test_stop_start_and_rebuild_keep_it(self):
+        server = self.boot_plain()
+        self.attach(server)
+        address = hostdev_addresses(self.guest_xml(server['id']))
+        self.assertEqual(1, len(address))
+        allocs = self.allocations(server['id'])
+
+        # Power on rebuilds the domain XML (libvirt _hard_reboot) ...
+        self._stop_server(server)
+        self._start_server(server)
+        self.assertEqual(address,
+                         hostdev_addresses(self.guest_xml(server['id'])))
+        # ... and so does rebuild (destroy, then spawn on this host).
+        server = self._rebuild_server(server, server['image']['id'])
+        self.assertEqual(address,
+                         hostdev_addresses(self.guest_xml(server['id'])))
+        self.assertEqual(allocs, self.allocations(server['id']))
+        self.assertEqual(['Bound'],
+                         [a['state'] for a in self.arqs_of(server['id'])])
+        # The hot-plugged device is still detachable after all that.
+        self.detach(server)
+        self.assertEqual([], hostdev_addresses(self.guest_xml(server['id'])))
+
     def test_attach_two_then_detach_one(self):
         server = self.boot_plain()
         before = self.allocations(server['id'])
