@@ -78,6 +78,66 @@ DISCOVERY_OPTS = [
     cfg.IntOpt('report_interval', default=60, min=0,
                help='Seconds between discovery and Placement report '
                     'runs; 0 runs it only at start.'),
+    cfg.MultiStrOpt(
+        'nova_pci_device_spec', default=[],
+        help='Nova\'s ``[pci] device_spec`` entries (same JSON syntax, one '
+             'per line): every PCI device they select belongs to Nova\'s '
+             'PCI passthrough and is refused by accel_backend\'s drivers, '
+             'with a warning. ``devname`` entries are ignored.'),
+    cfg.StrOpt('nova_config_file',
+               help='Path of a nova.conf whose ``[pci] device_spec`` (and '
+                    'older ``passthrough_whitelist``) is read as '
+                    '``nova_pci_device_spec``.'),
+    cfg.StrOpt('pci_ids_path',
+               help='pci.ids database used to name devices. Default: the '
+                    'first of /usr/share/misc/pci.ids, '
+                    '/usr/share/hwdata/pci.ids that exists, else a built-in '
+                    'table.'),
+    cfg.BoolOpt('nvidia_include_vfs', default=False,
+                help='nvidia_gpu driver: also report SR-IOV virtual '
+                     'functions (each as a PGPU of its own).'),
+    cfg.ListOpt('fpga_ids',
+                default=['10ee:*', '8086:09c4', '8086:09c5', '8086:0b2b',
+                         '8086:0b2c', '8086:0b30', '8086:bcc0', '8086:bcc1'],
+                help='fpga driver: ``vendor:product`` ids (product may be '
+                     '``*``) of FPGA cards; by default every Xilinx (10ee) '
+                     'function and Intel PAC Arria 10 / D5005 / N3000 / '
+                     'Agilex ids.'),
+    cfg.StrOpt('mdev_resource_class', default='VGPU',
+               help='mdev driver: resource class of mediated device '
+                    'inventories (VGPU or a CUSTOM_ class).'),
+    cfg.ListOpt('mdev_types', default=[],
+                help='mdev driver: mdev type names to report (e.g. '
+                     'nvidia-222); empty reports every type.'),
+    cfg.IntOpt('fake_total', default=16, min=1,
+               help='fake driver: number of accelerators of the fake '
+                    'device.'),
+    cfg.BoolOpt('health_check', default=True,
+                help='Mark a device unhealthy when sysfs shows fatal PCIe '
+                     'AER errors (``aer_dev_fatal``).'),
+]
+
+CLEANING_GROUP = cfg.OptGroup(
+    'cleaning', title='Cleaning devices between tenants')
+CLEANING_OPTS = [
+    cfg.DictOpt('methods',
+                default={'nvidia_gpu': 'flr', 'fpga': 'flr',
+                         'generic_pci': 'none', 'mdev': 'none',
+                         'fake': 'none'},
+                help='Cleaning step per discovery driver once a device is '
+                     'released: ``flr`` (write 1 to the function\'s sysfs '
+                     '``reset``), ``command`` (run ``[cleaning] command``) '
+                     'or ``none`` (offered again at once).'),
+    cfg.StrOpt('command',
+               help='Command run by the ``command`` method, split like a '
+                    'shell would; ``{address}`` is replaced by the PCI '
+                    'address (appended when absent). Exit status 0 means '
+                    'clean.'),
+    cfg.IntOpt('timeout', default=300, min=1,
+               help='Seconds a cleaning command may run.'),
+    cfg.FloatOpt('poll_interval', default=10.0, min=0.1,
+                 help='Seconds between looks for dirty devices (releases '
+                      'wake the cleaner at once).'),
 ]
 
 BINDING_GROUP = cfg.OptGroup('binding', title='ARQ binding')
@@ -114,6 +174,8 @@ def register_opts(conf):
     conf.register_opts(DISCOVERY_OPTS, group=DISCOVERY_GROUP.name)
     conf.register_group(_own(BINDING_GROUP))
     conf.register_opts(BINDING_OPTS, group=BINDING_GROUP.name)
+    conf.register_group(_own(CLEANING_GROUP))
+    conf.register_opts(CLEANING_OPTS, group=CLEANING_GROUP.name)
 
 
 def new_conf(args=None, config_files=None):
@@ -147,4 +209,5 @@ def list_opts():
         (NOVA_GROUP, NOVA_OPTS + _ks_opts('nova')),
         (DISCOVERY_GROUP, DISCOVERY_OPTS),
         (BINDING_GROUP, BINDING_OPTS),
+        (CLEANING_GROUP, CLEANING_OPTS),
     ]

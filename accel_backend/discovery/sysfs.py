@@ -115,3 +115,91 @@ def scan(root):
         if fn is not None:
             functions.append(fn)
     return functions
+
+
+@dataclasses.dataclass(frozen=True)
+class MdevType:
+    """One ``mdev_supported_types/<type_id>`` directory of a function.
+
+    ``created`` counts the mediated devices of this type that exist
+    already (``devices/``): they are part of the capacity, which sysfs's
+    ``available_instances`` no longer includes.
+    """
+
+    type_id: str
+    name: str
+    available_instances: int
+    device_api: str
+    created: int = 0
+
+    @property
+    def capacity(self):
+        return self.available_instances + self.created
+
+
+def mdev_types(root, address):
+    """Mediated device types a function supports, sorted by type id.
+
+    :returns: list of ``MdevType`` ([] when the function has no
+        ``mdev_supported_types``); types whose ``available_instances``
+        cannot be read are skipped.
+    """
+    base = os.path.join(root, address, 'mdev_supported_types')
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    found = []
+    for type_id in names:
+        tdir = os.path.join(base, type_id)
+        avail = _read(os.path.join(tdir, 'available_instances'))
+        if avail is None or not avail.isdigit():
+            continue
+        try:
+            created = len(os.listdir(os.path.join(tdir, 'devices')))
+        except OSError:
+            created = 0
+        found.append(MdevType(
+            type_id=type_id, name=_read(os.path.join(tdir, 'name')) or
+            type_id, available_instances=int(avail),
+            device_api=_read(os.path.join(tdir, 'device_api')) or '',
+            created=created))
+    return found
+
+
+def fatal_aer_errors(root, address):
+    """Count of fatal PCIe AER errors the kernel saw on a function
+    (``aer_dev_fatal``'s ``TOTAL_ERR_FATAL``), None when not shown."""
+    text = _read(os.path.join(root, address, 'aer_dev_fatal'))
+    if not text:
+        return None
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == 'TOTAL_ERR_FATAL' and \
+                parts[1].isdigit():
+            return int(parts[1])
+    return None
+
+
+def exists(root, address):
+    """True when the function is (still) present under ``root``."""
+    return os.path.isdir(os.path.join(root, address))
+
+
+def reset_function(root, address):
+    """Function level reset: write ``1`` to the function's ``reset``.
+
+    The file must exist already (the kernel creates it only for
+    functions that can be reset); it is never created.
+
+    :raises OSError: no such function, no ``reset`` file, or the kernel
+        refused the reset.
+    """
+    if not ADDRESS_RE.match(address):
+        raise OSError('not a PCI address: %r' % address)
+    path = os.path.join(root, address, 'reset')
+    fd = os.open(path, os.O_WRONLY)  # no O_CREAT: missing -> ENOENT
+    try:
+        os.write(fd, b'1')
+    finally:
+        os.close(fd)

@@ -2,25 +2,37 @@
 
 A driver is a class ``Driver(conf)`` with ``name`` and ``discover() ->
 list[DiscoveredDeployable]``; drivers are looked up by name in the entry
-point group ``accel_backend.discovery.drivers`` (stevedore).
+point group ``accel_backend.discovery.drivers`` (stevedore).  The PCI
+drivers derive from ``drivers.base.PCIDriverBase``, which refuses devices
+Nova's PCI passthrough claims and adds NUMA traits and health.
 """
 
 import dataclasses
 
+from oslo_log import log as logging
 from stevedore import driver as sv_driver
 
+LOG = logging.getLogger(__name__)
 NAMESPACE = 'accel_backend.discovery.drivers'
+HEALTHY = 'healthy'
+UNHEALTHY = 'unhealthy'
 
 
 @dataclasses.dataclass
 class DiscoveredDeployable:
-    """What a driver found: one device with one deployable.
+    """What a driver found: one deployable of one device.
 
     :ivar address: PCI address of the device (``DDDD:BB:SS.F``).
     :ivar resource_class: Placement resource class of its inventory.
     :ivar traits: set of trait names for its resource provider.
     :ivar attach_handles: list of ``(attach_type, attach_info dict)``; the
         inventory total is their count.
+    :ivar subname: None for the device's only deployable; a name (e.g. an
+        mdev type) when a device has several, each its own provider.
+    :ivar deployable_name: overrides the default ``<host>_<address>``
+        [``_<subname>``] deployable name.
+    :ivar cleaning: step between tenants: ``flr``, ``command``, ``none``.
+    :ivar health: ``healthy`` or ``unhealthy`` (then ``health_reason``).
     """
 
     address: str
@@ -34,6 +46,11 @@ class DiscoveredDeployable:
     attach_handles: list
     numa_node: int = None
     std_board_info: dict = dataclasses.field(default_factory=dict)
+    subname: str = None
+    deployable_name: str = None
+    cleaning: str = 'none'
+    health: str = HEALTHY
+    health_reason: str = None
 
 
 def load(conf, names):
@@ -44,3 +61,22 @@ def load(conf, names):
     return [sv_driver.DriverManager(NAMESPACE, name, invoke_on_load=True,
                                     invoke_args=(conf,)).driver
             for name in names]
+
+
+def discover_all(drivers):
+    """Run every driver; a device reported by two drivers goes to the
+    first one (in ``enabled_drivers`` order), with a warning.
+
+    :returns: list of ``DiscoveredDeployable``.
+    """
+    owner, found = {}, []
+    for drv in drivers:
+        for item in drv.discover():
+            first = owner.setdefault(item.address, item.driver_name)
+            if first != item.driver_name:
+                LOG.warning('Device %s is reported by drivers %s and %s; '
+                            'keeping %s', item.address, first,
+                            item.driver_name, first)
+                continue
+            found.append(item)
+    return found

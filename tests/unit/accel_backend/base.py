@@ -11,6 +11,9 @@ FIXTURES = os.path.abspath(os.path.join(
     os.path.dirname(__file__), '..', '..', 'fixtures', 'sysfs'))
 TWO_GPUS = os.path.join(FIXTURES, 'two-gpus')
 SRIOV_GPU = os.path.join(FIXTURES, 'sriov-gpu')
+GPU_SERVER = os.path.join(FIXTURES, 'gpu-server')
+FPGA_CARD = os.path.join(FIXTURES, 'fpga-card')
+MDEV_GPU = os.path.join(FIXTURES, 'mdev-gpu')
 
 T4_ADDRESSES = ['0000:af:00.0', '0000:d8:00.0']
 T4_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
@@ -29,7 +32,8 @@ def make_conf(test, sysfs_root=TWO_GPUS, specs=(T4_SPEC,), **groups):
     :param test: the running TestCase (owns the temp dir).
     :param specs: dicts (dumped as JSON) or ready JSON strings.
     :param groups: ``{group: {option: value}}``; ``DEFAULT`` is the
-        default group.
+        default group; a list value is written as one line per item
+        (multi-valued options).
     """
     tmp = test.useFixture(fixtures.TempDir()).path
     sections = {'DEFAULT': {'state_path': tmp}, 'discovery': {}}
@@ -39,7 +43,10 @@ def make_conf(test, sysfs_root=TWO_GPUS, specs=(T4_SPEC,), **groups):
     lines = []
     for group, opts in sections.items():
         lines.append('[%s]' % group)
-        lines.extend('%s = %s' % kv for kv in opts.items())
+        for key, value in opts.items():
+            # A list is a multi-valued option: one line per value.
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                lines.append('%s = %s' % (key, v))
         if group == 'discovery':
             lines.extend('device_spec = %s' % (
                 s if isinstance(s, str) else json.dumps(s)) for s in specs)

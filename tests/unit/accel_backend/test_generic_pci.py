@@ -30,13 +30,16 @@ class TestGenericPCI(testtools.TestCase):
                                    'device': '00', 'function': '0'})],
                          dep.attach_handles)
         self.assertEqual({'class': '030200', 'iommu_group': '80',
-                          'numa_node': 1}, dep.std_board_info)
+                          'numa_node': 1, 'driver': 'vfio-pci'},
+                         dep.std_board_info)
+        self.assertEqual(('none', 'healthy'), (dep.cleaning, dep.health))
 
     def test_traits(self):
         for dep in self._discover():
             self.assertEqual({'OWNER_CYBORG', 'CUSTOM_NVIDIA_T4',
                               'CUSTOM_PCI_VENDOR_10DE',
-                              'CUSTOM_PCI_PRODUCT_10DE_1EB8'},
+                              'CUSTOM_PCI_PRODUCT_10DE_1EB8',
+                              'CUSTOM_NUMA_NODE_1'},
                              set(dep.traits))
 
     def test_no_spec_no_device(self):
@@ -81,7 +84,8 @@ class TestGenericPCI(testtools.TestCase):
                          (nic.device_type, nic.resource_class,
                           nic.numa_node))
         self.assertEqual({'OWNER_CYBORG', 'CUSTOM_PCI_VENDOR_8086',
-                          'CUSTOM_PCI_PRODUCT_8086_1572'}, set(nic.traits))
+                          'CUSTOM_PCI_PRODUCT_8086_1572',
+                          'CUSTOM_NUMA_NODE_0'}, set(nic.traits))
 
     def test_sriov_vfs_skipped(self):
         found = self._discover(
@@ -92,7 +96,9 @@ class TestGenericPCI(testtools.TestCase):
         pf = found[0]
         self.assertIsNone(pf.numa_node)
         self.assertEqual({'class': '030200', 'iommu_group': '60',
-                          'numa_node': None}, pf.std_board_info)
+                          'numa_node': None, 'driver': 'nvidia'},
+                         pf.std_board_info)
+        self.assertFalse([t for t in pf.traits if 'NUMA' in t])
         self.assertIn('CUSTOM_PCI_PRODUCT_10DE_20B5', pf.traits)
 
     def test_sriov_vfs_skipped_even_when_spec_names_them(self):

@@ -1,0 +1,100 @@
+"""What every PCI discovery driver shares."""
+
+from oslo_log import log as logging
+
+from accel_backend.discovery import drivers
+from accel_backend.discovery import nova_pci
+from accel_backend.discovery import pci_ids
+from accel_backend.discovery import sysfs
+
+LOG = logging.getLogger(__name__)
+CLEANING_METHODS = ('flr', 'command', 'none')
+
+
+def numa_trait(numa_node):
+    """``CUSTOM_NUMA_NODE_<N>`` (os-traits has no per-node trait; its
+    ``HW_NUMA_ROOT`` marks NUMA node providers themselves), None when the
+    device has no NUMA affinity."""
+    return None if numa_node is None else 'CUSTOM_NUMA_NODE_%d' % numa_node
+
+
+def pci_traits(fn):
+    """Traits every PCI deployable gets: owner, vendor/product, NUMA."""
+    traits = {'OWNER_CYBORG',
+              'CUSTOM_PCI_VENDOR_%s' % fn.vendor_id.upper(),
+              'CUSTOM_PCI_PRODUCT_%s_%s' % (fn.vendor_id.upper(),
+                                            fn.product_id.upper())}
+    numa = numa_trait(fn.numa_node)
+    if numa:
+        traits.add(numa)
+    return traits
+
+
+def board_info(fn, **extra):
+    """``std_board_info`` of a device record."""
+    info = {'class': fn.class_code, 'iommu_group': fn.iommu_group,
+            'numa_node': fn.numa_node, 'driver': fn.driver}
+    if fn.physfn:
+        info['physfn'] = fn.physfn
+    info.update(extra)
+    return info
+
+
+class PCIDriverBase:
+    """Base of the sysfs drivers.
+
+    :param conf: accel_backend ``ConfigOpts``.
+    :raises ValueError: an unknown ``[cleaning] methods`` value.
+    """
+
+    name = None
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.root = conf.discovery.sysfs_root
+        self.nova = nova_pci.NovaClaims.from_conf(conf)
+        self.cleaning = conf.cleaning.methods.get(self.name, 'none')
+        if self.cleaning not in CLEANING_METHODS:
+            raise ValueError('[cleaning] methods: %s for driver %s is not '
+                             'one of %s' % (self.cleaning, self.name,
+                                            CLEANING_METHODS))
+        self.health_check = conf.discovery.health_check
+        self._ids = None
+
+    @property
+    def pci_ids(self):
+        if self._ids is None:
+            self._ids = pci_ids.PCIIds(self.conf.discovery.pci_ids_path)
+        return self._ids
+
+    def functions(self):
+        """Every PCI function under the sysfs root."""
+        return sysfs.scan(self.root)
+
+    def refused(self, fn):
+        """True (with a warning, once) when Nova's PCI passthrough claims
+        ``fn``, which this driver would otherwise take."""
+        return self.nova.refuse(fn, self.name)
+
+    def health(self, fn):
+        """``(health, reason)`` of a function from what sysfs shows."""
+        if self.health_check:
+            fatal = sysfs.fatal_aer_errors(self.root, fn.address)
+            if fatal:
+                return drivers.UNHEALTHY, (
+                    '%d fatal PCIe AER errors (aer_dev_fatal)' % fatal)
+        return drivers.HEALTHY, None
+
+    def deployable(self, fn, **kw):
+        """A ``DiscoveredDeployable`` for ``fn`` with the shared fields
+        filled in (keywords override or add)."""
+        health, reason = self.health(fn)
+        values = dict(
+            address=fn.address, vendor_id=fn.vendor_id,
+            product_id=fn.product_id,
+            model=self.pci_ids.model(fn.vendor_id, fn.product_id),
+            driver_name=self.name, numa_node=fn.numa_node,
+            std_board_info=board_info(fn), cleaning=self.cleaning,
+            health=health, health_reason=reason)
+        values.update(kw)
+        return drivers.DiscoveredDeployable(**values)

@@ -1,0 +1,41 @@
+"""The fake driver: an accelerator that exists only in the database.
+
+For tempest and development hosts without hardware, as Cyborg's fake
+driver does: one device ``FakeDevice`` at ``0000:0c:00.0`` with one
+deployable ``<host>_FakeDevice`` of ``[discovery] fake_total`` (16) FPGA
+units, trait ``CUSTOM_FAKE_DEVICE`` and ``TEST_PCI`` attach handles,
+which the virt driver ignores.
+"""
+
+from accel_backend.discovery import drivers
+
+ADDRESS = '0000:0c:00.0'
+
+
+class FakeDriver:
+    """:param conf: accel_backend ``ConfigOpts``."""
+
+    name = 'fake'
+
+    def __init__(self, conf):
+        self.host = conf.host
+        self.total = conf.discovery.fake_total
+        self.cleaning = conf.cleaning.methods.get(self.name, 'none')
+
+    def discover(self):
+        """:returns: one ``DiscoveredDeployable``."""
+        handles = [('TEST_PCI', {'domain': '0000',
+                                 'bus': '%02x' % (0x0c + i // 32),
+                                 'device': '%02x' % (i % 32),
+                                 'function': '0'})
+                   for i in range(self.total)]
+        return [drivers.DiscoveredDeployable(
+            address=ADDRESS, device_type='FPGA', vendor_id='abcd',
+            product_id='0001', model='FakeDevice', driver_name=self.name,
+            resource_class='FPGA',
+            traits={'OWNER_CYBORG', 'CUSTOM_FAKE_DEVICE'},
+            attach_handles=handles,
+            deployable_name='%s_FakeDevice' % self.host,
+            std_board_info={'class': 'Fake class', 'numa_node': None},
+            # Nothing to reset: flr would only fail.
+            cleaning='none' if self.cleaning == 'flr' else self.cleaning)]

@@ -1,0 +1,421 @@
+"""Discovery drivers over recorded sysfs trees: nvidia_gpu, fpga, mdev,
+fake; NUMA traits, health, pci.ids names and Nova PCI coexistence."""
+
+import json
+import os
+import shutil
+
+import fixtures
+import testtools
+
+from accel_backend.discovery import drivers
+from accel_backend.discovery.drivers import base as drv_base
+from accel_backend.discovery import nova_pci
+from accel_backend.discovery import pci_ids
+from accel_backend.discovery import sysfs
+from tests.unit.accel_backend import base
+from tests.unit.accel_backend import sysfs_tree
+
+A100S = ['0000:17:00.0', '0000:65:00.0', '0000:ca:00.0', '0000:e3:00.0']
+PCI_IDS = """\
+# a few lines in pci.ids format
+10de  NVIDIA Corporation
+\t1eb8  TU104GL [Tesla T4]
+\t\t10de 12a2  T4 16GB
+\t20b5  GA100 [A100 PCIe 80GB]
+\t2bad  GB999 [Imaginary X1]
+10ee  Xilinx Corporation
+\t5004  Alveo U250 XDMA Platform
+C 03  Display controller
+\t02  3D controller
+"""
+
+
+def load(test, name, root, specs=(), **groups):
+    conf = base.make_conf(test, root, specs, **groups)
+    (drv,) = drivers.load(conf, [name])
+    return drv
+
+
+def copy_tree(test, root):
+    dst = os.path.join(test.useFixture(fixtures.TempDir()).path, 'sysfs')
+    shutil.copytree(root, dst, symlinks=True)
+    return dst
+
+
+class TestNvidiaGPU(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.FakeLogger())
+
+    def test_four_gpus_vfs_and_vga_bmc(self):
+        found = load(self, 'nvidia_gpu', base.GPU_SERVER).discover()
+        # VFs skipped; the ASPEED VGA is no NVIDIA; the NIC no GPU.
+        self.assertEqual(A100S, [d.address for d in found])
+        gpu = found[0]
+        self.assertEqual(('GPU', 'PGPU', 'nvidia_gpu', 'flr'),
+                         (gpu.device_type, gpu.resource_class,
+                          gpu.driver_name, gpu.cleaning))
+        self.assertEqual('NVIDIA Corporation GA100 [A100 PCIe 80GB]',
+                         gpu.model)
+        self.assertEqual([('PCI', {'domain': '0000', 'bus': '17',
+                                   'device': '00', 'function': '0'})],
+                         gpu.attach_handles)
+        self.assertEqual({'OWNER_CYBORG', 'CUSTOM_NVIDIA_A100_PCIE_80GB',
+                          'CUSTOM_PCI_VENDOR_10DE',
+                          'CUSTOM_PCI_PRODUCT_10DE_20B5',
+                          'CUSTOM_NUMA_NODE_0'}, gpu.traits)
+
+    def test_numa_node_trait_and_board_info(self):
+        found = load(self, 'nvidia_gpu', base.GPU_SERVER).discover()
+        numa = {d.address: d.std_board_info['numa_node'] for d in found}
+        self.assertEqual(dict(zip(A100S, [0, 0, 1, 1])), numa)
+        for dep in found:
+            self.assertIn('CUSTOM_NUMA_NODE_%d' % numa[dep.address],
+                          dep.traits)
+            self.assertEqual(1, len([t for t in dep.traits
+                                     if t.startswith('CUSTOM_NUMA_')]))
+
+    def test_no_numa_no_trait(self):
+        (pf,) = load(self, 'nvidia_gpu', base.SRIOV_GPU).discover()
+        self.assertIsNone(pf.std_board_info['numa_node'])
+        self.assertFalse([t for t in pf.traits if 'NUMA' in t])
+
+    def test_vfs_when_configured(self):
+        found = load(self, 'nvidia_gpu', base.GPU_SERVER,
+                     discovery={'nvidia_include_vfs': 'true'}).discover()
+        # The PFs with VFs give way to their VFs; the others stay.
+        self.assertEqual(['0000:17:00.4', '0000:17:00.5', '0000:65:00.4',
+                          '0000:65:00.5', '0000:ca:00.0', '0000:e3:00.0'],
+                         [d.address for d in found])
+        self.assertEqual('0000:17:00.0',
+                         found[0].std_board_info['physfn'])
+
+    def test_pci_ids_file_names_the_product(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'pci.ids')
+        with open(path, 'w') as f:
+            f.write(PCI_IDS)
+        found = load(self, 'nvidia_gpu', base.TWO_GPUS,
+                     discovery={'pci_ids_path': path}).discover()
+        self.assertEqual('NVIDIA Corporation TU104GL [Tesla T4]',
+                         found[0].model)
+        self.assertIn('CUSTOM_NVIDIA_T4', found[0].traits)
+
+    def test_unknown_product_falls_back_to_its_id(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'pci.ids')
+        with open(path, 'w') as f:
+            f.write('10de  NVIDIA Corporation\n')
+        drv = load(self, 'nvidia_gpu', base.TWO_GPUS,
+                   discovery={'pci_ids_path': path})
+        (dep, _) = drv.discover()
+        self.assertIn('CUSTOM_NVIDIA_1EB8', dep.traits)
+        self.assertEqual('NVIDIA Corporation 10de:1eb8', dep.model)
+
+
+class TestPCIIds(testtools.TestCase):
+
+    def test_parse(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'pci.ids')
+        with open(path, 'w') as f:
+            f.write(PCI_IDS)
+        ids = pci_ids.PCIIds(path)
+        self.assertEqual(path, ids.source)
+        self.assertEqual('Xilinx Corporation', ids.vendor_name('10ee'))
+        self.assertEqual('GB999 [Imaginary X1]',
+                         ids.device_name('10de', '2bad'))
+        # Subsystem and class lines are not devices.
+        self.assertIsNone(ids.device_name('10de', '12a2'))
+        self.assertIsNone(ids.device_name('03', '02'))
+
+    def test_builtin_when_not_installed(self):
+        self.useFixture(fixtures.MockPatchObject(
+            pci_ids, 'SEARCH_PATHS', ('/nonexistent/pci.ids',)))
+        ids = pci_ids.PCIIds()
+        self.assertEqual('built-in', ids.source)
+        self.assertEqual('TU104GL [Tesla T4]',
+                         ids.device_name('10de', '1eb8'))
+
+    def test_product_token(self):
+        for name, token in (('TU104GL [Tesla T4]', 'T4'),
+                            ('GA100 [A100 PCIe 80GB]', 'A100_PCIE_80GB'),
+                            ('GA107GL [A2 / A16]', 'A2_A16'),
+                            ('GH100 [H100 PCIe]', 'H100_PCIE'),
+                            ('Alveo U250 XDMA Platform',
+                             'ALVEO_U250_XDMA_PLATFORM')):
+            self.assertEqual(token, pci_ids.product_token(name))
+
+
+class TestFPGA(testtools.TestCase):
+
+    def test_xilinx_and_intel(self):
+        found = load(self, 'fpga', base.FPGA_CARD).discover()
+        self.assertEqual(['0000:3b:00.0', '0000:3b:00.1', '0000:86:00.0'],
+                         [d.address for d in found])
+        u250, _, n3000 = found
+        self.assertEqual(('FPGA', 'FPGA', 'flr'),
+                         (u250.device_type, u250.resource_class,
+                          u250.cleaning))
+        self.assertIn('CUSTOM_FPGA_XILINX', u250.traits)
+        self.assertIn('CUSTOM_NUMA_NODE_0', u250.traits)
+        self.assertIn('CUSTOM_FPGA_INTEL', n3000.traits)
+        self.assertIn('CUSTOM_NUMA_NODE_1', n3000.traits)
+        self.assertEqual(1, n3000.std_board_info['numa_node'])
+        self.assertIn('N3000', n3000.model)
+
+    def test_configured_ids(self):
+        found = load(self, 'fpga', base.FPGA_CARD,
+                     discovery={'fpga_ids': '10ee:5005'}).discover()
+        self.assertEqual(['0000:3b:00.1'], [d.address for d in found])
+
+    def test_bad_id(self):
+        conf = base.make_conf(self, base.FPGA_CARD,
+                              discovery={'fpga_ids': '10ee'})
+        from accel_backend.discovery.drivers import fpga
+        self.assertRaises(ValueError, fpga.FPGADriver, conf)
+
+    def test_gpu_tree_has_no_fpga(self):
+        self.assertEqual([], load(self, 'fpga', base.GPU_SERVER).discover())
+
+
+class TestMdev(testtools.TestCase):
+
+    def test_one_deployable_per_type(self):
+        found = load(self, 'mdev', base.MDEV_GPU).discover()
+        self.assertEqual(['nvidia-222', 'nvidia-223', 'nvidia-230'],
+                         [d.subname for d in found])
+        self.assertEqual({'0000:41:00.0'}, {d.address for d in found})
+        by_type = {d.subname: d for d in found}
+        # Capacity = available_instances + mdevs that exist already.
+        self.assertEqual({'nvidia-222': 16, 'nvidia-223': 8,
+                          'nvidia-230': 0},
+                         {t: len(d.attach_handles)
+                          for t, d in by_type.items()})
+        dep = by_type['nvidia-223']
+        self.assertEqual(('VGPU', 'GPU', 'mdev'),
+                         (dep.resource_class, dep.device_type,
+                          dep.driver_name))
+        self.assertEqual({'OWNER_CYBORG', 'CUSTOM_MDEV_NVIDIA_223',
+                          'CUSTOM_PCI_VENDOR_10DE',
+                          'CUSTOM_PCI_PRODUCT_10DE_1EB8',
+                          'CUSTOM_NUMA_NODE_0'}, dep.traits)
+        kind, info = dep.attach_handles[0]
+        self.assertEqual('MDEV', kind)
+        self.assertEqual({'parent': '0000:41:00.0',
+                          'asked_type': 'nvidia-223',
+                          'vgpu_mark': 'nvidia-223_0', 'domain': '0000',
+                          'bus': '41', 'device': '00', 'function': '0'},
+                         info)
+        self.assertEqual(
+            {'nvidia-222': {'name': 'GRID T4-1B', 'device_api': 'vfio-pci'},
+             'nvidia-223': {'name': 'GRID T4-2B', 'device_api': 'vfio-pci'},
+             'nvidia-230': {'name': 'GRID T4-16Q',
+                            'device_api': 'vfio-pci'}},
+            dep.std_board_info['mdev_types'])
+
+    def test_type_filter_and_custom_rc(self):
+        found = load(self, 'mdev', base.MDEV_GPU, discovery={
+            'mdev_types': 'nvidia-222',
+            'mdev_resource_class': 'CUSTOM_T4_1B'}).discover()
+        self.assertEqual([('nvidia-222', 'CUSTOM_T4_1B')],
+                         [(d.subname, d.resource_class) for d in found])
+
+    def test_reader(self):
+        types = sysfs.mdev_types(base.MDEV_GPU, '0000:41:00.0')
+        self.assertEqual([('nvidia-222', 16, 0), ('nvidia-223', 7, 1),
+                          ('nvidia-230', 0, 0)],
+                         [(t.type_id, t.available_instances, t.created)
+                          for t in types])
+        self.assertEqual([], sysfs.mdev_types(base.MDEV_GPU,
+                                              '0000:00:00.0'))
+
+    def test_flr_refused(self):
+        self.assertRaises(ValueError, load, self, 'mdev', base.MDEV_GPU,
+                          cleaning={'methods': 'mdev:flr'})
+
+    def test_no_mdev_capable_function(self):
+        self.assertEqual([], load(self, 'mdev', base.TWO_GPUS).discover())
+
+
+class TestFake(testtools.TestCase):
+
+    def test_like_cyborgs_fake_driver(self):
+        (dep,) = load(self, 'fake', base.TWO_GPUS,
+                      DEFAULT={'host': 'node9'}).discover()
+        self.assertEqual('node9_FakeDevice', dep.deployable_name)
+        self.assertEqual(('FPGA', 16), (dep.resource_class,
+                                        len(dep.attach_handles)))
+        self.assertEqual({'TEST_PCI'}, {h[0] for h in dep.attach_handles})
+        self.assertIn('CUSTOM_FAKE_DEVICE', dep.traits)
+        # Every handle is distinct (a key of its own).
+        self.assertEqual(16, len({json.dumps(h[1], sort_keys=True)
+                                  for h in dep.attach_handles}))
+
+    def test_total_configurable(self):
+        (dep,) = load(self, 'fake', base.TWO_GPUS,
+                      discovery={'fake_total': '40'}).discover()
+        self.assertEqual(40, len({json.dumps(h[1], sort_keys=True)
+                                  for h in dep.attach_handles}))
+
+
+class TestDiscoverAll(testtools.TestCase):
+
+    def test_first_driver_wins_a_shared_device(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        conf = base.make_conf(self, base.TWO_GPUS, (base.T4_SPEC,),
+                              discovery={'enabled_drivers':
+                                         'nvidia_gpu,generic_pci'})
+        found = drivers.discover_all(
+            drivers.load(conf, conf.discovery.enabled_drivers))
+        self.assertEqual({'nvidia_gpu'}, {d.driver_name for d in found})
+        self.assertEqual(base.T4_ADDRESSES, [d.address for d in found])
+        self.assertIn('keeping nvidia_gpu', logger.output)
+
+
+class TestHealth(testtools.TestCase):
+
+    def test_fatal_aer_errors_make_a_device_unhealthy(self):
+        root = copy_tree(self, base.GPU_SERVER)
+        with open(os.path.join(root, '0000:ca:00.0', 'aer_dev_fatal'),
+                  'w') as f:
+            f.write(sysfs_tree.aer_fatal_text(2))
+        found = {d.address: d for d in load(
+            self, 'nvidia_gpu', root).discover()}
+        bad = found['0000:ca:00.0']
+        self.assertEqual('unhealthy', bad.health)
+        self.assertIn('2 fatal PCIe AER errors', bad.health_reason)
+        self.assertEqual({'healthy'}, {d.health for a, d in found.items()
+                                       if a != '0000:ca:00.0'})
+
+    def test_check_can_be_turned_off(self):
+        root = copy_tree(self, base.GPU_SERVER)
+        with open(os.path.join(root, '0000:ca:00.0', 'aer_dev_fatal'),
+                  'w') as f:
+            f.write(sysfs_tree.aer_fatal_text(2))
+        found = load(self, 'nvidia_gpu', root,
+                     discovery={'health_check': 'false'}).discover()
+        self.assertEqual({'healthy'}, {d.health for d in found})
+
+    def test_reset_function(self):
+        root = copy_tree(self, base.GPU_SERVER)
+        sysfs.reset_function(root, '0000:17:00.0')
+        with open(os.path.join(root, '0000:17:00.0', 'reset')) as f:
+            self.assertEqual('1', f.read())
+        # Never creates the file: no reset support is an error.
+        self.assertRaises(OSError, sysfs.reset_function, root,
+                          '0000:00:00.0')
+        self.assertFalse(os.path.exists(
+            os.path.join(root, '0000:00:00.0', 'reset')))
+        self.assertRaises(OSError, sysfs.reset_function, root,
+                          '../../etc')
+
+
+class TestNovaPCICoexistence(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(fixtures.FakeLogger(
+            name='accel_backend.discovery.nova_pci'))
+
+    def addresses(self, name='nvidia_gpu', root=base.GPU_SERVER, **disc):
+        return [d.address for d in load(self, name, root,
+                                        discovery=disc).discover()]
+
+    def test_vendor_product_spec_claims_all(self):
+        spec = '{"vendor_id": "10de", "product_id": "20b5"}'
+        self.assertEqual([], self.addresses(nova_pci_device_spec=[spec]))
+        for addr in A100S:
+            self.assertIn(addr, self.logger.output)
+        self.assertIn("Nova's [pci] device_spec %s;" % spec,
+                      self.logger.output)
+        # VFs, which the driver skips anyway, are not warned about.
+        self.assertNotIn('0000:17:00.4', self.logger.output)
+
+    def test_string_address_glob(self):
+        spec = json.dumps({'vendor_id': '10de', 'address': '*:ca:00.*'})
+        self.assertEqual(['0000:17:00.0', '0000:65:00.0', '0000:e3:00.0'],
+                         self.addresses(nova_pci_device_spec=[spec]))
+        self.assertIn('Device 0000:ca:00.0 (10de:20b5) is claimed by '
+                      'Nova', self.logger.output)
+        self.assertNotIn('0000:17:00.0', self.logger.output)
+
+    def test_partial_string_address(self):
+        # ":e3:" = any domain, bus e3, any slot and function.
+        spec = json.dumps({'address': ':e3:'})
+        self.assertEqual(A100S[:3],
+                         self.addresses(nova_pci_device_spec=[spec]))
+
+    def test_dict_address_with_regex(self):
+        spec = json.dumps({'vendor_id': '10de', 'address': {
+            'domain': '0000', 'bus': '[6c]5|ca', 'slot': '00',
+            'function': '[0-7]'}})
+        self.assertEqual(['0000:17:00.0', '0000:e3:00.0'],
+                         self.addresses(nova_pci_device_spec=[spec]))
+
+    def test_pf_address_claims_its_vfs(self):
+        spec = json.dumps({'address': '0000:17:00.0'})
+        found = self.addresses(nova_pci_device_spec=[spec],
+                               nvidia_include_vfs='true')
+        self.assertEqual(['0000:65:00.4', '0000:65:00.5', '0000:ca:00.0',
+                          '0000:e3:00.0'], found)
+
+    def test_list_value_and_devname_ignored(self):
+        spec = json.dumps([{'devname': 'eth3'},
+                           {'vendor_id': '10ee', 'product_id': '5005'}])
+        self.assertEqual(['0000:3b:00.0', '0000:86:00.0'],
+                         self.addresses('fpga', base.FPGA_CARD,
+                                        nova_pci_device_spec=[spec]))
+
+    def test_nova_conf_file(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[DEFAULT]\ncompute_driver = libvirt.LibvirtDriver\n'
+                    '[pci]\n'
+                    'device_spec = {"vendor_id": "10de", '
+                    '"product_id": "1eb8", "address": "0000:af:00.0"}\n'
+                    'device_spec = {"vendor_id": "8086", '
+                    '"product_id": "1572", "physical_network": "phys"}\n')
+        conf = base.make_conf(self, discovery={'nova_config_file': path})
+        from accel_backend.discovery.drivers import generic_pci
+        found = generic_pci.GenericPCIDriver(conf).discover()
+        self.assertEqual(['0000:d8:00.0'], [d.address for d in found])
+        self.assertIn('0000:af:00.0', self.logger.output)
+        self.assertIn('"address": "0000:af:00.0"', self.logger.output)
+
+    def test_old_passthrough_whitelist_name(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[pci]\npassthrough_whitelist = '
+                    '{"vendor_id": "10de", "product_id": "1eb8"}\n')
+        self.assertEqual(1, len(nova_pci.read_nova_conf(path)))
+
+    def test_warned_once_per_device(self):
+        spec = json.dumps({'vendor_id': '10de'})
+        drv = load(self, 'nvidia_gpu', base.GPU_SERVER,
+                   discovery={'nova_pci_device_spec': [spec]})
+        drv.discover()
+        drv.discover()
+        self.assertEqual(1, self.logger.output.count('0000:17:00.0'))
+
+    def test_bad_nova_spec_logged_and_ignored(self):
+        specs = nova_pci.parse(['{"vendor_id": "zz"}', 'not json',
+                                '{"address": "1:2:3:4"}'])
+        self.assertEqual([], specs)
+        self.assertEqual(3, self.logger.output.count('Ignoring Nova'))
+
+    def test_unclaimed_devices_not_warned(self):
+        spec = json.dumps({'vendor_id': '15b3'})
+        self.assertEqual(A100S, self.addresses(nova_pci_device_spec=[spec]))
+        self.assertEqual('', self.logger.output)
+
+
+class TestNumaTrait(testtools.TestCase):
+
+    def test_name(self):
+        self.assertEqual('CUSTOM_NUMA_NODE_3', drv_base.numa_trait(3))
+        self.assertIsNone(drv_base.numa_trait(None))
