@@ -8,6 +8,7 @@ and reports devices to Placement.  Example::
 
 import signal
 import sys
+import threading
 
 from cheroot import wsgi as cheroot_wsgi
 from oslo_log import log as logging
@@ -28,7 +29,10 @@ def main(argv=None):
 
     def _stop(signum, frame):
         LOG.info('Signal %d: stopping', signum)
-        server.stop()
+        # Not in the handler itself: it runs on the thread inside
+        # server.serve(), and cheroot's stop() waits for that loop to
+        # end, so the process would never stop.
+        threading.Thread(target=server.stop, name='accel-stop').start()
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
