@@ -11,6 +11,7 @@ from oslo_log import log as logging
 
 from accel_backend.api import wsgi
 from accel_backend.binding import binder as binder_mod
+from accel_backend import cleaning
 from accel_backend.db import api as db_api
 from accel_backend.discovery import drivers as drivers_mod
 from accel_backend.nova import notifier as notifier_mod
@@ -44,8 +45,11 @@ class Service:
         self.placement = placement_client.PlacementClient(
             placement_client.adapter_from_conf(conf, auth=placement_auth))
         self.reporter = report.Reporter(self.placement,
-                                        report.compute_rp_names(conf))
+                                        report.compute_rp_names(conf),
+                                        reserved_for=self._reserved_for)
         self.drivers = drivers_mod.load(conf, conf.discovery.enabled_drivers)
+        self.cleaner = cleaning.Cleaner(self.db, self.reporter, conf,
+                                        conf.host)
         self.app = wsgi.make_app(conf, self)
         self._stop = threading.Event()
         self._thread = None
@@ -58,23 +62,35 @@ class Service:
             the compute node RP yet.
         :raises PlacementError: Placement failed.
         """
-        found = []
-        for drv in self.drivers:
-            found.extend(drv.discover())
+        found = drivers_mod.discover_all(self.drivers)
         with self.db.transaction() as session:
             deps = device_obj.sync_host(session, self.conf.host, found)
             records = [report.ProviderRecord(
                 rp_uuid=d.rp_uuid, address=d.device.address,
                 resource_class=d.resource_class, total=d.num_accelerators,
                 traits=tuple(d.traits),
-                reserved=d.device.status != device_obj.ENABLED)
+                reserved=device_obj.reserved_units(d),
+                subname=self._subname(d))
                 for d in deps]
         self.reporter.report(records)
         return records
 
+    def _subname(self, dep):
+        # Deployables of a device with several are named
+        # <host>_<address>_<subname> (objects.device.sync_host).
+        prefix = '%s_%s_' % (self.conf.host, dep.device.address)
+        return dep.name[len(prefix):] if dep.name.startswith(prefix) \
+            else None
+
+    def _reserved_for(self, rp_uuid):
+        with self.db.transaction() as session:
+            return device_obj.reserved_units_of_rp(session, rp_uuid)
+
     def start(self):
-        """Resume half-done binding work and start the periodic report."""
+        """Resume half-done binding and cleaning work and start the
+        periodic report."""
         self.binder.resume()
+        self.cleaner.start()
         self._thread = threading.Thread(target=self._report_loop,
                                         name='accel-report', daemon=True)
         self._thread.start()
@@ -98,4 +114,5 @@ class Service:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.binder.stop()
+        self.cleaner.stop()
         self.db.dispose()

@@ -50,6 +50,11 @@ class Device(TimestampMixin, Base):
     std_board_info = sa.Column(sa.JSON)
     vendor_board_info = sa.Column(sa.JSON)
     status = sa.Column(sa.String(16), nullable=False, default='enabled')
+    # The discovery driver's verdict ('healthy' | 'unhealthy') and why;
+    # an unhealthy device is never bound and stays reserved in Placement.
+    health = sa.Column(sa.String(16), nullable=False, default='healthy',
+                       server_default='healthy')
+    health_reason = sa.Column(sa.Text)
     deployables = orm.relationship('Deployable', back_populates='device',
                                    cascade='all, delete-orphan')
 
@@ -68,6 +73,9 @@ class Deployable(TimestampMixin, Base):
     driver_name = sa.Column(sa.String(100))
     resource_class = sa.Column(sa.String(255), nullable=False)
     traits = sa.Column(sa.JSON, nullable=False, default=list)
+    # Cleaning step between tenants ('flr' | 'command' | 'none'/NULL),
+    # chosen by the discovery driver.
+    cleaning = sa.Column(sa.String(16))
     device = orm.relationship('Device', back_populates='deployables')
     attach_handles = orm.relationship('AttachHandle',
                                       back_populates='deployable',
@@ -104,6 +112,12 @@ class AttachHandle(TimestampMixin, Base):
     attach_type = sa.Column(sa.String(16), nullable=False)
     attach_info = sa.Column(sa.JSON, nullable=False)
     in_use = sa.Column(sa.Boolean, nullable=False, default=False)
+    # Lifecycle between tenants (objects.device): available -> bound ->
+    # dirty -> cleaning -> available | clean_failed (reason in
+    # state_reason).  Only 'available' handles are claimed.
+    state = sa.Column(sa.String(16), nullable=False, default='available',
+                      server_default='available', index=True)
+    state_reason = sa.Column(sa.Text)
     deployable = orm.relationship('Deployable',
                                   back_populates='attach_handles')
 

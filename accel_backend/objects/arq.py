@@ -14,10 +14,12 @@ import re
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
+from sqlalchemy import orm as sa_orm
 from oslo_utils import uuidutils
 
 from accel_backend.db import models
 from accel_backend import exception
+from accel_backend.objects import device as device_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import paging
 from accel_backend import utils
@@ -159,9 +161,15 @@ def start_binding(session, arq, hostname, device_rp_uuid, instance_uuid,
 
 
 def release(arq):
-    """Give the ARQ's attach handle back (no-op when it has none)."""
+    """Give the ARQ's attach handle back (no-op when it has none).
+
+    The handle is not offered again at once: it goes ``dirty`` until the
+    cleaner has cleaned it, unless its deployable needs no cleaning
+    (``device.release_handle``).
+    """
     if arq.attach_handle is not None:
-        arq.attach_handle.in_use = False
+        session = sa_orm.object_session(arq)
+        device_obj.release_handle(session, arq.attach_handle)
         arq.attach_handle_id = None
         arq.attach_handle = None
 

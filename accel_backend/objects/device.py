@@ -28,15 +28,47 @@ ENABLED = 'enabled'
 MAINTAINING = 'maintaining'
 MISSING = 'missing'
 
+#: Device health, the discovery driver's verdict (``drivers.HEALTHY``).
+HEALTHY = 'healthy'
+UNHEALTHY = 'unhealthy'
+
+#: Attach handle lifecycle between tenants (Triton RFD 114)::
+#:
+#:   available --claim--> bound --release--> dirty --cleaner--> cleaning
+#:   cleaning --ok--> available      cleaning --fails--> clean_failed
+#:
+#: A release goes straight to ``available`` when the deployable's
+#: cleaning step is ``none``.  Every state is committed before the work
+#: it announces, so a restarted cleaner resumes ``dirty`` and
+#: ``cleaning`` handles.  Handles that are dirty, cleaning or
+#: clean_failed are reserved in Placement (``reserved_units``).
+AVAILABLE = 'available'
+BOUND = 'bound'
+DIRTY = 'dirty'
+CLEANING = 'cleaning'
+CLEAN_FAILED = 'clean_failed'
+OUT_OF_SERVICE = (DIRTY, CLEANING, CLEAN_FAILED)
+#: ``session.info`` key listing handle ids released in the transaction
+#: (the cleaner wakes up on commit).
+RELEASED_KEY = 'accel_backend.released_handles'
+
 
 def stable_uuid(*parts):
     """Deterministic UUID (str) of the given strings."""
     return str(uuid.uuid5(_NS, '/'.join(parts)))
 
 
-def provider_name(host_rp_name, address):
-    """Name of a device's resource provider: ``<compute RP>_<address>``."""
-    return '%s_%s' % (host_rp_name, address)
+def provider_name(host_rp_name, address, subname=None):
+    """Name of a deployable's resource provider: ``<compute RP>_<address>``
+    (``_<subname>`` added for one of several deployables of a device)."""
+    name = '%s_%s' % (host_rp_name, address)
+    return '%s_%s' % (name, subname) if subname else name
+
+
+def _dep_ids(hostname, address, subname):
+    parts = (hostname, address) + ((subname,) if subname else ())
+    return (stable_uuid('deployable', *parts), stable_uuid('rp', *parts),
+            '_'.join(parts))
 
 
 def sync_host(session, hostname, discovered):
@@ -44,7 +76,10 @@ def sync_host(session, hostname, discovered):
 
     New devices are inserted, changed ones updated, vanished ones deleted
     unless one of their attach handles is in use (then they are kept with
-    status ``missing`` until released).
+    status ``missing`` until released).  A device may have several
+    deployables (``subname``, e.g. one per mdev type); a deployable that
+    vanished is deleted unless in use.  The driver's health verdict is
+    stored on the device.
 
     :param discovered: list of ``DiscoveredDeployable``.
     :returns: list of ``models.Deployable`` present on the host.
@@ -53,32 +88,58 @@ def sync_host(session, hostname, discovered):
         sa.select(models.Device).where(models.Device.hostname == hostname)
         .options(orm.selectinload(models.Device.deployables)
                  .selectinload(models.Deployable.attach_handles)))}
-    present = []
+    by_address = {}
     for item in discovered:
-        dev = existing.pop(item.address, None)
+        by_address.setdefault(item.address, []).append(item)
+    present = []
+    for address, items in by_address.items():
+        first = items[0]
+        dev = existing.pop(address, None)
         if dev is None:
             dev = models.Device(
-                uuid=stable_uuid('device', hostname, item.address),
-                hostname=hostname, address=item.address, status=ENABLED)
+                uuid=stable_uuid('device', hostname, address),
+                hostname=hostname, address=address, status=ENABLED)
             session.add(dev)
-        dev.type, dev.vendor, dev.model = (item.device_type, item.vendor_id,
-                                           item.model)
-        dev.std_board_info = item.std_board_info
+        dev.type, dev.vendor, dev.model = (first.device_type,
+                                           first.vendor_id, first.model)
+        dev.std_board_info = first.std_board_info
         if dev.status == MISSING:
             dev.status = ENABLED
-        dep = dev.deployables[0] if dev.deployables else None
-        if dep is None:
-            dep = models.Deployable(
-                uuid=stable_uuid('deployable', hostname, item.address),
-                rp_uuid=stable_uuid('rp', hostname, item.address),
-                name='%s_%s' % (hostname, item.address))
-            dev.deployables.append(dep)
-        dep.driver_name = item.driver_name
-        dep.resource_class = item.resource_class
-        dep.traits = sorted(item.traits)
-        dep.num_accelerators = len(item.attach_handles)
-        _sync_handles(dep, hostname, item.attach_handles)
-        present.append(dep)
+        unhealthy = [i for i in items if i.health != HEALTHY]
+        health = UNHEALTHY if unhealthy else HEALTHY
+        if health != dev.health and health == UNHEALTHY:
+            LOG.warning('Device %s on %s is unhealthy: %s', address,
+                        hostname, unhealthy[0].health_reason)
+        elif health != dev.health and dev.health is not None:
+            LOG.info('Device %s on %s is healthy again', address, hostname)
+        dev.health = health
+        dev.health_reason = unhealthy[0].health_reason if unhealthy else None
+        deps = {d.uuid: d for d in dev.deployables}
+        for item in items:
+            dep_uuid, rp_uuid, name = _dep_ids(hostname, address,
+                                               item.subname)
+            dep = deps.pop(dep_uuid, None)
+            if dep is None:
+                dep = models.Deployable(uuid=dep_uuid, rp_uuid=rp_uuid,
+                                        name=name)
+                dev.deployables.append(dep)
+            if item.deployable_name:
+                dep.name = item.deployable_name
+            dep.driver_name = item.driver_name
+            dep.resource_class = item.resource_class
+            dep.traits = sorted(item.traits)
+            dep.cleaning = item.cleaning
+            _sync_handles(dep, hostname, item.attach_handles)
+            dep.num_accelerators = len(dep.attach_handles)
+            present.append(dep)
+        for dep in deps.values():
+            if any(h.in_use for h in dep.attach_handles):
+                LOG.warning('Deployable %s on %s vanished but is in use; '
+                            'keeping it until it is released', dep.name,
+                            hostname)
+                present.append(dep)
+            else:
+                dev.deployables.remove(dep)
     for dev in existing.values():
         if any(h.in_use for dep in dev.deployables
                for h in dep.attach_handles):
@@ -108,7 +169,7 @@ def _sync_handles(dep, hostname, handles):
                 uuid=stable_uuid('handle', hostname, attach_type,
                                  *['%s=%s' % kv for kv in key[1]]),
                 attach_type=attach_type, attach_info=dict(info),
-                in_use=False))
+                in_use=False, state=AVAILABLE))
     for stale in by_key.values():
         if not stale.in_use:
             dep.attach_handles.remove(stale)
@@ -117,7 +178,8 @@ def _sync_handles(dep, hostname, handles):
 def find_free_handle(session, rp_uuid, hostname):
     """Claim a free attach handle of the deployable behind ``rp_uuid``.
 
-    The claim is a conditional UPDATE (``in_use`` false -> true) checked
+    Only ``available`` handles of enabled, healthy devices are claimed
+    (never one that is dirty or being cleaned).  The claim is a conditional UPDATE (``in_use`` false -> true) checked
     by row count, so two binders never get the same handle even on
     several API workers.
 
@@ -131,14 +193,17 @@ def find_free_handle(session, rp_uuid, hostname):
         .where(models.Deployable.rp_uuid == rp_uuid,
                models.Device.hostname == hostname,
                models.Device.status == ENABLED,
-               models.AttachHandle.in_use.is_(False))
+               models.Device.health == HEALTHY,
+               models.AttachHandle.in_use.is_(False),
+               models.AttachHandle.state == AVAILABLE)
         .order_by(models.AttachHandle.id)).all()
     for handle in candidates:
         result = session.execute(
             sa.update(models.AttachHandle)
             .where(models.AttachHandle.id == handle.id,
-                   models.AttachHandle.in_use.is_(False))
-            .values(in_use=True)
+                   models.AttachHandle.in_use.is_(False),
+                   models.AttachHandle.state == AVAILABLE)
+            .values(in_use=True, state=BOUND, state_reason=None)
             .execution_options(synchronize_session=False))
         if result.rowcount == 1:
             session.refresh(handle)
@@ -195,8 +260,138 @@ def set_status(session, dev, status):
     if status == ENABLED and dev.status == MISSING:
         raise exception.DeviceMissing(uuid=dev.uuid)
     dev.status = status
+    if status == ENABLED:
+        # Enabling is how an operator says "fixed": failed cleanings are
+        # tried again (the cleaner wakes up on commit).
+        retry_clean_failed(session, dev)
     session.flush()
     return tuple(d.rp_uuid for d in dev.deployables if d.rp_uuid)
+
+
+def release_handle(session, handle):
+    """Give an attach handle back after its ARQ let go of it.
+
+    It becomes ``dirty`` (reserved in Placement until the cleaner has
+    cleaned it), or ``available`` at once when its deployable needs no
+    cleaning.  The handle id is noted in ``session.info`` so that the
+    cleaner wakes up when the transaction commits.
+    """
+    handle.in_use = False
+    method = handle.deployable.cleaning if handle.deployable else None
+    if method in (None, 'none'):
+        handle.state = AVAILABLE
+        handle.state_reason = None
+        return
+    handle.state = DIRTY
+    handle.state_reason = None
+    session.info.setdefault(RELEASED_KEY, set()).add(handle.id)
+
+
+def reserved_units(dep):
+    """Units of ``dep``'s inventory Placement must keep out of
+    scheduling: all of them when the device is not enabled (disabled,
+    missing) or unhealthy, else one per handle that is dirty, being
+    cleaned or failed cleaning."""
+    total = dep.num_accelerators or 0
+    dev = dep.device
+    if dev.status != ENABLED or dev.health == UNHEALTHY:
+        return total
+    return min(total, sum(1 for h in dep.attach_handles
+                          if h.state in OUT_OF_SERVICE))
+
+
+def reserved_units_of_rp(session, rp_uuid):
+    """``reserved_units`` of the deployable behind ``rp_uuid``, None when
+    no deployable has that provider."""
+    dep = session.scalar(sa.select(models.Deployable).where(
+        models.Deployable.rp_uuid == rp_uuid))
+    return None if dep is None else reserved_units(dep)
+
+
+def handles_to_clean(session, hostname):
+    """UUIDs of the ``dirty`` and ``cleaning`` handles of a host (what a
+    cleaner must finish, e.g. after a restart), oldest first."""
+    return list(session.scalars(
+        sa.select(models.AttachHandle.uuid)
+        .join(models.Deployable).join(models.Device)
+        .where(models.Device.hostname == hostname,
+               models.AttachHandle.state.in_((DIRTY, CLEANING)))
+        .order_by(models.AttachHandle.id)))
+
+
+def get_handle(session, handle_uuid):
+    """The attach handle with that UUID, or None."""
+    return session.scalar(sa.select(models.AttachHandle).where(
+        models.AttachHandle.uuid == handle_uuid))
+
+
+def start_cleaning(session, handle_uuid):
+    """Move a ``dirty`` handle to ``cleaning`` (a ``cleaning`` one, left
+    by a crash, stays): a conditional UPDATE, so two cleaners never
+    clean one handle.
+
+    :returns: True when the caller now owns the cleaning.
+    """
+    result = session.execute(
+        sa.update(models.AttachHandle)
+        .where(models.AttachHandle.uuid == handle_uuid,
+               models.AttachHandle.in_use.is_(False),
+               models.AttachHandle.state.in_((DIRTY, CLEANING)))
+        .values(state=CLEANING, state_reason=None)
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1
+
+
+def finish_cleaning(session, handle_uuid, error=None):
+    """Record the outcome of a cleaning: ``available``, or
+    ``clean_failed`` with ``error`` (str) as the reason.
+
+    :returns: the handle's deployable (``models.Deployable``), or None
+        when the handle is gone (its device vanished meanwhile).
+    """
+    handle = get_handle(session, handle_uuid)
+    if handle is None or handle.state != CLEANING:
+        return handle.deployable if handle is not None else None
+    handle.state = AVAILABLE if error is None else CLEAN_FAILED
+    handle.state_reason = error
+    session.flush()
+    return handle.deployable
+
+
+def retry_clean_failed(session, dev):
+    """Send the ``clean_failed`` handles of ``dev`` back to ``dirty``
+    (an operator enabled the device again: clean it once more).
+
+    :returns: number of handles sent back.
+    """
+    n = 0
+    for dep in dev.deployables:
+        for handle in dep.attach_handles:
+            if handle.state == CLEAN_FAILED and not handle.in_use:
+                handle.state, handle.state_reason = DIRTY, None
+                session.info.setdefault(RELEASED_KEY, set()).add(handle.id)
+                n += 1
+    return n
+
+
+def status_of(dev):
+    """``(status, reason)`` shown for a device from microversion 2.3.
+
+    The operator's status (``maintaining``) and ``missing`` come first,
+    then ``unhealthy`` (the driver's verdict), then the handles'
+    lifecycle: ``clean_failed`` (with the failure), ``cleaning``,
+    ``dirty``; else ``enabled``.
+    """
+    if dev.status != ENABLED:
+        return dev.status, None
+    if dev.health == UNHEALTHY:
+        return UNHEALTHY, dev.health_reason
+    handles = [h for dep in dev.deployables for h in dep.attach_handles]
+    for state in (CLEAN_FAILED, CLEANING, DIRTY):
+        hit = [h for h in handles if h.state == state]
+        if hit:
+            return state, hit[0].state_reason
+    return ENABLED, None
 
 
 def get(session, device_uuid):
@@ -221,7 +416,10 @@ def to_dict(dev, base_url, with_status=False):
                    'rel': 'self'}],
     }
     if with_status:
-        view['status'] = dev.status
+        status, reason = status_of(dev)
+        view['status'] = status
+        if reason:
+            view['status_reason'] = reason
     return view
 
 

@@ -6,10 +6,19 @@ traits, keep inventories and traits of our own RPs in sync, and never
 modify providers created by anyone else (ours carry ``OWNER_CYBORG`` and
 the UUIDs accel_backend derived).  Writes are generation-safe: a 409 means
 someone else changed the provider, so it is re-read and the write retried.
+
+Reads are kept to a minimum: the reporter caches, per provider of ours,
+the generation, inventories and traits Placement last showed it, and a
+run reads only the compute node's tree (one GET: every provider with its
+generation).  A provider whose generation is the cached one is unchanged
+(any write to it, allocations included, bumps the generation), so a
+no-change resync costs one GET and no write; a changed provider is
+re-read, as is one whose write got a 409.
 """
 
 import collections
 import socket
+import threading
 
 import os_resource_classes as orc
 import os_traits
@@ -24,12 +33,35 @@ RETRIES = 4
 
 ProviderRecord = collections.namedtuple(
     'ProviderRecord',
-    ['rp_uuid', 'address', 'resource_class', 'total', 'traits', 'reserved'])
+    ['rp_uuid', 'address', 'resource_class', 'total', 'traits', 'reserved',
+     'subname'], defaults=(None,))
 ProviderRecord.__doc__ = """What Placement must show for one deployable.
 
-``address`` is the device's PCI address (names the RP), ``total`` the
-number of accelerators (int), ``traits`` an iterable of names, ``reserved``
-True when the device must not be scheduled (disabled or missing)."""
+``address`` is the device's PCI address (names the RP, with ``subname``
+when a device has several deployables), ``total`` the number of
+accelerators (int), ``traits`` an iterable of names, ``reserved`` the
+units that must not be scheduled: an int, or True for all of them
+(disabled, missing, unhealthy) and False for none."""
+
+
+def reserved_units(reserved, total):
+    """``ProviderRecord.reserved`` (bool or int) as a unit count."""
+    if reserved is True:
+        return total
+    if reserved is False or reserved is None:
+        return 0
+    return max(0, min(int(reserved), total))
+
+
+class _Cached:
+    """What Placement showed for one of our providers."""
+
+    __slots__ = ('generation', 'inventories', 'traits')
+
+    def __init__(self, generation, inventories, traits):
+        self.generation = generation
+        self.inventories = inventories
+        self.traits = traits
 
 
 def compute_rp_names(conf):
@@ -52,15 +84,31 @@ def compute_rp_names(conf):
 class Reporter:
     """Keeps Placement in step with the deployables of one host.
 
+    Thread-safe: the periodic report, the cleaner and API actions share
+    one reporter (and its cache).
+
     :param client: ``PlacementClient``.
     :param rp_names: candidate names of the compute node RP (list of str).
+    :param reserved_for: optional callable ``(rp_uuid) -> int or None``
+        giving the reserved units the database wants for a provider now;
+        ``set_reserved(rp, False)`` uses it.
     """
 
-    def __init__(self, client, rp_names):
+    def __init__(self, client, rp_names, reserved_for=None):
         self.client = client
         self.rp_names = rp_names
+        self.reserved_for = reserved_for
         self._known_rcs = set(orc.STANDARDS)
         self._known_traits = set(os_traits.get_traits())
+        self._lock = threading.RLock()
+        self._root = None
+        self._cache = {}
+        # Providers in our tree that are not ours: uuid -> generation at
+        # which their traits were read.
+        self._foreign = {}
+        # Providers of removed devices whose DELETE got a 409 (they have
+        # allocations): deleted once their usages are zero.
+        self._undeletable = {}
 
     def find_compute_rp(self):
         """:returns: ``(uuid, name)`` of the compute node RP.
@@ -74,6 +122,33 @@ class Reporter:
                 return rps[0]['uuid'], rps[0]['name']
         raise exception.ComputeNodeProviderNotFound(names=self.rp_names)
 
+    def forget(self):
+        """Drop every cached view (the next report re-reads all)."""
+        with self._lock:
+            self._root = None
+            self._cache.clear()
+            self._foreign.clear()
+            self._undeletable.clear()
+
+    def _tree(self):
+        """``(root_uuid, root_name, {uuid: rp})``; one GET when the
+        compute node RP is known and still there."""
+        for _ in range(2):
+            if self._root is None:
+                self._root = self.find_compute_rp()
+            root_uuid, root_name = self._root
+            tree = {rp['uuid']: rp for rp in self.client.get(
+                '/resource_providers?in_tree=%s' % root_uuid
+            ).json()['resource_providers']}
+            root = tree.get(root_uuid)
+            if root is not None and root['name'] == root_name:
+                return root_uuid, root_name, tree
+            LOG.info('Compute node resource provider %s (%s) changed; '
+                     'looking it up again', root_name, root_uuid)
+            self._root = None
+            self._cache.clear()
+        raise exception.ComputeNodeProviderNotFound(names=self.rp_names)
+
     def report(self, providers):
         """Create/update our child RPs; delete ours that are gone.
 
@@ -81,54 +156,92 @@ class Reporter:
             of this host).
         :returns: ``(compute_rp_uuid, compute_rp_name)``.
         """
-        root_uuid, root_name = self.find_compute_rp()
-        tree = {rp['uuid']: rp for rp in self.client.get(
-            '/resource_providers?in_tree=%s' % root_uuid
-        ).json()['resource_providers']}
-        wanted = set()
-        for prov in providers:
-            wanted.add(prov.rp_uuid)
-            if prov.rp_uuid not in tree and not self._create_rp(
-                    prov, root_uuid, root_name):
-                continue
-            self._sync_inventory(prov)
-            self._sync_traits(prov.rp_uuid,
-                              set(prov.traits) | {OWNER_TRAIT})
-        for rp_uuid, rp in tree.items():
-            if rp_uuid == root_uuid or rp_uuid in wanted:
-                continue
-            if rp['name'].startswith(root_name + '_') and self._is_ours(
-                    rp_uuid):
-                self._delete_rp(rp_uuid)
-        return root_uuid, root_name
+        with self._lock:
+            root_uuid, root_name, tree = self._tree()
+            wanted = set()
+            for prov in providers:
+                wanted.add(prov.rp_uuid)
+                rp = tree.get(prov.rp_uuid)
+                if rp is None:
+                    self._cache.pop(prov.rp_uuid, None)
+                    if not self._create_rp(prov, root_uuid, root_name):
+                        continue
+                else:
+                    cached = self._cache.get(prov.rp_uuid)
+                    if cached is None or \
+                            cached.generation != rp['generation']:
+                        self._refresh(prov.rp_uuid)
+                self._sync_inventory(prov)
+                self._sync_traits(prov.rp_uuid,
+                                  set(prov.traits) | {OWNER_TRAIT})
+            for rp_uuid, rp in tree.items():
+                if rp_uuid == root_uuid or rp_uuid in wanted:
+                    continue
+                if rp['name'].startswith(root_name + '_') and \
+                        self._is_ours(rp_uuid, rp['generation']):
+                    self._delete_rp(rp_uuid, rp['generation'])
+            for gone in set(self._cache) - set(tree) - wanted:
+                del self._cache[gone]
+            return root_uuid, root_name
 
-    def _is_ours(self, rp_uuid):
+    def _refresh(self, rp_uuid):
+        """Re-read inventories and traits of one provider into the cache.
+
+        :returns: the ``_Cached`` entry, or None when it does not exist.
+        """
+        inv = self.client.get('/resource_providers/%s/inventories' %
+                              rp_uuid, ok=(200, 404))
+        traits = self.client.get('/resource_providers/%s/traits' % rp_uuid,
+                                 ok=(200, 404))
+        if inv.status_code == 404 or traits.status_code == 404:
+            self._cache.pop(rp_uuid, None)
+            return None
+        inv, traits = inv.json(), traits.json()
+        # Both carry the generation; a write between the two reads shows
+        # as a mismatch, and the lower one makes the next write 409.
+        gen = min(inv['resource_provider_generation'],
+                  traits['resource_provider_generation'])
+        entry = _Cached(gen, inv['inventories'], set(traits['traits']))
+        self._cache[rp_uuid] = entry
+        return entry
+
+    def _is_ours(self, rp_uuid, generation):
+        cached = self._cache.get(rp_uuid)
+        if cached is not None and cached.generation == generation:
+            return OWNER_TRAIT in cached.traits
+        if self._foreign.get(rp_uuid) == generation:
+            return False
         traits = self.client.get('/resource_providers/%s/traits' % rp_uuid
                                  ).json()['traits']
-        return OWNER_TRAIT in traits
+        if OWNER_TRAIT in traits:
+            return True
+        self._foreign[rp_uuid] = generation
+        return False
 
     def _create_rp(self, dep, root_uuid, root_name):
         """:returns: True when the provider exists now, False when
         another provider holds its name (logged; the device is skipped
         so that the others are still reported)."""
-        name = device_obj.provider_name(root_name, dep.address)
+        name = device_obj.provider_name(root_name, dep.address,
+                                        dep.subname)
         LOG.info('Creating resource provider %s (%s) under %s', name,
                  dep.rp_uuid, root_uuid)
         resp = self.client.post(
             '/resource_providers',
             {'uuid': dep.rp_uuid, 'name': name,
              'parent_provider_uuid': root_uuid}, ok=(200, 409))
-        if resp.status_code == 409:
-            # Created by an earlier run of ours that crashed before it
-            # could write inventory (then the lookup finds it), or the
-            # name is taken by a provider that is not ours.
-            found = self.client.get('/resource_providers/%s' % dep.rp_uuid,
-                                    ok=(200, 404))
-            if found.status_code == 404:
-                LOG.error('Cannot create resource provider %s for device '
-                          '%s: another provider already has that name; '
-                          'the device is not reported', name, dep.address)
-                return False
+        if resp.status_code == 200:
+            self._cache[dep.rp_uuid] = _Cached(
+                resp.json()['generation'], {}, set())
+            return True
+        # Created by an earlier run of ours that crashed before it could
+        # write inventory (then the lookup finds it), or the name is
+        # taken by a provider that is not ours.
+        if self._refresh(dep.rp_uuid) is None:
+            LOG.error('Cannot create resource provider %s for device '
+                      '%s: another provider already has that name; '
+                      'the device is not reported', name, dep.address)
+            return False
         return True
 
     def _ensure_rc(self, rc):
@@ -141,87 +254,141 @@ class Reporter:
             self.client.put('/traits/%s' % trait)
             self._known_traits.add(trait)
 
-    def _sync_inventory(self, dep):
-        self._ensure_rc(dep.resource_class)
-        total = dep.total
-        want = {dep.resource_class: {
-            'total': total, 'reserved': total if dep.reserved else 0,
-            'min_unit': 1, 'max_unit': total, 'step_size': 1,
-            'allocation_ratio': 1.0}}
-        url = '/resource_providers/%s/inventories' % dep.rp_uuid
+    def _put(self, rp_uuid, what, make_body, done):
+        """Generation-safe PUT of ``/resource_providers/<rp>/<what>``.
+
+        :param make_body: ``(cached) -> body`` without the generation, or
+            None when the cache already shows what is wanted.
+        :param done: ``(cached, response json)`` updating the cache.
+        :returns: True when Placement shows the wanted state, False when
+            the provider does not exist.
+        :raises PlacementError: failure, or conflicts ``RETRIES`` times.
+        """
+        url = '/resource_providers/%s/%s' % (rp_uuid, what)
+        cached = self._cache.get(rp_uuid) or self._refresh(rp_uuid)
         for _ in range(RETRIES):
-            cur = self.client.get(url).json()
-            have = {rc: {k: inv[k] for k in want.get(rc, inv)}
-                    for rc, inv in cur['inventories'].items()}
-            if have == want:
-                return
-            resp = self.client.put(
-                url, {'resource_provider_generation':
-                      cur['resource_provider_generation'],
-                      'inventories': want}, ok=(200, 409))
+            if cached is None:
+                return False
+            body = make_body(cached)
+            if body is None:
+                return True
+            body['resource_provider_generation'] = cached.generation
+            resp = self.client.put(url, body, ok=(200, 404, 409))
             if resp.status_code == 200:
-                return
+                done(cached, resp.json())
+                return True
+            if resp.status_code == 404:
+                self._cache.pop(rp_uuid, None)
+                return False
+            cached = self._refresh(rp_uuid)
         raise exception.PlacementError(method='PUT', url=url, status=409,
                                        body='generation conflicts')
 
+    @staticmethod
+    def _took_inventories(cached, data):
+        cached.generation = data['resource_provider_generation']
+        cached.inventories = data['inventories']
+
+    def _sync_inventory(self, dep):
+        self._ensure_rc(dep.resource_class)
+        total = dep.total
+        # Placement refuses a total of 0 (e.g. an mdev type with no
+        # instance left): such a provider has no inventory.
+        want = {dep.resource_class: {
+            'total': total,
+            'reserved': reserved_units(dep.reserved, total),
+            'min_unit': 1, 'max_unit': total, 'step_size': 1,
+            'allocation_ratio': 1.0}} if total > 0 else {}
+
+        def body(cached):
+            have = {rc: {k: inv.get(k) for k in want.get(rc, inv)}
+                    for rc, inv in cached.inventories.items()}
+            return None if have == want else {'inventories': want}
+        self._put(dep.rp_uuid, 'inventories', body, self._took_inventories)
+
     def set_reserved(self, rp_uuid, reserved):
-        """Reserve (``reserved=True``: reserved = total) or free
-        (reserved = 0) the whole inventory of one of our providers, as
-        disabling/enabling a device does; other inventory fields are
-        kept.  Generation-safe: a 409 re-reads and retries.
+        """Set the reserved units of one of our providers at once, as
+        disabling/enabling a device, a release or a cleaning does; other
+        inventory fields are kept.  Generation-safe: a 409 re-reads and
+        retries.
 
         :param rp_uuid: the deployable's resource provider UUID.
-        :param reserved: bool.
+        :param reserved: True (reserved = total), False (0) or a unit
+            count; for False the reporter's ``reserved_for`` is asked
+            first (an enabled device with a handle being cleaned keeps
+            that unit reserved).
         :returns: True when Placement shows the wanted value now, False
             when the provider does not exist (yet): the next report
             creates it with the right ``reserved``.
         :raises PlacementError: Placement failed or kept conflicting.
         """
-        url = '/resource_providers/%s/inventories' % rp_uuid
-        for _ in range(RETRIES):
-            resp = self.client.get(url, ok=(200, 404))
-            if resp.status_code == 404:
+        if self.reserved_for is not None and reserved is False:
+            units = self.reserved_for(rp_uuid)
+            if units is not None:
+                reserved = units
+        with self._lock:
+            def body(cached):
+                want = {}
+                for rc, inv in cached.inventories.items():
+                    inv = dict(inv)
+                    inv['reserved'] = reserved_units(reserved, inv['total'])
+                    want[rc] = inv
+                if want == cached.inventories:
+                    return None
+                return {'inventories': want}
+            ok = self._put(rp_uuid, 'inventories', body,
+                           self._took_inventories)
+            if not ok:
                 LOG.warning('Resource provider %s is not in Placement; '
                             'its reserved value is set when it is next '
                             'reported', rp_uuid)
-                return False
-            cur = resp.json()
-            want = {}
-            for rc, inv in cur['inventories'].items():
-                inv = dict(inv)
-                inv['reserved'] = inv['total'] if reserved else 0
-                want[rc] = inv
-            if want == cur['inventories']:
-                return True
-            resp = self.client.put(
-                url, {'resource_provider_generation':
-                      cur['resource_provider_generation'],
-                      'inventories': want}, ok=(200, 409))
-            if resp.status_code == 200:
-                return True
-        raise exception.PlacementError(method='PUT', url=url, status=409,
-                                       body='generation conflicts')
+            return ok
 
     def _sync_traits(self, rp_uuid, traits):
         self._ensure_traits(traits)
-        url = '/resource_providers/%s/traits' % rp_uuid
-        for _ in range(RETRIES):
-            cur = self.client.get(url).json()
-            if set(cur['traits']) == traits:
-                return
-            resp = self.client.put(
-                url, {'resource_provider_generation':
-                      cur['resource_provider_generation'],
-                      'traits': sorted(traits)}, ok=(200, 409))
-            if resp.status_code == 200:
-                return
-        raise exception.PlacementError(method='PUT', url=url, status=409,
-                                       body='generation conflicts')
 
-    def _delete_rp(self, rp_uuid):
+        def body(cached):
+            if cached.traits == traits:
+                return None
+            return {'traits': sorted(traits)}
+
+        def done(cached, data):
+            cached.generation = data['resource_provider_generation']
+            cached.traits = set(data['traits'])
+        self._put(rp_uuid, 'traits', body, done)
+
+    def _delete_rp(self, rp_uuid, generation):
+        if rp_uuid in self._undeletable:
+            # Freeing allocations does not bump a provider's generation:
+            # ask for its usages instead of collecting a 409 each run.
+            usages = self.client.get(
+                '/resource_providers/%s/usages' % rp_uuid,
+                ok=(200, 404))
+            if usages.status_code == 200 and any(
+                    usages.json()['usages'].values()):
+                return
         resp = self.client.delete('/resource_providers/%s' % rp_uuid,
                                   ok=(204, 404, 409))
-        if resp.status_code == 409:
+        if resp.status_code != 409:
+            self._cache.pop(rp_uuid, None)
+            self._undeletable.pop(rp_uuid, None)
+            return
+        if rp_uuid not in self._undeletable:
             LOG.warning('Resource provider %s of a removed device still '
-                        'has allocations; it stays until they are freed',
-                        rp_uuid)
+                        'has allocations; it is reserved and stays until '
+                        'they are freed', rp_uuid)
+        # Nothing new may land on it meanwhile.
+        self.set_reserved_all(rp_uuid)
+        self._undeletable[rp_uuid] = generation
+
+    def set_reserved_all(self, rp_uuid):
+        """Reserve the whole inventory of a provider (no ``reserved_for``
+        lookup: its device is gone from the database)."""
+        with self._lock:
+            def body(cached):
+                want = {rc: dict(inv, reserved=inv['total'])
+                        for rc, inv in cached.inventories.items()}
+                return None if want == cached.inventories else {
+                    'inventories': want}
+            return self._put(rp_uuid, 'inventories', body,
+                             self._took_inventories)

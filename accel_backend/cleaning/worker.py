@@ -1,0 +1,269 @@
+"""The cleaning worker.
+
+For each ``dirty`` handle of its host the cleaner
+
+1. commits ``cleaning`` (a conditional update: one cleaner per handle),
+2. makes Placement reserve the unit (``reserved_units``),
+3. runs the deployable's step: ``flr`` writes ``1`` to the function's
+   ``reset`` under ``[discovery] sysfs_root``, ``command`` runs
+   ``[cleaning] command`` with the PCI address, ``none`` does nothing,
+4. commits ``available``, or ``clean_failed`` with the reason (shown as
+   the device's status from microversion 2.3; enabling the device again
+   retries),
+5. updates Placement's reserved units again.
+
+Releases wake it at once (an ``after_commit`` hook on sessions that
+released a handle); it also looks every ``[cleaning] poll_interval``
+seconds, and ``start()`` resumes ``dirty`` and ``cleaning`` handles left
+by a previous process.  Placement failures are logged: the periodic
+report derives ``reserved`` from the same states and repairs it.
+"""
+
+import concurrent.futures
+import shlex
+import subprocess
+import threading
+import time
+
+from oslo_log import log as logging
+from sqlalchemy import event
+from sqlalchemy import orm
+
+from accel_backend.discovery import sysfs
+from accel_backend.objects import device as device_obj
+
+LOG = logging.getLogger(__name__)
+_CLEANERS = {}
+_CLEANERS_LOCK = threading.Lock()
+
+
+def _after_commit(session):
+    if not session.info.pop(device_obj.RELEASED_KEY, None):
+        return
+    with _CLEANERS_LOCK:
+        cleaners = list(_CLEANERS.get(session.get_bind(), ()))
+    for cleaner in cleaners:
+        cleaner.kick()
+
+
+def _after_rollback(session):
+    session.info.pop(device_obj.RELEASED_KEY, None)
+
+
+event.listen(orm.Session, 'after_commit', _after_commit)
+event.listen(orm.Session, 'after_rollback', _after_rollback)
+
+
+class CleaningError(Exception):
+    pass
+
+
+def run_method(method, address, sysfs_root, command=None, timeout=300):
+    """Run one cleaning step on the PCI function ``address``.
+
+    :returns: None on success.
+    :raises CleaningError: with the reason.
+    """
+    if method in (None, 'none'):
+        return
+    if method == 'flr':
+        if not sysfs.exists(sysfs_root, address):
+            raise CleaningError('device %s is gone from sysfs' % address)
+        try:
+            sysfs.reset_function(sysfs_root, address)
+        except OSError as e:
+            raise CleaningError('function level reset of %s failed: %s' %
+                                (address, e))
+        return
+    if method == 'command':
+        if not command:
+            raise CleaningError('cleaning method "command" but no '
+                                '[cleaning] command is set')
+        args = [a.replace('{address}', address)
+                for a in shlex.split(command)]
+        if '{address}' not in command:
+            args.append(address)
+        try:
+            proc = subprocess.run(args, capture_output=True, text=True,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise CleaningError('%s did not finish within %d s' %
+                                (args[0], timeout))
+        except OSError as e:
+            raise CleaningError('cannot run %s: %s' % (args[0], e))
+        if proc.returncode != 0:
+            out = (proc.stderr or proc.stdout or '').strip()[-300:]
+            raise CleaningError('%s exited with status %d%s' % (
+                args[0], proc.returncode, ': ' + out if out else ''))
+        return
+    raise CleaningError('unknown cleaning method %r' % method)
+
+
+class Cleaner:
+    """Cleans the released devices of one host.
+
+    :param db: ``accel_backend.db.api.Database``.
+    :param reporter: ``placement.report.Reporter`` (its ``set_reserved``
+        computes units from the database), or None.
+    :param conf: accel_backend ``ConfigOpts`` (``[cleaning]``,
+        ``[discovery] sysfs_root``).
+    :param hostname: the host whose handles it cleans.
+    :param workers: cleanings run at once (int).
+    """
+
+    def __init__(self, db, reporter, conf, hostname, workers=4):
+        self.db = db
+        self.reporter = reporter
+        self.hostname = hostname
+        self.sysfs_root = conf.discovery.sysfs_root
+        self.command = conf.cleaning.command
+        self.timeout = conf.cleaning.timeout
+        self.poll_interval = conf.cleaning.poll_interval
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = None
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix='accel-cleaner')
+        self._busy = set()
+        self._lock = threading.Lock()
+        with _CLEANERS_LOCK:
+            _CLEANERS.setdefault(db.engine, []).append(self)
+
+    # -- control ------------------------------------------------------
+
+    def kick(self):
+        """Look for dirty handles now."""
+        self._wake.set()
+
+    def start(self):
+        """Resume what a previous process left (``dirty``, ``cleaning``)
+        and watch for releases."""
+        self._thread = threading.Thread(target=self._loop, daemon=True,
+                                        name='accel-cleaner')
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._pool.shutdown(wait=True)
+        with _CLEANERS_LOCK:
+            mine = _CLEANERS.get(self.db.engine, [])
+            if self in mine:
+                mine.remove(self)
+            if not mine:
+                _CLEANERS.pop(self.db.engine, None)
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                self.submit_pending()
+            except Exception as e:  # the database may be busy: retry
+                LOG.warning('Looking for devices to clean failed: %s', e)
+            self._wake.wait(self.poll_interval)
+
+    def submit_pending(self):
+        """Queue every dirty/cleaning handle not queued yet.
+
+        :returns: the UUIDs queued now (list).
+        """
+        with self.db.transaction() as session:
+            todo = device_obj.handles_to_clean(session, self.hostname)
+        queued = []
+        for handle_uuid in todo:
+            with self._lock:
+                if handle_uuid in self._busy:
+                    continue
+                self._busy.add(handle_uuid)
+            try:
+                self._pool.submit(self._clean_task, handle_uuid)
+            except RuntimeError:  # shut down
+                with self._lock:
+                    self._busy.discard(handle_uuid)
+                break
+            queued.append(handle_uuid)
+        return queued
+
+    def _clean_task(self, handle_uuid):
+        try:
+            self.clean_one(handle_uuid)
+        except Exception:
+            LOG.exception('Cleaning of attach handle %s failed', handle_uuid)
+        finally:
+            with self._lock:
+                self._busy.discard(handle_uuid)
+
+    def clean_pending(self):
+        """Clean every dirty/cleaning handle of the host now, in this
+        thread (tests, tools).
+
+        :returns: ``{handle_uuid: new state}``.
+        """
+        with self.db.transaction() as session:
+            todo = device_obj.handles_to_clean(session, self.hostname)
+        return {u: self.clean_one(u) for u in todo}
+
+    def wait_idle(self, timeout=10.0):
+        """Block until no cleaning is queued or running (tests).
+
+        :returns: True when idle.
+        """
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self._lock:
+                if not self._busy:
+                    return True
+            time.sleep(0.01)
+        return False
+
+    # -- one handle ----------------------------------------------------
+
+    def clean_one(self, handle_uuid):
+        """Clean one handle; every state is committed before acting.
+
+        :returns: the handle's new state (``available``,
+            ``clean_failed``), or None when it was not this cleaner's to
+            clean (not dirty/cleaning any more, or gone).
+        """
+        with self.db.transaction() as session:
+            if not device_obj.start_cleaning(session, handle_uuid):
+                return None
+            handle = device_obj.get_handle(session, handle_uuid)
+            dep = handle.deployable
+            method = dep.cleaning or 'none'
+            address, rp_uuid = dep.device.address, dep.rp_uuid
+        self._update_placement(rp_uuid)
+        LOG.info('Cleaning %s (attach handle %s) with %s', address,
+                 handle_uuid, method)
+        error = None
+        try:
+            run_method(method, address, self.sysfs_root,
+                       command=self.command, timeout=self.timeout)
+        except CleaningError as e:
+            error = str(e)
+            LOG.error('Cleaning of device %s failed; it stays out of '
+                      'service: %s', address, error)
+        with self.db.transaction() as session:
+            dep = device_obj.finish_cleaning(session, handle_uuid, error)
+            state = (device_obj.get_handle(session, handle_uuid).state
+                     if dep is not None else None)
+        if dep is not None:
+            self._update_placement(rp_uuid)
+        if error is None:
+            LOG.info('Device %s is clean', address)
+        return state
+
+    def _update_placement(self, rp_uuid):
+        if self.reporter is None or not rp_uuid:
+            return
+        try:
+            with self.db.transaction() as session:
+                units = device_obj.reserved_units_of_rp(session, rp_uuid)
+            if units is not None:
+                self.reporter.set_reserved(rp_uuid, units)
+        except Exception as e:
+            LOG.warning('Could not update reserved units of resource '
+                        'provider %s (the next report will): %s', rp_uuid,
+                        e)
