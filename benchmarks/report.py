@@ -160,16 +160,18 @@ def _plot_boot(b, path):
 
 def _plot_roundtrip(rt, path):
     fig, ax = plt.subplots(figsize=(7, 4))
-    for db, style in (('sqlite', 'o-'), ('postgresql', 's--')):
+    for db, style, color in (('sqlite', 'o-', 'C0'),
+                             ('postgresql', 's--', 'C2')):
         r = rt.get(db)
         if not r or _nm(r):
             continue
         ns = sorted(r['sizes'], key=int)
-        for pct, alpha in (('p50', 1.0), ('p99', 0.5)):
+        for pct, alpha in (('p50', 1.0), ('p99', 0.45)):
             ax.plot([int(n) for n in ns], [r['sizes'][n][pct] for n in ns],
-                    style, alpha=alpha, label='%s %s' % (db, pct))
-        ax.axhline(r['floor']['p50'], linestyle=':', alpha=0.6,
-                   label='%s floor p50' % db, color='grey')
+                    style, alpha=alpha, color=color,
+                    label='%s %s' % (db, pct))
+        ax.axhline(r['floor']['p50'], linestyle=':', alpha=0.8,
+                   label='%s floor p50 (GET /v2 + commit)' % db, color=color)
     ax.set_xscale('log')
     ax.set_yscale('log')
     ax.set_xlabel('ARQs created and bound at once')
@@ -285,8 +287,14 @@ def write(results_dir, meta, results):
               'nova-accel', 'git', 'sqlite', 'postgresql', 'rabbitmq',
               'SQLAlchemy', 'cheroot', 'gunicorn'):
         L.append('| %s | %s |' % (k, v.get(k, 'not used')))
+    loads = ['%s %.1f -> %.1f' % (k, r['_load'][0], r['_load'][1])
+             for k, r in results.items()
+             if isinstance(r, dict) and r.get('_load')]
     L += ['', 'All servers listen on 127.0.0.1; every number below was '
-          'measured in this one run.', '', '## Summary', '',
+          'measured in this one run. 1-minute load average at the start '
+          'and end of each measure (%s cores; above that, other work '
+          'competed for the CPU): %s.' % (m['cores'], ', '.join(loads)),
+          '', '## Summary', '',
           '| measure | what | value | ratio |', '|---|---|---|---|']
     for r in summary_rows(results):
         L.append('| %s |' % ' | '.join(str(x) for x in r))

@@ -195,6 +195,7 @@ def main(argv=None):
         for name in only:
             env.log('measure %s ...' % name)
             t0 = time.monotonic()
+            load0 = os.getloadavg()[0]
             try:
                 results[name] = RUNNERS[name](env)
             except Exception as e:
@@ -202,6 +203,8 @@ def main(argv=None):
                 results[name] = {'not_measured': 'failed: %s' % e,
                                  'traceback': traceback.format_exc()}
             results[name]['_seconds'] = time.monotonic() - t0
+            # Other work on the machine shows in the load average.
+            results[name]['_load'] = (load0, os.getloadavg()[0])
             env.log('measure %s done in %.0fs' % (name,
                                                   time.monotonic() - t0))
     finally:
