@@ -24,6 +24,7 @@ Use them before Nova's driver in the bases:
 import functools
 
 from nova.compute import task_states
+from nova import exception as nova_exception
 from nova.compute import vm_states
 from nova.virt.libvirt import config as vconfig
 from oslo_log import log as logging
@@ -174,6 +175,36 @@ class LibvirtHotplugMixin(HotplugDriverMixin):
                                     share_info,
                                     block_device_info=block_device_info,
                                     accel_info=accel_info)
+
+    # Nova checks accelerators only for flavors with a device profile, so
+    # it would move a server with hot-plugged devices; they would not
+    # follow it (their ARQs are bound to this host).  Refuse instead.
+    _MOVE_REFUSED = ('server %s has hot-plugged accelerators; detach them '
+                     '(nova-accel detach-accelerator) before moving it')
+
+    def check_can_live_migrate_source(self, context, instance,
+                                      dest_check_data,
+                                      block_device_info=None):
+        if state.has_hotplugged(instance):
+            raise nova_exception.MigrationPreCheckError(
+                reason=self._MOVE_REFUSED % instance.uuid)
+        return super().check_can_live_migrate_source(
+            context, instance, dest_check_data,
+            block_device_info=block_device_info)
+
+    def migrate_disk_and_power_off(self, context, instance, dest, flavor,
+                                   network_info, block_device_info=None,
+                                   timeout=0, retry_interval=0):
+        if state.has_hotplugged(instance):
+            # Rolled back by Nova's compute manager: the server stays
+            # ACTIVE here with its devices, the resize/migration fails.
+            raise nova_exception.InstanceFaultRollback(
+                nova_exception.ResizeError(
+                    reason=self._MOVE_REFUSED % instance.uuid))
+        return super().migrate_disk_and_power_off(
+            context, instance, dest, flavor, network_info,
+            block_device_info=block_device_info, timeout=timeout,
+            retry_interval=retry_interval)
 
     def accel_attach_hostdev(self, instance, elem):
         """Plug ``elem`` into the running guest and its persistent config."""

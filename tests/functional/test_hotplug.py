@@ -13,6 +13,7 @@ from lxml import etree
 import nova.conf
 from nova import context as nova_context
 from nova import service_auth
+from nova.tests.functional.api import client
 
 from nova_accel.hotplug import exception as hp_exc
 from nova_accel.hotplug import rpc as hotplug_rpc
@@ -162,6 +163,40 @@ class HotplugTest(HotplugTestBase):
         # The hot-plugged device is still detachable after all that.
         self.detach(server)
         self.assertEqual([], hostdev_addresses(self.guest_xml(server['id'])))
+
+    def test_cold_migration_is_refused(self):
+        server = self.boot_plain()
+        self.attach(server)
+        self.start_compute(hostname='compute2')
+        address = hostdev_addresses(self.guest_xml(server['id']))
+        allocs = self.allocations(server['id'])
+
+        try:
+            self.api.post_server_action(server['id'], {'migrate': None})
+        except client.OpenStackApiException:
+            # This harness turns RPC casts into calls, so the source
+            # compute's refusal comes back through the destination's
+            # prep_resize, the API call, and sets the server to ERROR; in
+            # a deployment the casts return first and Nova's rollback
+            # leaves the server ACTIVE.
+            pass
+        self._wait_for_migration_status(server, ['error'])
+        server = self.api.get_server(server['id'])
+        self.assertIn('has hot-plugged accelerators',
+                      server['fault']['message'])
+        if server['status'] == 'ERROR':
+            self.api.post_server_action(
+                server['id'], {'os-resetState': {'state': 'active'}})
+            server = self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual(self.COMPUTE, server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(address,
+                         hostdev_addresses(self.guest_xml(server['id'])))
+        self.assertEqual(allocs, self.allocations(server['id']))
+        self.assertEqual(['Bound'],
+                         [a['state'] for a in self.arqs_of(server['id'])])
+        # The refusal left a consistent server: the device detaches.
+        self.detach(server)
+        self.assertEqual([], self.arqs_of(server['id']))
 
     def test_attach_two_then_detach_one(self):
         server = self.boot_plain()

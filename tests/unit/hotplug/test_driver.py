@@ -7,9 +7,11 @@ from unittest import mock
 import fixtures
 from nova.compute import task_states
 from nova.compute import vm_states
+from nova import exception as nova_exception
 from nova.virt import fake as nova_fake
 import testtools
 
+from nova_accel.hotplug import driver as hotplug_driver
 from nova_accel.hotplug import state
 from nova_accel.virt import fake
 from tests.unit.virt import base
@@ -119,3 +121,40 @@ class MixinTest(testtools.TestCase):
             self.drv.init_host('host1')
         self.assertIsNone(self.drv._accel_hotplug_server)
         self.drv.cleanup_host('host1')
+
+
+class _Base(object):
+    def check_can_live_migrate_source(self, context, instance,
+                                      dest_check_data,
+                                      block_device_info=None):
+        return 'checked'
+
+    def migrate_disk_and_power_off(self, context, instance, dest, flavor,
+                                   network_info, block_device_info=None,
+                                   timeout=0, retry_interval=0):
+        return 'moved'
+
+
+class _Libvirt(hotplug_driver.LibvirtHotplugMixin, _Base):
+    pass
+
+
+class MoveRefusedTest(testtools.TestCase):
+
+    def test_moves_refused_only_with_hotplugged_devices(self):
+        drv = _Libvirt()
+        plain = _instance()
+        self.assertEqual('checked', drv.check_can_live_migrate_source(
+            None, plain, None))
+        self.assertEqual('moved', drv.migrate_disk_and_power_off(
+            None, plain, 'h2', None, None))
+        inst = _instance()
+        state.record(inst, 'gpu', [('h1', 'rp1', {'PGPU': 1})])
+        exc = self.assertRaises(
+            nova_exception.MigrationPreCheckError,
+            drv.check_can_live_migrate_source, None, inst, None)
+        self.assertIn('hot-plugged accelerators', str(exc))
+        exc = self.assertRaises(
+            nova_exception.InstanceFaultRollback,
+            drv.migrate_disk_and_power_off, None, inst, 'h2', None, None)
+        self.assertIsInstance(exc.inner_exception, nova_exception.ResizeError)
