@@ -198,6 +198,22 @@ class HotplugTest(HotplugTestBase):
         self.detach(server)
         self.assertEqual([], self.arqs_of(server['id']))
 
+    def test_shelve_offload_frees_it(self):
+        server = self.boot_plain()
+        self.attach(server)
+        self._shelve_server(server, expected_state='SHELVED_OFFLOADED')
+        self.assertEqual([], self.arqs_of(server['id']))
+        self.assertEqual({}, self.allocations(server['id']))
+        for rp in self.rps.values():
+            self.assertEqual({'PGPU': 0}, self.usage(rp))
+        # Unshelved without it (nothing of the old attach is left), and a
+        # new attach works.
+        server = self._unshelve_server(server)
+        self.assertEqual([], hostdev_addresses(self.guest_xml(server['id'])))
+        self.attach(server)
+        self.assertEqual(1, len(hostdev_addresses(
+            self.guest_xml(server['id']))))
+
     def test_attach_two_then_detach_one(self):
         server = self.boot_plain()
         before = self.allocations(server['id'])
