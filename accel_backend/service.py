@@ -10,6 +10,7 @@ import threading
 from oslo_log import log as logging
 
 from accel_backend.api import wsgi
+from accel_backend import audit
 from accel_backend.binding import binder as binder_mod
 from accel_backend import cleaning
 from accel_backend.db import api as db_api
@@ -51,6 +52,9 @@ class Service:
         self.cleaner = cleaning.Cleaner(self.db, self.reporter, conf,
                                         conf.host)
         self.app = wsgi.make_app(conf, self)
+        self.auditor = audit.Auditor.from_service(self)
+        self._audit_loop = audit.AuditLoop(self.auditor,
+                                           conf.audit.interval)
         self._stop = threading.Event()
         self._thread = None
 
@@ -88,9 +92,10 @@ class Service:
 
     def start(self):
         """Resume half-done binding and cleaning work and start the
-        periodic report."""
+        periodic report and audit (``accel_backend.audit``)."""
         self.binder.resume()
         self.cleaner.start()
+        self._audit_loop.start()
         self._thread = threading.Thread(target=self._report_loop,
                                         name='accel-report', daemon=True)
         self._thread.start()
@@ -113,6 +118,7 @@ class Service:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self._audit_loop.stop()
         self.binder.stop()
         self.cleaner.stop()
         self.db.dispose()

@@ -53,6 +53,12 @@ class Binder:
         if arq_uuids:
             self._spawn(self._bind_and_notify, list(arq_uuids))
 
+    def deliver(self, arq_uuids):
+        """Deliver the pending events of these ARQs (list of UUIDs) in
+        the background, with the usual retries (the audit uses it)."""
+        if arq_uuids:
+            self._spawn(self._deliver, list(arq_uuids))
+
     def _spawn(self, fn, *args):
         with self._lock:
             fut = self._pool.submit(fn, *args)

@@ -140,6 +140,28 @@ CLEANING_OPTS = [
                       'wake the cleaner at once).'),
 ]
 
+AUDIT_GROUP = cfg.OptGroup('audit', title='Periodic reconciliation')
+AUDIT_OPTS = [
+    cfg.IntOpt('interval', default=600, min=0,
+               help='Seconds between audits (``accel_backend.audit``) that '
+                    'find and repair ARQs of instances Nova deleted, '
+                    'attach handles in use without an ARQ (and the '
+                    'reverse), ARQs stuck in BindStarted and cleanings '
+                    'that hang; 0 disables the audit.'),
+    cfg.IntOpt('grace_period', default=600, min=0,
+               help='Seconds a state must be old before the audit acts on '
+                    'it: ARQs bound longer than this are checked against '
+                    'Nova, ARQs BindStarted longer than this are bound '
+                    'again, and a cleaning running longer than '
+                    '``[cleaning] timeout`` plus this is failed.'),
+    cfg.BoolOpt('delete_orphaned_arqs', default=True,
+                help='Delete the ARQs (and free the devices) of instances '
+                     'that Nova answers 404 for. The ``[nova]`` '
+                     'credentials must be an administrator\'s (as for '
+                     'external events), or servers of other projects look '
+                     'deleted.'),
+]
+
 BINDING_GROUP = cfg.OptGroup('binding', title='ARQ binding')
 BINDING_OPTS = [
     cfg.IntOpt('workers', default=4, min=1,
@@ -176,6 +198,8 @@ def register_opts(conf):
     conf.register_opts(BINDING_OPTS, group=BINDING_GROUP.name)
     conf.register_group(_own(CLEANING_GROUP))
     conf.register_opts(CLEANING_OPTS, group=CLEANING_GROUP.name)
+    conf.register_group(_own(AUDIT_GROUP))
+    conf.register_opts(AUDIT_OPTS, group=AUDIT_GROUP.name)
 
 
 def new_conf(args=None, config_files=None):
@@ -210,4 +234,5 @@ def list_opts():
         (DISCOVERY_GROUP, DISCOVERY_OPTS),
         (BINDING_GROUP, BINDING_OPTS),
         (CLEANING_GROUP, CLEANING_OPTS),
+        (AUDIT_GROUP, AUDIT_OPTS),
     ]

@@ -1,0 +1,415 @@
+"""Periodic reconciliation of ARQs, attach handles and cleanings.
+
+Every state change of accel_backend is committed before the work it
+announces, and ``Binder.resume``/``Cleaner.start`` finish what a crash left
+half-done.  The audit is the safety net behind that for what can still
+drift: Nova deleting a server while nothing told us (its ARQs keep their
+devices forever), rows changed by hand or by an older release, a binding
+task lost without a crash, a cleaning step that hangs.  It runs every
+``[audit] interval`` seconds (``Service``) and repairs, for the ARQs and
+devices of its own host:
+
+``deleted_instances``
+    ARQs bound (or failed) for longer than ``[audit] grace_period`` whose
+    instance Nova answers 404 for (``GET /servers/<uuid>``): deleted,
+    releasing their devices.  Any other answer keeps them.  The ``[nova]``
+    credentials must be an administrator's (they already must be, to send
+    external events), or servers of other projects look deleted: set
+    ``[audit] delete_orphaned_arqs = false`` when they are not.
+``released_handles``
+    attach handles marked in use that no ARQ holds: released (``dirty`` or
+    ``available``, as a normal release).
+``unheld_handles``
+    handles held by an ARQ that is not ``Bound`` (``Initial``,
+    ``Unbound``, ``BindFailed``): released.
+``reclaimed_handles``
+    handles of ``Bound`` ARQs that are not marked in use (so that another
+    ARQ could claim them, or the cleaner reset them under a guest): marked
+    in use again.
+``failed_arqs``
+    ``Bound`` ARQs without a handle: ``BindFailed`` with a ``failed``
+    event to Nova.
+``requeued_bindings``
+    ARQs ``BindStarted`` for longer than ``grace_period``: handed to the
+    binder again (binding is idempotent).
+``requeued_cleanings``
+    handles ``dirty``, or ``cleaning`` for longer than ``[cleaning]
+    timeout`` + ``grace_period``, that the cleaner was not working on:
+    queued again.
+``stuck_cleanings``
+    handles ``cleaning`` for that long that the cleaner still works on
+    (the step hangs): ``clean_failed`` with the reason, so they stay out
+    of service and show up in the device's status; enabling the device
+    again retries.
+
+Every repair is a conditional write re-checked under the row lock, so an
+audit racing the API, the binder or the cleaner changes nothing they
+changed first.  ``Auditor.run`` returns an ``AuditReport`` and logs it.
+"""
+
+import dataclasses
+import datetime
+import threading
+
+from keystoneauth1 import exceptions as ks_exc
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from accel_backend.db import models
+from accel_backend import exception
+from accel_backend.objects import arq as arq_obj
+from accel_backend.objects import device as device_obj
+
+LOG = logging.getLogger(__name__)
+
+#: States of an ARQ that must not hold an attach handle.
+_HANDLE_LESS = (arq_obj.INITIAL, arq_obj.UNBOUND, arq_obj.BIND_FAILED)
+#: States of an ARQ whose instance is checked with Nova.
+_INSTANCE_STATES = (arq_obj.BOUND, arq_obj.BIND_FAILED,
+                    arq_obj.UNBIND_FAILED)
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _last_change(model):
+    return sa.func.coalesce(model.updated_at, model.created_at)
+
+
+def _write_lock(session):
+    """Take SQLite's write lock at the start of a repair transaction.
+
+    A read-then-write transaction on SQLite (WAL) fails with "database is
+    locked" when another connection wrote after its first read; a write
+    that matches nothing takes the lock up front, so every check below
+    sees the current rows.  PostgreSQL and MySQL lock the rows read
+    ``FOR UPDATE`` instead.
+    """
+    if session.get_bind().dialect.name == 'sqlite':
+        session.execute(sa.update(models.AttachHandle)
+                        .where(models.AttachHandle.id == -1)
+                        .values(in_use=models.AttachHandle.in_use)
+                        .execution_options(synchronize_session=False))
+
+
+@dataclasses.dataclass
+class AuditReport:
+    """What one audit run found and did (lists of UUIDs)."""
+
+    deleted_instances: list = dataclasses.field(default_factory=list)
+    deleted_arqs: list = dataclasses.field(default_factory=list)
+    released_handles: list = dataclasses.field(default_factory=list)
+    unheld_handles: list = dataclasses.field(default_factory=list)
+    reclaimed_handles: list = dataclasses.field(default_factory=list)
+    failed_arqs: list = dataclasses.field(default_factory=list)
+    requeued_bindings: list = dataclasses.field(default_factory=list)
+    requeued_cleanings: list = dataclasses.field(default_factory=list)
+    stuck_cleanings: list = dataclasses.field(default_factory=list)
+    #: ``(step, error)`` of steps that failed (the others still ran).
+    errors: list = dataclasses.field(default_factory=list)
+
+    REPAIRS = ('deleted_arqs', 'released_handles', 'unheld_handles',
+               'reclaimed_handles', 'failed_arqs', 'requeued_bindings',
+               'requeued_cleanings', 'stuck_cleanings')
+
+    def repairs(self):
+        """Number of repairs made (int)."""
+        return sum(len(getattr(self, f)) for f in self.REPAIRS)
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+    def __str__(self):
+        parts = ['%s=%d' % (f, len(getattr(self, f))) for f in self.REPAIRS
+                 if getattr(self, f)]
+        if self.errors:
+            parts.append('errors=%d' % len(self.errors))
+        return ', '.join(parts) or 'nothing to repair'
+
+
+class Auditor:
+    """Finds and repairs drift between ARQs, handles and cleanings.
+
+    :param db: ``accel_backend.db.api.Database``.
+    :param hostname: the host whose ARQs and devices are audited.
+    :param nova: keystoneauth1 ``Adapter`` of the compute API, or None
+        (then deleted instances are not looked for).
+    :param binder: the ``Binder`` (events, re-queued bindings), or None.
+    :param cleaner: the ``Cleaner``, or None.
+    :param grace_period: seconds a state must be old before the audit
+        acts on it (float).
+    :param cleaning_timeout: seconds a cleaning step may run
+        (``[cleaning] timeout``).
+    :param delete_orphaned_arqs: act on Nova's 404 (bool).
+    """
+
+    def __init__(self, db, hostname, nova=None, binder=None, cleaner=None,
+                 grace_period=600, cleaning_timeout=300,
+                 delete_orphaned_arqs=True):
+        self.db = db
+        self.hostname = hostname
+        self.nova = nova
+        self.binder = binder
+        self.cleaner = cleaner
+        self.grace_period = grace_period
+        self.cleaning_timeout = cleaning_timeout
+        self.delete_orphaned_arqs = delete_orphaned_arqs
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_service(cls, service):
+        conf = service.conf
+        return cls(service.db, conf.host, nova=service.notifier.adapter,
+                   binder=service.binder, cleaner=service.cleaner,
+                   grace_period=conf.audit.grace_period,
+                   cleaning_timeout=conf.cleaning.timeout,
+                   delete_orphaned_arqs=conf.audit.delete_orphaned_arqs)
+
+    def run(self):
+        """One audit; each step runs even when another failed.
+
+        :returns: ``AuditReport``.
+        """
+        report = AuditReport()
+        with self._lock:
+            for name, step in (
+                    ('deleted_instances', self._deleted_instances),
+                    ('handles', self._handles),
+                    ('bound_without_handle', self._bound_without_handle),
+                    ('stuck_bindings', self._stuck_bindings),
+                    ('cleanings', self._cleanings)):
+                try:
+                    step(report)
+                except Exception as e:
+                    LOG.exception('Audit step %s failed', name)
+                    report.errors.append((name, str(e)))
+        if report.repairs() or report.errors:
+            LOG.warning('Audit of %s: %s; %s', self.hostname, report,
+                        {k: v for k, v in report.as_dict().items() if v})
+        else:
+            LOG.info('Audit of %s: nothing to repair', self.hostname)
+        return report
+
+    # -- ARQs of deleted instances ----------------------------------------
+
+    def _instance_gone(self, instance_uuid):
+        """True only when Nova says 404 for the server."""
+        try:
+            resp = self.nova.get('/servers/%s' % instance_uuid,
+                                 raise_exc=False)
+        except ks_exc.ClientException as e:
+            LOG.warning('Audit: cannot ask Nova about instance %s: %s',
+                        instance_uuid, e)
+            return False
+        return resp.status_code == 404
+
+    def _deleted_instances(self, report):
+        if self.nova is None or not self.delete_orphaned_arqs:
+            return
+        cutoff = _utcnow() - datetime.timedelta(seconds=self.grace_period)
+        with self.db.transaction() as session:
+            instances = sorted(set(session.scalars(
+                sa.select(models.ARQ.instance_uuid).where(
+                    models.ARQ.hostname == self.hostname,
+                    models.ARQ.instance_uuid.isnot(None),
+                    models.ARQ.state.in_(_INSTANCE_STATES),
+                    _last_change(models.ARQ) < cutoff))))
+        for instance in instances:
+            if not self._instance_gone(instance):
+                continue
+            report.deleted_instances.append(instance)
+            with self.db.transaction() as session:
+                _write_lock(session)
+                for arq in arq_obj.list_(session, instance_uuid=instance):
+                    # Re-checked under the lock: an ARQ re-bound to
+                    # another instance meanwhile is left alone.
+                    arq = arq_obj.get(session, arq.uuid, for_update=True)
+                    if arq.instance_uuid != instance or \
+                            arq.hostname != self.hostname:
+                        continue
+                    LOG.warning('Audit: instance %s is gone from Nova; '
+                                'deleting its ARQ %s (%s)', instance,
+                                arq.uuid, arq.state)
+                    report.deleted_arqs.append(arq.uuid)
+                    arq_obj.delete(session, arq)
+
+    # -- attach handles ---------------------------------------------------
+
+    def _host_handles(self):
+        return (sa.select(models.AttachHandle)
+                .join(models.Deployable).join(models.Device)
+                .where(models.Device.hostname == self.hostname))
+
+    def _handles(self, report):
+        held = sa.select(models.ARQ.id).where(
+            models.ARQ.attach_handle_id == models.AttachHandle.id)
+        with self.db.transaction() as session:
+            _write_lock(session)
+            # In use, held by nobody.
+            for handle in session.scalars(self._host_handles().where(
+                    models.AttachHandle.in_use.is_(True),
+                    ~held.exists())).all():
+                # Conditional: a binder claiming it commits the claim and
+                # the ARQ together, so this sees both or neither.
+                session.refresh(handle, with_for_update=True)
+                if not handle.in_use or session.scalar(
+                        held.where(models.AttachHandle.id == handle.id)
+                        .exists().select()):
+                    continue
+                LOG.warning('Audit: attach handle %s %s is in use but no '
+                            'ARQ holds it; releasing it', handle.uuid,
+                            handle.attach_info)
+                device_obj.release_handle(session, handle)
+                report.released_handles.append(handle.uuid)
+            # Held by an ARQ that must not hold one.
+            for arq in session.scalars(
+                    sa.select(models.ARQ).where(
+                        models.ARQ.hostname.is_(None) |
+                        (models.ARQ.hostname == self.hostname),
+                        models.ARQ.attach_handle_id.isnot(None),
+                        models.ARQ.state.in_(_HANDLE_LESS))).all():
+                arq = arq_obj.get(session, arq.uuid, for_update=True)
+                if arq.state not in _HANDLE_LESS or \
+                        arq.attach_handle is None:
+                    continue
+                LOG.warning('Audit: ARQ %s is %s but holds attach handle '
+                            '%s; releasing it', arq.uuid, arq.state,
+                            arq.attach_handle.uuid)
+                report.unheld_handles.append(arq.attach_handle.uuid)
+                arq_obj.release(arq)
+            # Held by a Bound ARQ but not marked in use.
+            for arq in session.scalars(
+                    sa.select(models.ARQ)
+                    .join(models.AttachHandle,
+                          models.ARQ.attach_handle_id ==
+                          models.AttachHandle.id)
+                    .where(models.ARQ.hostname == self.hostname,
+                           models.ARQ.state == arq_obj.BOUND,
+                           models.AttachHandle.in_use.is_(False))).all():
+                result = session.execute(
+                    sa.update(models.AttachHandle)
+                    .where(models.AttachHandle.id == arq.attach_handle_id,
+                           models.AttachHandle.in_use.is_(False))
+                    .values(in_use=True, state=device_obj.BOUND,
+                            state_reason=None)
+                    .execution_options(synchronize_session=False))
+                if result.rowcount == 1:
+                    LOG.warning('Audit: attach handle %s of Bound ARQ %s '
+                                'was not marked in use; it is again',
+                                arq.attach_handle.uuid, arq.uuid)
+                    report.reclaimed_handles.append(arq.attach_handle.uuid)
+
+    # -- ARQs ---------------------------------------------------------------
+
+    def _bound_without_handle(self, report):
+        with self.db.transaction() as session:
+            _write_lock(session)
+            uuids = list(session.scalars(
+                sa.select(models.ARQ.uuid).where(
+                    models.ARQ.hostname == self.hostname,
+                    models.ARQ.state == arq_obj.BOUND,
+                    models.ARQ.attach_handle_id.is_(None))))
+            for arq_uuid in uuids:
+                arq = arq_obj.get(session, arq_uuid, for_update=True)
+                if arq.state != arq_obj.BOUND or \
+                        arq.attach_handle_id is not None:
+                    continue
+                LOG.warning('Audit: ARQ %s of instance %s is Bound without '
+                            'an attach handle; marking it BindFailed',
+                            arq.uuid, arq.instance_uuid)
+                arq.state = arq_obj.BIND_FAILED
+                arq.pending_event = 'failed'
+                report.failed_arqs.append(arq.uuid)
+        if report.failed_arqs and self.binder is not None:
+            self.binder.deliver(report.failed_arqs)
+
+    def _stuck_bindings(self, report):
+        if self.binder is None:
+            return
+        cutoff = _utcnow() - datetime.timedelta(seconds=self.grace_period)
+        with self.db.transaction() as session:
+            uuids = list(session.scalars(
+                sa.select(models.ARQ.uuid).where(
+                    models.ARQ.hostname == self.hostname,
+                    models.ARQ.state == arq_obj.BIND_STARTED,
+                    _last_change(models.ARQ) < cutoff)))
+        if uuids:
+            LOG.warning('Audit: %d ARQs have been BindStarted for more '
+                        'than %s s; binding them again', len(uuids),
+                        self.grace_period)
+            report.requeued_bindings.extend(uuids)
+            self.binder.submit(uuids)
+
+    # -- cleanings ----------------------------------------------------------
+
+    def _cleanings(self, report):
+        cutoff = _utcnow() - datetime.timedelta(
+            seconds=self.cleaning_timeout + self.grace_period)
+        with self.db.transaction() as session:
+            stale = {h.uuid: h.state for h in session.scalars(
+                self._host_handles().where(
+                    models.AttachHandle.in_use.is_(False),
+                    models.AttachHandle.state.in_(
+                        (device_obj.DIRTY, device_obj.CLEANING)),
+                    _last_change(models.AttachHandle) < cutoff))}
+        if not stale:
+            return
+        queued = set(self.cleaner.submit_pending()) if self.cleaner else set()
+        for handle_uuid, state in sorted(stale.items()):
+            if handle_uuid in queued:
+                LOG.warning('Audit: attach handle %s was %s for too long; '
+                            'queued for cleaning again', handle_uuid, state)
+                report.requeued_cleanings.append(handle_uuid)
+                continue
+            if state != device_obj.CLEANING:
+                continue
+            # Still being cleaned after timeout + grace: the step hangs.
+            reason = ('cleaning did not finish within %d s' %
+                      (self.cleaning_timeout + self.grace_period))
+            with self.db.transaction() as session:
+                result = session.execute(
+                    sa.update(models.AttachHandle)
+                    .where(models.AttachHandle.uuid == handle_uuid,
+                           models.AttachHandle.in_use.is_(False),
+                           models.AttachHandle.state == device_obj.CLEANING,
+                           _last_change(models.AttachHandle) < cutoff)
+                    .values(state=device_obj.CLEAN_FAILED,
+                            state_reason=reason)
+                    .execution_options(synchronize_session=False))
+            if result.rowcount == 1:
+                LOG.error('Audit: cleaning of attach handle %s hangs; '
+                          'marked clean_failed (enable the device to '
+                          'retry)', handle_uuid)
+                report.stuck_cleanings.append(handle_uuid)
+
+
+class AuditLoop:
+    """Runs ``auditor.run`` every ``interval`` seconds in a thread (the
+    first run one interval after ``start``)."""
+
+    def __init__(self, auditor, interval):
+        self.auditor = auditor
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = None
+        self.last_report = None
+
+    def start(self):
+        if not self.interval:
+            return
+        self._thread = threading.Thread(target=self._loop, daemon=True,
+                                        name='accel-audit')
+        self._thread.start()
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            try:
+                self.last_report = self.auditor.run()
+            except Exception:  # never let the thread die
+                LOG.exception('Audit failed')
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

@@ -1,0 +1,401 @@
+"""The periodic audit (``accel_backend.audit``): one test per repair.
+
+The database is accel_backend's own (SQLite file) with the two T4s of the
+recorded ``two-gpus`` tree; Nova is a WSGI stub served with wsgi-intercept
+answering ``GET /v2.1/servers/<uuid>`` with a per-server status; events go
+to ``FakeNotifier``.  Drift is made by writing rows directly, as a crash,
+an older release or an operator would leave them.
+"""
+
+import datetime
+
+import fixtures
+from oslo_utils import uuidutils
+import sqlalchemy as sa
+import webob
+import webob.dec
+from wsgi_intercept import interceptor
+
+from accel_backend import audit
+from accel_backend.db import models
+from accel_backend.objects import arq as arq_obj
+from accel_backend.objects import device as device_obj
+from accel_backend import service as service_mod
+from tests.unit.accel_backend import base
+from tests.unit.accel_backend import test_binder
+
+HOST = test_binder.HOST
+NOVA_URL = 'http://nova-audit.test:8774'
+GRACE = 60
+
+
+class NovaServers:
+    """``GET /v2.1/servers/<uuid>``: ``codes[uuid]`` (default 200)."""
+
+    def __init__(self):
+        self.codes = {}
+        self.asked = []
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        prefix = '/v2.1/servers/'
+        if req.method != 'GET' or not req.path.startswith(prefix):
+            return webob.Response(status=404)
+        server = req.path[len(prefix):]
+        self.asked.append(server)
+        code = self.codes.get(server, 200)
+        body = ({'server': {'id': server, 'status': 'ACTIVE'}}
+                if code == 200 else {'error': code})
+        return webob.Response(status=code, json_body=body)
+
+
+class FakeCleaner:
+    """``submit_pending`` as a cleaner whose workers are all busy with
+    ``busy`` (those are not queued again) and queue everything else."""
+
+    def __init__(self, db, busy=()):
+        self.db = db
+        self.busy = set(busy)
+        self.calls = 0
+
+    def submit_pending(self):
+        self.calls += 1
+        with self.db.transaction() as session:
+            todo = device_obj.handles_to_clean(session, HOST)
+        return [u for u in todo if u not in self.busy]
+
+
+class AuditTestBase(test_binder.BinderTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.nova = NovaServers()
+        self.useFixture(fixtures.MockPatchObject(
+            audit.LOG, 'warning'))
+        icpt = interceptor.RequestsInterceptor(lambda: self.nova,
+                                               url=NOVA_URL)
+        icpt.install_intercept()
+        self.addCleanup(icpt.uninstall_intercept)
+        self.cleaner = FakeCleaner(self.db)
+        self.auditor = self.make_auditor()
+
+    def make_auditor(self, **kw):
+        kw.setdefault('nova', test_binder.nova_adapter(NOVA_URL + '/v2.1'))
+        kw.setdefault('binder', self.binder)
+        kw.setdefault('cleaner', self.cleaner)
+        kw.setdefault('grace_period', GRACE)
+        kw.setdefault('cleaning_timeout', 30)
+        return audit.Auditor(self.db, HOST, **kw)
+
+    def bound(self, rp=None, instance=None):
+        (arq,) = self.new_arqs()
+        instance, _ = self.start(arq, rp or self.af, instance=instance)
+        self.assertEqual('Bound', self.binder.bind_one(arq))
+        return arq, instance
+
+    def age_arq(self, arq_uuid, seconds=GRACE * 2):
+        old = audit._utcnow() - datetime.timedelta(seconds=seconds)
+        with self.db.transaction() as session:
+            session.execute(sa.update(models.ARQ).where(
+                models.ARQ.uuid == arq_uuid).values(updated_at=old))
+
+    def handle_of(self, arq_uuid):
+        with self.db.transaction() as session:
+            arq = arq_obj.get(session, arq_uuid)
+            return arq.attach_handle.uuid if arq.attach_handle else None
+
+    def handle(self, handle_uuid):
+        with self.db.transaction() as session:
+            h = device_obj.get_handle(session, handle_uuid)
+            return h.in_use, h.state, h.state_reason
+
+    def set_handle(self, handle_uuid, age=None, **values):
+        if age is not None:
+            values['updated_at'] = audit._utcnow() - datetime.timedelta(
+                seconds=age)
+        with self.db.transaction() as session:
+            session.execute(sa.update(models.AttachHandle).where(
+                models.AttachHandle.uuid == handle_uuid).values(**values))
+
+    def set_arq(self, arq_uuid, **values):
+        with self.db.transaction() as session:
+            session.execute(sa.update(models.ARQ).where(
+                models.ARQ.uuid == arq_uuid).values(**values))
+
+    def arq_exists(self, arq_uuid):
+        with self.db.transaction() as session:
+            return session.scalar(sa.select(models.ARQ.id).where(
+                models.ARQ.uuid == arq_uuid)) is not None
+
+    def af_handle(self):
+        with self.db.transaction() as session:
+            return session.scalar(
+                sa.select(models.AttachHandle.uuid)
+                .join(models.Deployable)
+                .where(models.Deployable.rp_uuid == self.af))
+
+
+class TestDeletedInstances(AuditTestBase):
+
+    def test_arqs_of_deleted_instance_deleted_and_device_freed(self):
+        arq, instance = self.bound()
+        handle = self.handle_of(arq)
+        self.age_arq(arq)
+        self.nova.codes[instance] = 404
+        report = self.auditor.run()
+        self.assertEqual([instance], report.deleted_instances)
+        self.assertEqual([arq], report.deleted_arqs)
+        self.assertFalse(self.arq_exists(arq))
+        # generic_pci needs no cleaning: offered again at once.
+        self.assertEqual((False, 'available', None), self.handle(handle))
+        self.assertEqual(1, report.repairs())
+        self.assertIn('deleted_arqs=1', str(report))
+
+    def test_live_instance_kept(self):
+        arq, instance = self.bound()
+        self.age_arq(arq)
+        report = self.auditor.run()
+        self.assertEqual([instance], self.nova.asked)
+        self.assertEqual([], report.deleted_arqs)
+        self.assertTrue(self.arq_exists(arq))
+        self.assertEqual('nothing to repair', str(report))
+
+    def test_nova_errors_keep_arqs(self):
+        arq, instance = self.bound()
+        self.age_arq(arq)
+        for code in (500, 503, 403, 401):
+            self.nova.codes[instance] = code
+            report = self.auditor.run()
+            self.assertEqual([], report.deleted_arqs)
+            self.assertTrue(self.arq_exists(arq))
+
+    def test_nova_unreachable_keeps_arqs(self):
+        arq, instance = self.bound()
+        self.age_arq(arq)
+        auditor = self.make_auditor(nova=test_binder.nova_adapter(
+            'http://127.0.0.1:9/v2.1'))
+        report = auditor.run()
+        self.assertEqual([], report.deleted_arqs)
+        self.assertEqual([], report.errors)
+        self.assertTrue(self.arq_exists(arq))
+
+    def test_recent_binding_not_checked(self):
+        arq, instance = self.bound()
+        self.nova.codes[instance] = 404
+        report = self.auditor.run()
+        self.assertEqual([], self.nova.asked)
+        self.assertEqual([], report.deleted_arqs)
+        self.assertTrue(self.arq_exists(arq))
+
+    def test_bind_failed_arqs_of_deleted_instance_deleted(self):
+        (arq,) = self.new_arqs()
+        instance, _ = self.start(arq, uuidutils.generate_uuid())
+        self.assertEqual('BindFailed', self.binder.bind_one(arq))
+        self.age_arq(arq)
+        self.nova.codes[instance] = 404
+        self.assertEqual([arq], self.auditor.run().deleted_arqs)
+
+    def test_other_hosts_and_unbound_arqs_ignored(self):
+        other, _ = self.bound()
+        self.set_arq(other, hostname='compute2')
+        self.age_arq(other)
+        (initial,) = self.new_arqs()
+        self.age_arq(initial)
+        self.auditor.run()
+        self.assertEqual([], self.nova.asked)
+        self.assertTrue(self.arq_exists(other))
+        self.assertTrue(self.arq_exists(initial))
+
+    def test_disabled(self):
+        arq, instance = self.bound()
+        self.age_arq(arq)
+        self.nova.codes[instance] = 404
+        report = self.make_auditor(delete_orphaned_arqs=False).run()
+        self.assertEqual([], self.nova.asked)
+        self.assertEqual([], report.deleted_arqs)
+        self.assertTrue(self.arq_exists(arq))
+
+    def test_one_question_per_instance(self):
+        a, instance = self.bound(rp=self.af)
+        b, _ = self.bound(rp=self.d8, instance=instance)
+        self.age_arq(a)
+        self.age_arq(b)
+        self.nova.codes[instance] = 404
+        report = self.auditor.run()
+        self.assertEqual([instance], self.nova.asked)
+        self.assertEqual(sorted([a, b]), sorted(report.deleted_arqs))
+
+
+class TestHandles(AuditTestBase):
+
+    def test_handle_in_use_without_arq_released(self):
+        handle = self.af_handle()
+        self.set_handle(handle, in_use=True, state='bound')
+        report = self.auditor.run()
+        self.assertEqual([handle], report.released_handles)
+        self.assertEqual((False, 'available', None), self.handle(handle))
+        # Bindable again.
+        self.bound(rp=self.af)
+
+    def test_released_handle_that_needs_cleaning_goes_dirty(self):
+        handle = self.af_handle()
+        with self.db.transaction() as session:
+            session.execute(sa.update(models.Deployable).where(
+                models.Deployable.rp_uuid == self.af).values(cleaning='flr'))
+        self.set_handle(handle, in_use=True, state='bound')
+        self.assertEqual([handle], self.auditor.run().released_handles)
+        self.assertEqual((False, 'dirty', None), self.handle(handle))
+
+    def test_handle_of_bound_arq_kept(self):
+        arq, _ = self.bound()
+        report = self.auditor.run()
+        self.assertEqual(0, report.repairs())
+        self.assertEqual((True, 'bound', None),
+                         self.handle(self.handle_of(arq)))
+
+    def test_handle_held_by_failed_arq_released(self):
+        arq, _ = self.bound()
+        handle = self.handle_of(arq)
+        self.set_arq(arq, state='BindFailed')
+        report = self.auditor.run()
+        self.assertEqual([handle], report.unheld_handles)
+        self.assertIsNone(self.handle_of(arq))
+        self.assertEqual('BindFailed', self.state(arq))
+        self.assertEqual((False, 'available', None), self.handle(handle))
+
+    def test_bound_arq_handle_not_in_use_reclaimed(self):
+        arq, _ = self.bound()
+        handle = self.handle_of(arq)
+        self.set_handle(handle, in_use=False, state='available')
+        report = self.auditor.run()
+        self.assertEqual([handle], report.reclaimed_handles)
+        self.assertEqual((True, 'bound', None), self.handle(handle))
+        # Nobody else can claim it now.
+        (other,) = self.new_arqs()
+        self.start(other, self.af)
+        self.assertEqual('BindFailed', self.binder.bind_one(other))
+
+
+class TestBoundWithoutHandle(AuditTestBase):
+
+    def test_marked_failed_and_nova_told(self):
+        arq, instance = self.bound()
+        handle = self.handle_of(arq)
+        self.set_arq(arq, attach_handle_id=None, pending_event=None)
+        self.set_handle(handle, in_use=False, state='available')
+        report = self.auditor.run()
+        self.assertEqual([arq], report.failed_arqs)
+        self.assertEqual('BindFailed', self.state(arq))
+        self.assertTrue(self.binder.wait_idle())
+        self.assertIn((instance, arq, 'failed'), self.notifier.sent)
+        self.assertIsNone(self.arq(arq)[1])
+        # Nothing left on a second run.
+        self.assertEqual(0, self.auditor.run().repairs())
+
+
+class TestStuckBindings(AuditTestBase):
+
+    def test_old_bind_started_bound_again(self):
+        (arq,) = self.new_arqs()
+        instance, _ = self.start(arq, self.af)
+        # The task was lost (nothing called bind_one).
+        report = self.auditor.run()
+        self.assertEqual([], report.requeued_bindings)
+        self.age_arq(arq)
+        report = self.auditor.run()
+        self.assertEqual([arq], report.requeued_bindings)
+        self.assertTrue(self.binder.wait_idle())
+        self.assertEqual('Bound', self.state(arq))
+        self.assertIn((instance, arq, 'completed'), self.notifier.sent)
+
+
+class TestCleanings(AuditTestBase):
+
+    def test_stale_cleaning_requeued(self):
+        handle = self.af_handle()
+        self.set_handle(handle, state='cleaning', age=GRACE + 31)
+        report = self.auditor.run()
+        self.assertEqual([handle], report.requeued_cleanings)
+        self.assertEqual(1, self.cleaner.calls)
+
+    def test_recent_cleaning_left_alone(self):
+        handle = self.af_handle()
+        self.set_handle(handle, state='cleaning', age=GRACE)
+        report = self.auditor.run()
+        self.assertEqual(0, report.repairs())
+        self.assertEqual(0, self.cleaner.calls)
+
+    def test_stale_dirty_requeued(self):
+        handle = self.af_handle()
+        self.set_handle(handle, state='dirty', age=GRACE + 31)
+        self.assertEqual([handle], self.auditor.run().requeued_cleanings)
+
+    def test_hanging_cleaning_failed(self):
+        handle = self.af_handle()
+        self.cleaner.busy.add(handle)
+        self.set_handle(handle, state='cleaning', age=GRACE + 31)
+        report = self.auditor.run()
+        self.assertEqual([handle], report.stuck_cleanings)
+        in_use, state, reason = self.handle(handle)
+        self.assertEqual('clean_failed', state)
+        self.assertIn('did not finish within 90 s', reason)
+        # The hung step finishing later changes nothing.
+        with self.db.transaction() as session:
+            device_obj.finish_cleaning(session, handle)
+        self.assertEqual('clean_failed', self.handle(handle)[1])
+
+    def test_real_cleaner_finishes_requeued_cleaning(self):
+        from accel_backend import cleaning
+        conf = base.make_conf(self)
+        cleaner = cleaning.Cleaner(self.db, None, conf, HOST)
+        cleaner.start()
+        self.addCleanup(cleaner.stop)
+        handle = self.af_handle()
+        self.set_handle(handle, state='cleaning', age=GRACE + 31)
+        report = self.make_auditor(cleaner=cleaner).run()
+        self.assertIn(report.requeued_cleanings, ([handle], []))
+        self.assertTrue(cleaner.wait_idle())
+        self.assertEqual((False, 'available', None), self.handle(handle))
+
+
+class TestRun(AuditTestBase):
+
+    def test_failing_step_does_not_stop_the_others(self):
+        handle = self.af_handle()
+        self.set_handle(handle, in_use=True, state='bound')
+
+        def boom(report):
+            raise RuntimeError('boom')
+        self.useFixture(fixtures.MockPatchObject(
+            self.auditor, '_deleted_instances', boom))
+        self.useFixture(fixtures.MockPatchObject(audit.LOG, 'exception'))
+        report = self.auditor.run()
+        self.assertEqual([('deleted_instances', 'boom')], report.errors)
+        self.assertEqual([handle], report.released_handles)
+
+    def test_service_runs_audit_periodically(self):
+        conf = base.make_conf(
+            self, DEFAULT={'host': HOST}, audit={'interval': 1},
+            placement={'auth_type': 'admin_token', 'token': 'admin',
+                       'endpoint': 'http://127.0.0.1:9'},
+            nova={'auth_type': 'admin_token', 'token': 'admin',
+                  'endpoint': 'http://127.0.0.1:9'},
+            discovery={'report_interval': 3600})
+        self.assertEqual(600, conf.audit.grace_period)
+        self.assertTrue(conf.audit.delete_orphaned_arqs)
+        svc = service_mod.Service(conf)
+        calls = []
+        svc.auditor.run = lambda: calls.append(1) or audit.AuditReport()
+        svc.start()
+        self.addCleanup(svc.stop)
+        deadline = datetime.datetime.now() + datetime.timedelta(seconds=10)
+        while not calls and datetime.datetime.now() < deadline:
+            svc._stop.wait(0.1)
+        self.assertTrue(calls)
+        self.assertEqual(1, svc._audit_loop.interval)
+
+    def test_interval_zero_disables(self):
+        loop = audit.AuditLoop(self.auditor, 0)
+        loop.start()
+        self.assertIsNone(loop._thread)
+        loop.stop()
