@@ -25,7 +25,8 @@ def main(argv=None):
     logging.setup(conf, 'accel-backend')
     svc = service_mod.Service(conf)
     server = cheroot_wsgi.Server((conf.api.host_ip, conf.api.port), svc.app,
-                                numthreads=conf.api.workers)
+                                numthreads=conf.api.workers,
+                                request_queue_size=conf.api.backlog)
 
     def _stop(signum, frame):
         LOG.info('Signal %d: stopping', signum)

@@ -32,6 +32,9 @@ API_OPTS = [
                 help='Port the API server listens on (Cyborg uses 6666).'),
     cfg.IntOpt('workers', default=8, min=1,
                help='Threads of the WSGI server.'),
+    cfg.IntOpt('backlog', default=128, min=1,
+               help='Connections the listening socket queues while every '
+                    'worker is busy; beyond it new connections are reset.'),
     cfg.StrOpt('auth_strategy', default='keystone',
                choices=[('keystone', 'keystonemiddleware auth_token'),
                         ('noauth', 'no authentication: identity comes from '
