@@ -35,16 +35,65 @@ def base_url(req):
     return req.application_url + '/v2'
 
 
+#: Deepest nesting of arrays/objects a request body may have (ours need
+#: 4); deeper ones are refused before JSON schema recurses into them.
+MAX_JSON_DEPTH = 32
+
+
+def _body_problem(body, limit=MAX_JSON_DEPTH):
+    """Why ``body`` cannot be used, or None: containers nested deeper
+    than ``limit``, a string holding a lone UTF-16 surrogate (JSON's
+    ``"\\ud800"`` escape decodes to one; no database driver can store
+    it) or a NUL character (PostgreSQL refuses it).  Iterative: a
+    hostile body cannot exhaust the stack here."""
+    stack = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            children = ()
+            strings = (value,)
+        elif isinstance(value, dict):
+            children = value.values()
+            strings = value.keys()
+        elif isinstance(value, list):
+            children = value
+            strings = ()
+        else:
+            continue
+        if depth > limit:
+            return 'nested deeper than %d levels' % limit
+        for text in strings:
+            try:
+                text.encode('utf-8')
+            except UnicodeEncodeError:
+                return 'a string holds a lone surrogate (%r)' % text[:40]
+            if '\x00' in text:
+                return 'a string holds a NUL character (%r)' % text[:40]
+        stack.extend((c, depth + 1) for c in children
+                     if isinstance(c, (dict, list, str)))
+    return None
+
+
 def json_body(req, schema):
     """Parse and validate the JSON body.
 
-    :raises InvalidJSON: not JSON.
+    A body nested so deeply that Python's JSON decoder runs out of stack
+    (about 1,000 levels, fewer inside the WSGI stack), or deeper than
+    ``MAX_JSON_DEPTH``, or with a lone surrogate in a string, is a 400,
+    never a 500.
+
+    :raises InvalidJSON: not JSON, nested too deeply, lone surrogates.
     :raises SchemaValidationError: fails ``schema``.
     """
     try:
         body = json.loads(req.body or b'null')
     except (ValueError, UnicodeDecodeError) as e:
         raise exception.InvalidJSON(reason=str(e))
+    except RecursionError:
+        raise exception.InvalidJSON(reason='nested too deeply')
+    problem = _body_problem(body)
+    if problem:
+        raise exception.InvalidJSON(reason=problem)
     schemas.validate(schema, body)
     return body
 

@@ -51,6 +51,20 @@ def _error_response(req, err, version=None):
     return resp
 
 
+def _bad_url(req):
+    """Why the request's path or query cannot be read, or None: not
+    UTF-8 (webob raises UnicodeDecodeError on first use), or NUL
+    characters (PostgreSQL refuses them in strings)."""
+    try:
+        parts = [req.path_info] + [
+            text for item in req.GET.items() for text in item]
+    except UnicodeDecodeError:
+        return 'the URL is not valid UTF-8'
+    if any('\x00' in text for text in parts):
+        return 'the URL holds a NUL character'
+    return None
+
+
 class AccelApp:
     """Dispatches requests to the handlers of ``routes.ROUTES``.
 
@@ -71,6 +85,12 @@ class AccelApp:
     @webob.dec.wsgify
     def __call__(self, req):
         version = None
+        bad_url = _bad_url(req)
+        if bad_url:
+            # Before anything reads req.path or req.GET (logging
+            # included): they would raise UnicodeDecodeError.
+            return _error_response(req, exception.BadRequest(
+                reason=bad_url))
         try:
             version = microversion.from_headers(req.headers)
             match = self.mapper.match(environ=req.environ)

@@ -17,15 +17,31 @@ from accel_backend.objects import attribute as attr_obj
 from accel_backend.policies import attribute as attr_policy
 
 _INT = re.compile(r'[0-9]{1,18}')
+#: Largest id a database integer column holds (SQLite, BIGINT).
+_MAX_ID = 2 ** 63 - 1
 
 
 def _deployable_ident(value):
     """A ``deployable_id`` value: int id, or UUID str.
 
+    JSON schema calls ``1.0`` an integer too, and JSON integers have no
+    size limit: both reach here and must not reach the database as such
+    (a float fails the regex below, a huge int overflows SQLite's
+    driver), so integral floats become ints and ids out of range are a
+    400.
+
     :raises BadRequest: neither.
     """
-    if isinstance(value, int):
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 1 <= value <= _MAX_ID:
+            raise exception.BadRequest(
+                reason='deployable_id %d is out of range' % value)
         return value
+    if not isinstance(value, str):
+        raise exception.BadRequest(
+            reason='deployable_id must be an integer or a UUID')
     if _INT.fullmatch(value):
         return int(value)
     return util.check_uuid(value)

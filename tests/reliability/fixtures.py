@@ -1,0 +1,372 @@
+"""Servers and stubs of the reliability tests.
+
+Built on ``tests.functional.fixtures.servers`` (Placement under gunicorn,
+process helpers):
+
+``ControlledNova``
+    a Nova stub on a loopback port whose answers a test steers: slow
+    (``delay``), a whole-request status (``fail_status`` for the next
+    ``fail_count`` posts), per-event 422 (``refuse_422`` posts), down
+    (``stop()``: nothing listens on its port until ``start()``), and
+    ``GET /servers/<uuid>`` (404 for ``gone``).  It records every
+    attempt and every accepted event.
+``AccelProcess``
+    ``accel-backend`` as a process on its own config (any sysfs tree and
+    options), which a test can ``kill()`` (SIGKILL) and ``restart()`` on
+    the same database and port.
+``InProcessService``
+    an accel_backend ``Service`` in this process with discovered devices
+    and no Placement (hostile-input tests call ``service.app``).
+"""
+
+import contextlib
+import json
+import os
+import signal
+import socketserver
+import sqlite3
+import textwrap
+import threading
+import time
+from wsgiref import simple_server
+
+import fixtures
+import requests
+
+from accel_backend import conf as accel_conf
+from accel_backend.discovery import drivers as drivers_mod
+from accel_backend.objects import device as device_obj
+from accel_backend import service as service_mod
+from tests.functional.fixtures import servers
+from tests.unit.accel_backend import sysfs_tree
+
+HOST = servers.HOST
+#: The GPUs ``sysfs_tree.many_gpus`` writes (NVIDIA 10de:20b5).
+MANY_GPUS_SPEC = {'vendor_id': '10de', 'product_id': '20b5',
+                  'resource_class': 'PGPU', 'traits': ['CUSTOM_A100'],
+                  'device_type': 'GPU'}
+ADMIN = {'X-Auth-Token': 'admin'}
+
+
+def write_many_gpus(root, count):
+    """A sysfs tree with ``count`` GPUs; returns their PCI addresses."""
+    return sysfs_tree.many_gpus(root, count)
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class _ThreadedServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class ControlledNova(fixtures.Fixture):
+    """Nova's external events API and server lookups, steerable.
+
+    :ivar endpoint: ``http://127.0.0.1:<port>/v2.1`` (the same across
+        ``stop()``/``start()``).
+    """
+
+    MAX_MICROVERSION = '2.96'
+
+    def __init__(self, port=None):
+        super().__init__()
+        self.port = port or servers.free_port()
+        self.endpoint = 'http://127.0.0.1:%d/v2.1' % self.port
+
+    def _setUp(self):
+        self.lock = threading.Lock()
+        self.delay = 0.0
+        self.fail_status = None
+        self.fail_count = 0
+        self.refuse_422 = 0
+        self.gone = set()
+        self.attempts = []      # (monotonic time, status, [tags])
+        self.accepted = []      # event dicts answered 200
+        self._server = None
+        self._thread = None
+        self.start()
+        self.addCleanup(self.stop)
+
+    def start(self):
+        if self._server is not None:
+            return
+        self._server = simple_server.make_server(
+            '127.0.0.1', self.port, self._app, server_class=_ThreadedServer,
+            handler_class=_QuietHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        name='nova-stub', daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        """Nothing listens on the port until ``start()``."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(10)
+        self._server = self._thread = None
+
+    def _version(self):
+        return {'id': 'v2.1', 'status': 'CURRENT',
+                'version': self.MAX_MICROVERSION, 'min_version': '2.1',
+                'links': [{'rel': 'self', 'href': self.endpoint + '/'}]}
+
+    def _app(self, environ, start_response):
+        method = environ['REQUEST_METHOD']
+        path = environ.get('PATH_INFO', '').rstrip('/')
+        status, body = 404, {'itemNotFound': {'code': 404,
+                                              'message': 'not found'}}
+        if method == 'GET' and path in ('', '/v2.1'):
+            status, body = 200, {'versions': [self._version()]}
+        elif method == 'POST' and path == '/v2.1/os-server-external-events':
+            size = int(environ.get('CONTENT_LENGTH') or 0)
+            events = json.loads(environ['wsgi.input'].read(size))['events']
+            if self.delay:
+                time.sleep(self.delay)
+            with self.lock:
+                tags = [e['tag'] for e in events]
+                if self.fail_count > 0:
+                    self.fail_count -= 1
+                    status, body = self.fail_status, {'error': 'injected'}
+                elif self.refuse_422 > 0:
+                    self.refuse_422 -= 1
+                    status, body = 207, {'events': [dict(e, code=422)
+                                                    for e in events]}
+                else:
+                    self.accepted.extend(events)
+                    status, body = 200, {'events': [dict(e, code=200)
+                                                    for e in events]}
+                self.attempts.append((time.monotonic(), status, tags))
+        elif method == 'GET' and path.startswith('/v2.1/servers/'):
+            server = path[len('/v2.1/servers/'):]
+            if server not in self.gone:
+                status, body = 200, {'server': {'id': server,
+                                                'status': 'ACTIVE'}}
+        data = json.dumps(body).encode()
+        start_response('%d X' % status,
+                       [('Content-Type', 'application/json'),
+                        ('Content-Length', str(len(data))),
+                        ('OpenStack-API-Version',
+                         'compute ' + self.MAX_MICROVERSION)])
+        return [data]
+
+    def events_by_tag(self):
+        """``{arq_uuid: [status, ...]}`` of the accepted events."""
+        with self.lock:
+            out = {}
+            for ev in self.accepted:
+                out.setdefault(ev['tag'], []).append(ev['status'])
+            return out
+
+
+class AccelProcess(servers._Process):
+    """``accel-backend`` on its own config; restartable.
+
+    :param options: ``{group: {option: value}}`` added to the config
+        (lists are written one line per value).
+    """
+
+    MUST_STOP_ON_SIGTERM = True
+
+    def __init__(self, placement_endpoint, nova_endpoint, sysfs_root,
+                 specs, options=None):
+        super().__init__()
+        self.placement_endpoint = placement_endpoint
+        self.nova_endpoint = nova_endpoint
+        self.sysfs_root = sysfs_root
+        self.specs = specs
+        self.options = options or {}
+        self.starts = 0
+
+    def _setUp(self):
+        self.tmpdir = self.useFixture(fixtures.TempDir()).path
+        self.port = servers.free_port()
+        self.root = 'http://127.0.0.1:%d' % self.port
+        self.endpoint = self.root + '/v2'
+        self.db_path = os.path.join(self.tmpdir, 'accel.sqlite')
+        self.config_file = os.path.join(self.tmpdir, 'accel-backend.conf')
+        sections = {
+            'DEFAULT': {'host': HOST, 'state_path': self.tmpdir},
+            'api': {'host_ip': '127.0.0.1', 'port': self.port,
+                    'auth_strategy': 'noauth'},
+            'database': {'connection': 'sqlite:///' + self.db_path},
+            'discovery': {'sysfs_root': self.sysfs_root,
+                          'report_interval': 0,
+                          'device_spec': [json.dumps(s)
+                                          for s in self.specs]},
+            'placement': {'auth_type': 'admin_token', 'token': 'admin',
+                          'endpoint': self.placement_endpoint,
+                          'endpoint_override': self.placement_endpoint},
+            'nova': {'auth_type': 'admin_token', 'token': 'admin',
+                     'endpoint': self.nova_endpoint,
+                     'endpoint_override': self.nova_endpoint,
+                     'event_retry_interval': 0.1,
+                     'event_retry_timeout': 120},
+            'audit': {'interval': 0},
+        }
+        for group, opts in self.options.items():
+            sections.setdefault(group, {}).update(opts)
+        lines = []
+        for group, opts in sections.items():
+            lines.append('[%s]' % group)
+            for key, value in opts.items():
+                for v in value if isinstance(value, list) else [value]:
+                    lines.append('%s = %s' % (key, v))
+        with open(self.config_file, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        servers.run([servers.venv_program('accel-backend-manage'),
+                     '--config-file', self.config_file, 'db', 'sync'],
+                    env=servers.code_env())
+        self.start()
+
+    def start(self):
+        """Start (again) on the same database and port; returns seconds
+        until the API answered."""
+        self.starts += 1
+        t0 = time.monotonic()
+        self.start_process(
+            'accel-backend-%d' % self.starts,
+            [servers.venv_program('accel-backend'), '--config-file',
+             self.config_file],
+            servers.code_env(), self.endpoint, self.tmpdir)
+        return time.monotonic() - t0
+
+    def kill(self):
+        """SIGKILL: no shutdown code runs."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def all_logs(self):
+        out = []
+        for n in range(1, self.starts + 1):
+            path = os.path.join(self.tmpdir, 'accel-backend-%d.log' % n)
+            with open(path, 'rb') as f:
+                out.append('--- start %d ---\n%s' % (
+                    n, f.read().decode('utf-8', 'replace')))
+        return '\n'.join(out)
+
+    # -- API ------------------------------------------------------------
+
+    def request(self, method, path, body=None, expect=(200,)):
+        resp = requests.request(method, self.root + path, json=body,
+                                headers=ADMIN, timeout=30)
+        if resp.status_code not in expect:
+            raise AssertionError('%s %s: %s %s' % (
+                method, path, resp.status_code, resp.text))
+        return resp.json() if resp.content else None
+
+    def wait_for_deployables(self, count, timeout=60):
+        deadline = time.monotonic() + timeout
+        while True:
+            deps = self.request('GET', '/v2/deployables')['deployables']
+            if len(deps) >= count:
+                return deps
+            if time.monotonic() > deadline:
+                raise AssertionError('%d deployables expected, got %d:\n%s'
+                                     % (count, len(deps), self.log_text()))
+            time.sleep(0.1)
+
+    # -- the database, read directly (read-only) -------------------------
+
+    @contextlib.contextmanager
+    def db(self):
+        conn = sqlite3.connect('file:%s?mode=ro' % self.db_path, uri=True,
+                               timeout=30)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def consistency_problems(self):
+        """What must never be: a list of (problem, rows)."""
+        queries = {
+            'handle in use without a Bound ARQ':
+                'SELECT h.uuid FROM attach_handles h WHERE h.in_use AND '
+                'NOT EXISTS (SELECT 1 FROM accelerator_requests a WHERE '
+                "a.attach_handle_id = h.id AND a.state = 'Bound')",
+            'Bound ARQ without a handle in use':
+                'SELECT a.uuid FROM accelerator_requests a LEFT JOIN '
+                'attach_handles h ON a.attach_handle_id = h.id WHERE '
+                "a.state = 'Bound' AND (h.id IS NULL OR NOT h.in_use)",
+            'handle held by two ARQs':
+                'SELECT attach_handle_id FROM accelerator_requests WHERE '
+                'attach_handle_id IS NOT NULL GROUP BY attach_handle_id '
+                'HAVING COUNT(*) > 1',
+            'ARQ not Bound holding a handle':
+                'SELECT uuid FROM accelerator_requests WHERE '
+                "attach_handle_id IS NOT NULL AND state != 'Bound'",
+        }
+        problems = []
+        with self.db() as conn:
+            for name, sql in queries.items():
+                rows = conn.execute(sql).fetchall()
+                if rows:
+                    problems.append((name, rows))
+        return problems
+
+    def pending_events(self):
+        with self.db() as conn:
+            return conn.execute(
+                'SELECT uuid, pending_event FROM accelerator_requests '
+                'WHERE pending_event IS NOT NULL').fetchall()
+
+
+def placement_children(placement, compute_rp):
+    """``{rp_uuid: (name, inventories, traits)}`` of the compute node's
+    children, read from Placement."""
+    rps = placement.request('GET', '/resource_providers?in_tree=%s' %
+                            compute_rp)['resource_providers']
+    out = {}
+    for rp in rps:
+        if rp['uuid'] == compute_rp:
+            continue
+        inv = placement.request('GET', '/resource_providers/%s/inventories'
+                                % rp['uuid'])['inventories']
+        traits = placement.request('GET', '/resource_providers/%s/traits'
+                                   % rp['uuid'])['traits']
+        out[rp['uuid']] = (rp['name'], inv, set(traits))
+    return out
+
+
+class InProcessService(fixtures.Fixture):
+    """A ``Service`` in this process (noauth, SQLite, two T4s discovered;
+    Placement and Nova unreachable: nothing here needs them)."""
+
+    def _setUp(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 'accel-backend.conf')
+        with open(path, 'w') as f:
+            f.write(textwrap.dedent('''\
+                [DEFAULT]
+                host = %(host)s
+                state_path = %(tmp)s
+                [api]
+                auth_strategy = noauth
+                [discovery]
+                sysfs_root = %(sysfs)s
+                device_spec = %(spec)s
+                [placement]
+                auth_type = admin_token
+                token = admin
+                endpoint = http://127.0.0.1:9
+                [nova]
+                auth_type = admin_token
+                token = admin
+                endpoint = http://127.0.0.1:9/v2.1
+                event_retry_interval = 0.05
+                event_retry_timeout = 1
+                ''') % {'host': HOST, 'tmp': tmp,
+                        'sysfs': servers.SYSFS_TWO_GPUS,
+                        'spec': json.dumps(servers.T4_SPEC)})
+        conf = accel_conf.new_conf(config_files=[path])
+        self.service = service_mod.Service(conf)
+        self.addCleanup(self.service.stop)
+        with self.service.db.transaction() as session:
+            deps = device_obj.sync_host(
+                session, HOST, drivers_mod.discover_all(self.service.drivers))
+            self.rps = [d.rp_uuid for d in deps]
+        self.app = self.service.app
