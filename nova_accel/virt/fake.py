@@ -15,10 +15,13 @@ check what a real guest would have received.
 """
 
 from nova.virt import fake as nova_fake
+from oslo_log import log as logging
 
 from nova_accel.hotplug import driver as hotplug_driver
 from nova_accel.virt import binding
 from nova_accel.virt import hostdev
+
+LOG = logging.getLogger(__name__)
 
 
 class FakeDriver(hotplug_driver.FakeHotplugMixin, nova_fake.SmallFakeDriver):
@@ -57,6 +60,10 @@ class FakeDriver(hotplug_driver.FakeHotplugMixin, nova_fake.SmallFakeDriver):
                       accel_info=accel_info)
         self.guest_hostdevs[instance.uuid] = [
             hostdev.to_string(e) for e in elements]
+        # The one place a running cloud (tools/aio) can see them: a fake
+        # guest has no domain XML to dump.
+        LOG.info('Guest hostdevs of instance %s (%d): %s', instance.uuid,
+                 len(elements), ' '.join(self.guest_hostdevs[instance.uuid]))
 
     def reboot(self, context, instance, network_info, reboot_type,
                block_device_info=None, bad_volumes_callback=None,

@@ -1,0 +1,68 @@
+"""``python -m tools.aio up|demo|tempest|status|down`` (see README.md)."""
+
+import argparse
+import sys
+
+from tools.aio import cloud
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='python -m tools.aio',
+        description='nova-accel all-in-one cloud on 127.0.0.1')
+    sub = parser.add_subparsers(dest='command', required=True)
+    p_up = sub.add_parser('up', help='create the venv (cached) and start '
+                          'every service')
+    p_up.add_argument('--db', choices=['postgresql', 'sqlite'],
+                      default='postgresql')
+    p_up.add_argument('--discovery', default='generic_pci,fake',
+                      help='accel_backend discovery drivers, comma '
+                      'separated (generic_pci: two recorded T4 GPUs; '
+                      'fake: 16 fake FPGAs)')
+    p_up.add_argument('--arq-binding-timeout', type=int, default=120)
+    p_up.add_argument('--keep', action='store_true',
+                      help='on failure, leave everything for inspection')
+    sub.add_parser('demo', help='boot a server with an accelerator with the '
+                   'openstack CLI, show it, delete it')
+    p_tempest = sub.add_parser('tempest', help='tempest run --regex '
+                               'nova_accel against the cloud')
+    p_tempest.add_argument('regex', nargs='?', default='nova_accel')
+    p_tempest.add_argument('--concurrency', type=int, default=2)
+    sub.add_parser('status', help='processes and endpoints of the cloud')
+    sub.add_parser('down', help='stop everything and remove the run dir')
+    p_all = sub.add_parser('all', help='up, demo, tempest, down')
+    p_all.add_argument('--db', choices=['postgresql', 'sqlite'],
+                       default='postgresql')
+    args = parser.parse_args(argv)
+
+    if args.command == 'up':
+        cloud.up(db=args.db, discovery=args.discovery.split(','),
+                 keep=args.keep,
+                 arq_binding_timeout=args.arq_binding_timeout)
+        return 0
+    if args.command == 'down':
+        cloud.down()
+        return 0
+    if args.command == 'status':
+        return cloud.status()
+    if args.command == 'demo':
+        from tools.aio import demo
+        return demo.run()
+    if args.command == 'tempest':
+        from tools.aio import tempest
+        return tempest.run(args.regex, args.concurrency)
+    if args.command == 'all':
+        from tools.aio import demo
+        from tools.aio import tempest
+        cloud.up(db=args.db)
+        try:
+            rc = demo.run()
+            rc = tempest.run('nova_accel', 2) or rc
+        finally:
+            cloud.down()
+        return rc
+    return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

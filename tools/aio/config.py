@@ -1,0 +1,500 @@
+"""Configuration files of the all-in-one cloud, as pure functions.
+
+Every function takes a :class:`Layout` (where things are, which ports,
+which passwords) and returns either an :class:`Ini` (rendered with
+:meth:`Ini.render`) or plain data; nothing here touches the disk, the
+network or a process, so the unit tests in ``tests/aio`` check the whole
+configuration of the cloud without starting anything.
+"""
+
+import dataclasses
+import json
+import os
+
+REGION = 'RegionOne'
+HOST = 'aio-compute'
+SERVICE_PROJECT = 'service'
+DOMAIN = 'Default'
+#: Service users: ``{user: roles in the service project}``.  ``service``
+#: makes their tokens service tokens (accel_backend binds ARQs only for a
+#: request whose ``X-Service-Token`` has it; Nova accepts
+#: ``os-server-external-events`` from it); ``admin`` lets them read what
+#: they act on in every project.
+SERVICE_USERS = {
+    'nova': ('admin', 'service'),
+    'placement': ('admin', 'service'),
+    'glance': ('admin', 'service'),
+    'accelerator': ('admin', 'service'),
+    'neutron': ('admin', 'service'),
+}
+#: Catalog: ``(service name, service type, path after host:port, port key)``.
+CATALOG = [
+    ('keystone', 'identity', '/v3', 'keystone'),
+    ('nova', 'compute', '/v2.1', 'nova_api'),
+    ('placement', 'placement', '', 'placement'),
+    ('glance', 'image', '', 'glance'),
+    ('accelerator', 'accelerator', '/v2', 'accel'),
+    ('neutron', 'network', '', 'neutron_stub'),
+]
+#: Ports the cloud listens on (keys of ``Layout.ports``).
+PORT_NAMES = ('keystone', 'placement', 'glance', 'nova_api', 'accel',
+              'neutron_stub', 'rabbit', 'rabbit_dist', 'epmd', 'postgres')
+#: Databases (one per name; Nova has three).
+DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
+             'nova_cell1', 'accel_backend')
+
+
+class Ini:
+    """An ini file as ordered ``{section: [(key, value)]}``.
+
+    Unlike ``configparser`` it keeps repeated keys (oslo.config's
+    ``MultiStrOpt`` such as accel_backend's ``[discovery] device_spec``).
+    """
+
+    def __init__(self):
+        self.sections = {}
+
+    def set(self, section, key, value):
+        """Set ``key`` (replacing earlier values); returns self."""
+        items = self.sections.setdefault(section, [])
+        items[:] = [(k, v) for k, v in items if k != key]
+        items.append((key, _text(value)))
+        return self
+
+    def add(self, section, key, value):
+        """Add one more value of ``key``; returns self."""
+        self.sections.setdefault(section, []).append((key, _text(value)))
+        return self
+
+    def update(self, section, values):
+        """``set`` every item of the dict ``values``; returns self."""
+        for key, value in values.items():
+            self.set(section, key, value)
+        return self
+
+    def get(self, section, key, default=None):
+        """The last value of ``key`` in ``section``."""
+        values = self.get_all(section, key)
+        return values[-1] if values else default
+
+    def get_all(self, section, key):
+        return [v for k, v in self.sections.get(section, []) if k == key]
+
+    def render(self):
+        out = []
+        for section, items in self.sections.items():
+            out.append('[%s]' % section)
+            out.extend('%s = %s' % (k, v) for k, v in items)
+            out.append('')
+        return '\n'.join(out)
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, (list, tuple)):
+        return ','.join(_text(v) for v in value)
+    return str(value)
+
+
+@dataclasses.dataclass
+class Layout:
+    """Where the cloud lives.
+
+    :ivar run_dir: the run's temporary directory (configs, state, logs,
+        databases, keys); ``down`` removes it.
+    :ivar venv: the virtual environment holding the services.
+    :ivar repo: this repository's root (sysfs fixtures, tools package).
+    :ivar ports: ``{name: port}`` for every name of ``PORT_NAMES``.
+    :ivar passwords: ``{'admin': ..., 'service': ...}``.
+    :ivar db: ``'postgresql'`` or ``'sqlite'``.
+    :ivar discovery: accel_backend's discovery drivers, keys of
+        ``DISCOVERY_DRIVERS``.
+    :ivar arq_binding_timeout: Nova's ``[DEFAULT] arq_binding_timeout``.
+    """
+
+    run_dir: str
+    venv: str
+    repo: str
+    ports: dict
+    passwords: dict
+    db: str = 'postgresql'
+    discovery: list = dataclasses.field(
+        default_factory=lambda: ['generic_pci', 'fake'])
+    arq_binding_timeout: int = 120
+    host: str = HOST
+
+    def path(self, *parts):
+        return os.path.join(self.run_dir, *parts)
+
+    def url(self, port_name, path=''):
+        return 'http://127.0.0.1:%d%s' % (self.ports[port_name], path)
+
+    @property
+    def auth_url(self):
+        return self.url('keystone', '/v3')
+
+    @property
+    def transport_url(self):
+        return 'rabbit://guest:guest@127.0.0.1:%d/' % self.ports['rabbit']
+
+    def db_url(self, name):
+        """SQLAlchemy URL of database ``name`` (one of ``DATABASES``)."""
+        if name not in DATABASES:
+            raise ValueError('unknown database %r' % name)
+        if self.db == 'sqlite':
+            return 'sqlite:///%s' % self.path('db', name + '.sqlite')
+        if self.db == 'postgresql':
+            return 'postgresql+psycopg2://postgres@127.0.0.1:%d/%s' % (
+                self.ports['postgres'], name)
+        raise ValueError('unknown database backend %r' % self.db)
+
+    def config_dir(self, service):
+        return self.path('etc', service)
+
+    def endpoints(self):
+        """``[(service name, type, url)]`` of the catalog."""
+        return [(name, stype, self.url(port, path))
+                for name, stype, path, port in CATALOG]
+
+
+def keystone_authtoken(layout, user):
+    """``[keystone_authtoken]`` of a service that validates tokens as
+    ``user`` (a key of ``SERVICE_USERS``)."""
+    values = {'www_authenticate_uri': layout.auth_url}
+    values.update(service_credentials(layout, user))
+    # The service token Nova adds is checked too: keystonemiddleware
+    # passes its roles on as X-Service-Roles.
+    values['service_token_roles_required'] = True
+    return values
+
+
+def service_credentials(layout, user):
+    """keystoneauth ``password`` options for service user ``user``."""
+    if user not in SERVICE_USERS:
+        raise ValueError('unknown service user %r' % user)
+    return {
+        'auth_type': 'password',
+        'auth_url': layout.auth_url,
+        'username': user,
+        'password': layout.passwords['service'],
+        'project_name': SERVICE_PROJECT,
+        'user_domain_name': DOMAIN,
+        'project_domain_name': DOMAIN,
+        'region_name': REGION,
+    }
+
+
+def _common(ini, layout):
+    ini.update('DEFAULT', {'debug': False, 'use_stderr': True})
+    ini.set('oslo_concurrency', 'lock_path', layout.path('lock'))
+    return ini
+
+
+def keystone_conf(layout):
+    ini = _common(Ini(), layout)
+    ini.set('database', 'connection', layout.db_url('keystone'))
+    ini.set('token', 'provider', 'fernet')
+    # bcrypt's default 12 rounds cost ~0.3 s a user/token on 2 cores; this
+    # throwaway cloud does not need them.
+    ini.set('identity', 'password_hash_rounds', 4)
+    ini.set('fernet_tokens', 'key_repository',
+            layout.path('keystone', 'fernet-keys'))
+    ini.set('fernet_receipts', 'key_repository',
+            layout.path('keystone', 'fernet-keys'))
+    ini.set('credential', 'key_repository',
+            layout.path('keystone', 'credential-keys'))
+    return ini
+
+
+def placement_conf(layout):
+    ini = _common(Ini(), layout)
+    ini.set('api', 'auth_strategy', 'keystone')
+    ini.update('keystone_authtoken', keystone_authtoken(layout, 'placement'))
+    ini.set('placement_database', 'connection', layout.db_url('placement'))
+    return ini
+
+
+def glance_conf(layout):
+    ini = _common(Ini(), layout)
+    ini.update('DEFAULT', {
+        'enabled_backends': 'fs:file',
+        # Glance under a WSGI server refuses to start without it.
+        'worker_self_reference_url': layout.url('glance'),
+    })
+    ini.set('glance_store', 'default_backend', 'fs')
+    ini.set('fs', 'filesystem_store_datadir',
+            layout.path('glance', 'images') + os.sep)
+    ini.set('os_glance_staging_store', 'filesystem_store_datadir',
+            layout.path('glance', 'staging') + os.sep)
+    ini.set('os_glance_tasks_store', 'filesystem_store_datadir',
+            layout.path('glance', 'tasks') + os.sep)
+    ini.set('database', 'connection', layout.db_url('glance'))
+    ini.update('keystone_authtoken', keystone_authtoken(layout, 'glance'))
+    ini.update('paste_deploy', {
+        'flavor': 'keystone',
+        'config_file': os.path.join(layout.venv, 'etc', 'glance',
+                                    'glance-api-paste.ini'),
+    })
+    return ini
+
+
+def nova_conf(layout):
+    """One nova.conf for nova-api, -conductor, -scheduler and -compute.
+
+    ``[database]`` is cell1's: the conductor and the compute's conductor
+    calls use it; ``nova-manage cell_v2 create_cell`` records it in the API
+    database.
+    """
+    ini = _common(Ini(), layout)
+    ini.update('DEFAULT', {
+        'host': layout.host,
+        'my_ip': '127.0.0.1',
+        'state_path': layout.path('nova'),
+        'instances_path': layout.path('nova', 'instances'),
+        'transport_url': layout.transport_url,
+        # No KVM and no libvirtd here: the bundle's fake driver (Nova's
+        # SmallFakeDriver plus the hostdevs the libvirt driver would add).
+        'compute_driver': 'accel.FakeDriver',
+        'arq_binding_timeout': layout.arq_binding_timeout,
+    })
+    ini.set('api', 'auth_strategy', 'keystone')
+    ini.set('wsgi', 'api_paste_config',
+            os.path.join(layout.venv, 'etc', 'nova', 'api-paste.ini'))
+    ini.set('api_database', 'connection', layout.db_url('nova_api'))
+    ini.set('database', 'connection', layout.db_url('nova_cell1'))
+    ini.update('keystone_authtoken', keystone_authtoken(layout, 'nova'))
+    # Nova's calls to accel_backend (and the other services) carry the
+    # user's token plus this service token: accel_backend binds and
+    # unbinds ARQs only for a service token.
+    service_user = service_credentials(layout, 'nova')
+    service_user['send_service_user_token'] = True
+    ini.update('service_user', service_user)
+    for section, user in (('placement', 'placement'), ('glance', 'glance'),
+                          ('neutron', 'neutron'), ('cyborg', 'nova')):
+        creds = service_credentials(layout, user)
+        if section in ('glance', 'cyborg'):
+            # Nova calls these with the user's token.
+            creds = {'region_name': REGION}
+        ini.update(section, creds)
+    ini.set('cyborg', 'service_type', 'accelerator')
+    ini.update('scheduler', {
+        'discover_hosts_in_cells_interval': -1,
+        'workers': 1,
+        # One compute host: a failed build has nowhere else to go.
+        'max_attempts': 1,
+    })
+    ini.set('conductor', 'workers', 1)
+    ini.set('vnc', 'enabled', False)
+    ini.set('notifications', 'notification_format', 'unversioned')
+    ini.set('oslo_messaging_notifications', 'driver', 'noop')
+    return ini
+
+
+def nova_cpu_conf(layout):
+    """nova-compute's own config (devstack's nova-cpu.conf): no database
+    options, a compute reaches the databases only through the conductor
+    (with them, Nova logs "No DB access allowed in nova-compute")."""
+    ini = nova_conf(layout)
+    for section in ('api_database', 'database'):
+        del ini.sections[section]
+    return ini
+
+
+def accel_backend_conf(layout):
+    ini = _common(Ini(), layout)
+    ini.update('DEFAULT', {'host': layout.host,
+                           'state_path': layout.path('accel-backend')})
+    ini.update('api', {'host_ip': '127.0.0.1',
+                       'port': layout.ports['accel'],
+                       'auth_strategy': 'keystone', 'workers': 8})
+    ini.set('database', 'connection', layout.db_url('accel_backend'))
+    ini.update('keystone_authtoken',
+               keystone_authtoken(layout, 'accelerator'))
+    ini.update('placement', service_credentials(layout, 'accelerator'))
+    ini.update('nova', service_credentials(layout, 'accelerator'))
+    ini.update('discovery', {
+        # The compute node provider the FakeDriver reports (its node is
+        # [DEFAULT] host).
+        'resource_provider_name': layout.host,
+        'report_interval': 10,
+    })
+    drivers = list(layout.discovery)
+    unknown = set(drivers) - set(DISCOVERY_DRIVERS)
+    if unknown or not drivers:
+        raise ValueError('unknown discovery drivers %r' % sorted(unknown))
+    ini.set('discovery', 'enabled_drivers', drivers)
+    if 'generic_pci' in drivers:
+        ini.set('discovery', 'sysfs_root', os.path.join(
+            layout.repo, 'tests', 'fixtures', 'sysfs', 'two-gpus'))
+        ini.add('discovery', 'device_spec', json.dumps(GPU_SPEC))
+    ini.set('binding', 'workers', 2)
+    return ini
+
+
+#: Device spec of the recorded two-GPU sysfs tree (generic_pci discovery).
+GPU_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
+            'resource_class': 'PGPU', 'traits': ['CUSTOM_NVIDIA_T4']}
+
+
+#: ``{discovery driver: (device profile group, accelerators it offers)}``.
+DISCOVERY_DRIVERS = {
+    # Two T4 GPUs from a recorded sysfs tree, with PCI attach handles: the
+    # guest gets real composed <hostdev> elements.
+    'generic_pci': ({'resources:PGPU': '1',
+                     'trait:CUSTOM_NVIDIA_T4': 'required'}, 2),
+    # accel_backend's fake device: 16 FPGA units whose TEST_PCI handles the
+    # virt driver ignores (no <hostdev>), as Cyborg's fake driver.
+    'fake': ({'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'},
+             16),
+}
+
+
+#: Deployables each discovery driver reports (one per GPU; one fake board).
+DEPLOYABLES = {'generic_pci': 2, 'fake': 1}
+
+
+def expected_deployables(layout):
+    return sum(DEPLOYABLES[name] for name in layout.discovery)
+
+
+def demo_group(layout):
+    """The group the demo asks for: a GPU when there are GPUs (so the
+    guest shows a composed ``<hostdev>``), else a fake FPGA."""
+    name = 'generic_pci' if 'generic_pci' in layout.discovery else 'fake'
+    return dict(DISCOVERY_DRIVERS[name][0])
+
+
+def tempest_group(layout):
+    """The group tempest asks for: the fake FPGA when there is one (16
+    units: parallel tests never run out), else a GPU."""
+    name = 'fake' if 'fake' in layout.discovery else 'generic_pci'
+    return dict(DISCOVERY_DRIVERS[name][0])
+
+
+def accelerator_total(layout, group=None):
+    """How many accelerators of ``group``'s resource class the compute node
+    offers (all of them when ``group`` is None)."""
+    return sum(count for name, (grp, count) in DISCOVERY_DRIVERS.items()
+               if name in layout.discovery and
+               (group is None or _rc(grp) == _rc(group)))
+
+
+def rabbitmq(layout):
+    """``(environment, rabbitmq.conf text)`` of the private RabbitMQ."""
+    base = layout.path('rabbitmq')
+    env = {
+        'HOME': base,
+        'RABBITMQ_NODENAME': 'aio%d@localhost' % layout.ports['rabbit'],
+        'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
+        'RABBITMQ_NODE_PORT': str(layout.ports['rabbit']),
+        'RABBITMQ_DIST_PORT': str(layout.ports['rabbit_dist']),
+        'ERL_EPMD_PORT': str(layout.ports['epmd']),
+        'ERL_EPMD_ADDRESS': '127.0.0.1',
+        'RABBITMQ_MNESIA_BASE': os.path.join(base, 'mnesia'),
+        'RABBITMQ_LOG_BASE': os.path.join(base, 'log'),
+        'RABBITMQ_ENABLED_PLUGINS_FILE': os.path.join(base,
+                                                      'enabled_plugins'),
+        'RABBITMQ_CONFIG_FILE': os.path.join(base, 'rabbitmq'),
+        'RABBITMQ_CONF_ENV_FILE': os.path.join(base, 'rabbitmq-env.conf'),
+        'RABBITMQ_PID_FILE': os.path.join(base, 'rabbitmq.pid'),
+    }
+    conf = ('listeners.tcp.default = 127.0.0.1:%d\n'
+            'loopback_users.guest = true\n'
+            'log.console = true\n'
+            'log.file = false\n' % layout.ports['rabbit'])
+    return env, conf
+
+
+def clouds_yaml(layout):
+    """``clouds.yaml`` data (``aio-admin`` and ``aio-demo`` clouds)."""
+    def cloud(user, project, password):
+        return {'auth': {'auth_url': layout.auth_url, 'username': user,
+                         'password': password, 'project_name': project,
+                         'user_domain_name': DOMAIN,
+                         'project_domain_name': DOMAIN},
+                'region_name': REGION, 'identity_api_version': 3,
+                'interface': 'public'}
+    return {'clouds': {
+        'aio-admin': cloud('admin', 'admin', layout.passwords['admin']),
+        'aio-demo': cloud('demo', 'demo', layout.passwords['admin']),
+    }}
+
+
+def openrc(layout):
+    """Shell exports for the admin (``source $run_dir/openrc``)."""
+    lines = ['# nova-accel all-in-one cloud: admin credentials',
+             'export OS_CLOUD=aio-admin',
+             'export OS_CLIENT_CONFIG_FILE=%s' % layout.path('clouds.yaml'),
+             'export PATH=%s:$PATH' % os.path.join(layout.venv, 'bin')]
+    return '\n'.join(lines) + '\n'
+
+
+def tempest_conf(layout, image_ref, flavor_ref, flavor_ref_alt):
+    """tempest.conf for ``tempest run --regex nova_accel``."""
+    ini = Ini()
+    ini.update('DEFAULT', {'log_file': 'tempest.log', 'debug': True,
+                           'use_stderr': False})
+    ini.update('auth', {
+        'admin_username': 'admin', 'admin_password':
+            layout.passwords['admin'],
+        'admin_project_name': 'admin', 'admin_domain_name': DOMAIN,
+        'use_dynamic_credentials': True,
+        'create_isolated_networks': False,
+    })
+    ini.update('identity', {
+        'uri_v3': layout.auth_url, 'auth_version': 'v3',
+        'region': REGION, 'v3_endpoint_type': 'publicURL',
+    })
+    ini.update('identity-feature-enabled', {'api_v2': False})
+    ini.update('compute', {
+        'image_ref': image_ref, 'image_ref_alt': image_ref,
+        'flavor_ref': flavor_ref, 'flavor_ref_alt': flavor_ref_alt,
+        'region': REGION, 'build_timeout': 180,
+        'min_compute_nodes': 1,
+    })
+    ini.update('compute-feature-enabled', {
+        'resize': False, 'cold_migration': False, 'live_migration': False,
+        'shelve': True, 'snapshot': False, 'console_output': False,
+        'vnc_console': False, 'spice_console': False,
+        'serial_console': False, 'rescue': True,
+        'interface_attach': False, 'attach_encrypted_volume': False,
+    })
+    ini.update('validation', {'run_validation': False,
+                              'connect_method': 'fixed'})
+    ini.update('network-feature-enabled', {'ipv6': False})
+    ini.update('service_available', {
+        'nova': True, 'glance': True, 'neutron': False, 'cinder': False,
+        'swift': False, 'heat': False, 'horizon': False,
+        'accelerator': True,
+    })
+    ini.update('image', {'region': REGION})
+    ini.update('placement', {'region': REGION})
+    ini.update('accelerator', {
+        'region': REGION, 'catalog_type': 'accelerator',
+        'endpoint_type': 'publicURL',
+        'device_profile_group': json.dumps(tempest_group(layout)),
+        'resource_class': _rc(tempest_group(layout)),
+        'accelerators_per_host': accelerator_total(layout,
+                                                   tempest_group(layout)),
+        'arq_binding_timeout': layout.arq_binding_timeout,
+    })
+    ini.set('oslo_concurrency', 'lock_path', layout.path('tempest', 'lock'))
+    return ini
+
+
+def _rc(group):
+    return next(k.split(':', 1)[1] for k in group
+                if k.startswith('resources:'))
+
+
+def all_configs(layout):
+    """``{relative path under run_dir: Ini}`` of every service."""
+    return {
+        'etc/keystone/keystone.conf': keystone_conf(layout),
+        'etc/placement/placement.conf': placement_conf(layout),
+        'etc/glance/glance-api.conf': glance_conf(layout),
+        'etc/nova/nova.conf': nova_conf(layout),
+        'etc/nova/nova-cpu.conf': nova_cpu_conf(layout),
+        'etc/accel-backend/accel-backend.conf': accel_backend_conf(layout),
+    }

@@ -1,0 +1,82 @@
+"""The all-in-one cloud's virtual environment, kept in the cache dir.
+
+The OpenStack services are pinned to one release that co-installs (checked
+with ``pip check``): Keystone 30, Glance 33, Nova 34, Placement 16 share
+their oslo libraries.  The venv is rebuilt only when ``REQUIREMENTS`` (or
+the Python) change; this bundle is reinstalled (``--no-deps``) on every
+``up`` so the cloud runs the working tree's code.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+REQUIREMENTS = [
+    'keystone==30.0.0',
+    'glance==33.0.0',
+    'nova==34.0.0',
+    'openstack-placement==16.0.0',
+    'python-openstackclient==10.5.0',
+    'python-cyborgclient==3.0.0',
+    'tempest==47.0.0',
+    'gunicorn==27.0.1',
+    # SQLAlchemy 2.1 turns deprecation warnings Nova triggers into errors.
+    'SQLAlchemy>=2.0,<2.1',
+    'psycopg2-binary',
+]
+
+
+def stamp():
+    data = json.dumps({'requirements': REQUIREMENTS,
+                       'python': list(sys.version_info[:2])})
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def python(venv):
+    return os.path.join(venv, 'bin', 'python')
+
+
+def program(venv, name):
+    return os.path.join(venv, 'bin', name)
+
+
+def ensure(venv, repo, say, log_path):
+    """Create or update ``venv``; install this bundle from ``repo``.
+
+    :param say: progress printer (callable taking a str).
+    """
+    stamp_path = os.path.join(venv, '.aio-stamp')
+    current = None
+    if os.path.exists(stamp_path):
+        with open(stamp_path) as f:
+            current = f.read().strip()
+    pip = [python(venv), '-m', 'pip', 'install', '--quiet',
+           '--disable-pip-version-check']
+    if current != stamp():
+        if os.path.exists(venv):
+            say('venv: requirements changed, rebuilding %s' % venv)
+            shutil.rmtree(venv)
+        else:
+            say('venv: creating %s (first time: about 3 minutes)' % venv)
+        _run([sys.executable, '-m', 'venv', venv], log_path)
+        _run(pip + REQUIREMENTS + [repo], log_path)
+        _run([python(venv), '-m', 'pip', 'check'], log_path)
+        with open(stamp_path, 'w') as f:
+            f.write(stamp() + '\n')
+    else:
+        say('venv: %s is up to date; reinstalling this bundle' % venv)
+        _run(pip + ['--no-deps', '--force-reinstall', repo], log_path)
+
+
+def _run(argv, log_path):
+    with open(log_path, 'a') as log:
+        log.write('$ %s\n' % ' '.join(argv))
+        log.flush()
+        proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise RuntimeError('%s failed (%d); see %s' % (
+            ' '.join(argv[:4]), proc.returncode, log_path))
