@@ -1,7 +1,22 @@
-"""The embedded accel_backend: API, binder and discovery in one process.
+"""The accel_backend process: API, binder and discovery.
 
-``Service`` wires the pieces together; ``accel_backend.cmd.server`` serves
-its WSGI app with cheroot and runs the periodic discovery/report loop.
+``Service`` wires the pieces together for one of three roles:
+
+``embedded`` (``accel-backend``, ``accel_backend.cmd.server``)
+    everything in one process: the API (cheroot), the binder, discovery
+    and the Placement report of ``[DEFAULT] host``, cleaning and the
+    audit.  Bind requests go to the process's own binder (``[binding]
+    mode = local``, the default) or, with ``mode = rpc``, to the agent of
+    each ARQ's host (its own host still in-process).
+``api`` (``accel-backend-api``, ``accel_backend.cmd.api``)
+    the REST API only, on the shared database (PostgreSQL); bind requests
+    are cast over oslo.messaging to the agent of each ARQ's host
+    (``accel_backend.binding.dispatcher``).  Several may run.
+``agent`` (``accel-backend-agent``, ``accel_backend.cmd.agent``)
+    one per compute node: discovery and Placement report of its host,
+    the binder (serving the API's casts, ``accel_backend.binding.rpc``),
+    cleaning and the audit of its host; no HTTP.
+
 Tests build a ``Service`` directly and serve ``service.app`` in-process.
 """
 
@@ -12,6 +27,7 @@ from oslo_log import log as logging
 from accel_backend.api import wsgi
 from accel_backend import audit
 from accel_backend.binding import binder as binder_mod
+from accel_backend.binding import dispatcher as dispatcher_mod
 from accel_backend import cleaning
 from accel_backend.db import api as db_api
 from accel_backend.discovery import drivers as drivers_mod
@@ -22,6 +38,11 @@ from accel_backend.placement import report
 
 LOG = logging.getLogger(__name__)
 
+EMBEDDED = 'embedded'
+API = 'api'
+AGENT = 'agent'
+ROLES = (EMBEDDED, API, AGENT)
+
 
 class Service:
     """One accel_backend process.
@@ -31,30 +52,63 @@ class Service:
         Placement (default: loaded from ``[placement]``).
     :param nova_auth: optional keystoneauth1 auth plugin for Nova
         (default: loaded from ``[nova]``).
+    :param role: ``EMBEDDED``, ``API`` or ``AGENT`` (see the module).
+    :param transport: an oslo.messaging RPC transport to use instead of
+        one built from ``[DEFAULT] transport_url`` (tests share a
+        ``fake://`` one between services).
+
+    Only the embedded role creates or upgrades the schema at start; the
+    API and the agents expect ``accel-backend-manage db sync`` to have run
+    (several processes starting at once must not race alembic).
     """
 
-    def __init__(self, conf, placement_auth=None, nova_auth=None):
+    def __init__(self, conf, placement_auth=None, nova_auth=None,
+                 role=EMBEDDED, transport=None):
+        if role not in ROLES:
+            raise ValueError('role must be one of %s' % (ROLES,))
         self.conf = conf
+        self.role = role
         self.db = db_api.Database(conf.database.connection)
-        self.db.sync()
+        if role == EMBEDDED:
+            self.db.sync()
         self.notifier = notifier_mod.NovaNotifier(
             notifier_mod.adapter_from_conf(conf, auth=nova_auth))
-        self.binder = binder_mod.Binder(
-            self.db, self.notifier, workers=conf.binding.workers,
-            retry_interval=conf.nova.event_retry_interval,
-            retry_timeout=conf.nova.event_retry_timeout)
         self.placement = placement_client.PlacementClient(
             placement_client.adapter_from_conf(conf, auth=placement_auth))
         self.reporter = report.Reporter(self.placement,
                                         report.compute_rp_names(conf),
                                         reserved_for=self._reserved_for)
-        self.drivers = drivers_mod.load(conf, conf.discovery.enabled_drivers)
-        self.cleaner = cleaning.Cleaner(self.db, self.reporter, conf,
-                                        conf.host)
-        self.app = wsgi.make_app(conf, self)
-        self.auditor = audit.Auditor.from_service(self)
-        self._audit_loop = audit.AuditLoop(self.auditor,
-                                           conf.audit.interval)
+        self.binder = self.cleaner = self.auditor = None
+        self.drivers = []
+        binds_here = role == AGENT or conf.binding.mode == 'rpc'
+        if role != API:
+            self.binder = binder_mod.Binder(
+                self.db, self.notifier, workers=conf.binding.workers,
+                retry_interval=conf.nova.event_retry_interval,
+                retry_timeout=conf.nova.event_retry_timeout,
+                host=conf.host if binds_here else None)
+            self.drivers = drivers_mod.load(conf,
+                                            conf.discovery.enabled_drivers)
+            self.cleaner = cleaning.Cleaner(self.db, self.reporter, conf,
+                                            conf.host)
+        self.transport = transport
+        self.dispatcher = None
+        self._rpc_server = None
+        if role != AGENT:
+            self.dispatcher, self.transport = dispatcher_mod.for_service(
+                conf, role, self.binder, transport=transport)
+            self.app = wsgi.make_app(conf, self)
+        elif self.transport is None:
+            from accel_backend.binding import rpc
+            self.transport = rpc.get_transport(conf)
+        if self.binder is not None:
+            self.auditor = audit.Auditor.from_service(self)
+            self._audit_loop = audit.AuditLoop(self.auditor,
+                                               conf.audit.interval)
+        self._serves_rpc = role == AGENT or (
+            role == EMBEDDED and conf.binding.mode == 'rpc')
+        self._owns_transport = transport is None and \
+            self.transport is not None
         self._stop = threading.Event()
         self._thread = None
 
@@ -91,10 +145,22 @@ class Service:
             return device_obj.reserved_units_of_rp(session, rp_uuid)
 
     def start(self):
-        """Resume half-done binding and cleaning work and start the
-        periodic report and audit (``accel_backend.audit``)."""
+        """Resume half-done binding and cleaning work, serve the API's
+        bind casts (agents) and start the periodic report and audit
+        (``accel_backend.audit``).  The API role has nothing to start."""
+        if self.binder is None:
+            return
+        # Resume before serving casts: whatever the database says is
+        # BindStarted for this host is queued first (binding is
+        # idempotent, so a cast of the same ARQ queued meanwhile by the
+        # broker changes nothing).
         self.binder.resume()
         self.cleaner.start()
+        if self._serves_rpc:
+            from accel_backend.binding import rpc
+            self._rpc_server = rpc.start_server(
+                self.transport, self.conf.binding.agent_topic,
+                self.conf.host, self.binder, self.cleaner)
         self._audit_loop.start()
         self._thread = threading.Thread(target=self._report_loop,
                                         name='accel-report', daemon=True)
@@ -116,9 +182,19 @@ class Service:
     def stop(self):
         """Stop background work and close the database."""
         self._stop.set()
+        if self._rpc_server is not None:
+            from accel_backend.binding import rpc
+            rpc.stop_server(self._rpc_server)
+            self._rpc_server = None
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self._audit_loop.stop()
-        self.binder.stop()
-        self.cleaner.stop()
+        if self.binder is not None:
+            self._audit_loop.stop()
+            self.binder.stop()
+            self.cleaner.stop()
+        if self.dispatcher is not None:
+            self.dispatcher.stop()
+        if self._owns_transport:
+            self.transport.cleanup()
+            self._owns_transport = False
         self.db.dispose()

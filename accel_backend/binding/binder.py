@@ -34,11 +34,16 @@ class Binder:
     :param workers: number of threads (int).
     :param retry_interval: seconds before the first event retry (float).
     :param retry_timeout: seconds after which an event is given up (int).
+    :param host: the host this binder works for (an agent's ``[DEFAULT]
+        host``): ``resume`` takes only that host's ARQs and ARQs of other
+        hosts are never bound here.  None (embedded ``[binding] mode =
+        local``): every host's.
     """
 
     def __init__(self, db, notifier, workers=4, retry_interval=0.5,
-                 retry_timeout=600):
+                 retry_timeout=600, host=None):
         self.db = db
+        self.host = host
         self.notifier = notifier
         self.retry_interval = retry_interval
         self.retry_timeout = retry_timeout
@@ -74,14 +79,21 @@ class Binder:
 
     def resume(self):
         """Re-queue work a previous process left: ``BindStarted`` ARQs are
-        bound, undelivered events are sent."""
+        bound, undelivered events are sent (only those of ``host`` when
+        the binder has one)."""
+        mine = (sa.true() if self.host is None
+                else models.ARQ.hostname == self.host)
         with self.db.transaction() as session:
-            started = [a.uuid for a in arq_obj.list_(
-                session, states=[arq_obj.BIND_STARTED])]
+            started = list(session.scalars(
+                sa.select(models.ARQ.uuid).where(
+                    models.ARQ.state == arq_obj.BIND_STARTED, mine)
+                .order_by(models.ARQ.id)))
             pending = list(session.scalars(sa.select(models.ARQ.uuid).where(
-                models.ARQ.pending_event.isnot(None))))
+                models.ARQ.pending_event.isnot(None), mine)))
         if started:
-            LOG.info('Resuming binding of %d ARQs', len(started))
+            LOG.info('Resuming binding of %d ARQs%s: %s', len(started),
+                     '' if self.host is None else ' of host %s' % self.host,
+                     ', '.join(started))
             self.submit(started)
         if pending:
             LOG.info('Resuming delivery of %d events', len(pending))
@@ -101,6 +113,11 @@ class Binder:
             except exception.ARQNotFound:
                 return None
             if arq.state != arq_obj.BIND_STARTED:
+                return None
+            if self.host is not None and arq.hostname != self.host:
+                LOG.warning('ARQ %s is for host %s, not this agent\'s (%s); '
+                            'not binding it', arq.uuid, arq.hostname,
+                            self.host)
                 return None
             handle = device_obj.find_free_handle(
                 session, arq.device_rp_uuid, arq.hostname)

@@ -19,11 +19,15 @@ from accel_backend import service as service_mod
 LOG = logging.getLogger(__name__)
 
 
-def main(argv=None):
-    """Console script entry point; returns the exit status (int)."""
+def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
+    """Console script entry point; returns the exit status (int).
+
+    ``accel-backend-api`` (``accel_backend.cmd.api``) is the same server
+    with ``role = api``.
+    """
     conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
-    logging.setup(conf, 'accel-backend')
-    svc = service_mod.Service(conf)
+    logging.setup(conf, name)
+    svc = service_mod.Service(conf, role=role)
     server = cheroot_wsgi.Server((conf.api.host_ip, conf.api.port), svc.app,
                                 numthreads=conf.api.workers,
                                 request_queue_size=conf.api.backlog)
@@ -38,7 +42,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     svc.start()
-    LOG.info('accel-backend listening on %s:%s', conf.api.host_ip,
+    LOG.info('%s listening on %s:%s', name, conf.api.host_ip,
              conf.api.port)
     try:
         server.prepare()

@@ -169,6 +169,28 @@ BINDING_GROUP = cfg.OptGroup('binding', title='ARQ binding')
 BINDING_OPTS = [
     cfg.IntOpt('workers', default=4, min=1,
                help='Threads that carry out ARQ binding.'),
+    cfg.StrOpt('mode', default='local',
+               choices=[('local', 'the embedded ``accel-backend`` binds '
+                                  'every ARQ in its own binder threads'),
+                        ('rpc', 'ARQs of other hosts are cast over '
+                                'oslo.messaging (``[DEFAULT] '
+                                'transport_url``) to the '
+                                '``accel-backend-agent`` of their host; '
+                                'the ``accel-backend`` process serves its '
+                                'own host as an agent')],
+               help='How the embedded ``accel-backend`` hands bind requests '
+                    'over (``accel_backend.binding.dispatcher``). '
+                    '``accel-backend-api`` always casts to the agents and '
+                    '``accel-backend-agent`` always serves the casts.'),
+    cfg.StrOpt('agent_topic', default='accel-agent',
+               help='oslo.messaging topic the agents serve (server = '
+                    '``[DEFAULT] host``).'),
+    cfg.IntOpt('cast_retry', default=2, min=0,
+               help='Reconnection attempts of a bind cast to an agent '
+                    'before the PATCH fails with 503 (the ARQs stay '
+                    'BindStarted: the agent resumes them when it starts, '
+                    'the audit re-queues them after ``[audit] '
+                    'grace_period``).'),
 ]
 
 

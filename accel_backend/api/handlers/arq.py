@@ -114,7 +114,8 @@ def update(req, arq_uuid=None):
             reason='PATCH of one ARQ takes {"%s": [operations]}' % arq_uuid)
     binds, unbinds = schema.parse_patch(body, util.version(req) >= (2, 1))
     svc = util.service(req)
-    started = []
+    started = {}
+    released = set()
     with svc.db.transaction() as session:
         for arq_uuid, fields in binds.items():
             arq = _get_visible(session, ctx, arq_uuid, for_update=True)
@@ -123,12 +124,17 @@ def update(req, arq_uuid=None):
                                      fields['device_rp_uuid'],
                                      fields['instance_uuid'],
                                      fields.get('project_id')):
-                started.append(arq_uuid)
+                started.setdefault(fields['hostname'], []).append(arq_uuid)
         for arq_uuid in unbinds:
             arq = _get_visible(session, ctx, arq_uuid, for_update=True)
             ctx.can(arq_policy.UPDATE, _target(arq))
+            if arq.attach_handle is not None:
+                released.add(arq.hostname)
             arq_obj.unbind(arq)
-    svc.binder.submit(started)
+    # After commit: the binder (in-process, or the agent of each host
+    # over RPC) must find BindStarted in the database.
+    svc.dispatcher.clean(released)
+    svc.dispatcher.bind(started)
     return util.response(202)
 
 
@@ -158,8 +164,12 @@ def delete(req, arq_uuid=None):
             for u in uuids:
                 util.check_uuid(u)
             arqs = arq_obj.list_(session, uuids=uuids, project_id=owner)
+        released = set()
         for arq in arqs:
             ctx.can(arq_policy.DELETE if arq.state in UNBOUND_STATES
                     else arq_policy.DELETE_BOUND, _target(arq))
+            if arq.attach_handle_id is not None:
+                released.add(arq.hostname)
             arq_obj.delete(session, arq)
+    util.service(req).dispatcher.clean(released)
     return util.response(204)

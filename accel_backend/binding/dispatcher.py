@@ -1,0 +1,130 @@
+"""Binding dispatchers: how a bind PATCH reaches a binder.
+
+``PATCH /v2/accelerator_requests`` commits ``BindStarted`` and then calls
+``dispatcher.bind({hostname: [arq_uuid, ...]})``:
+
+``LocalDispatcher``
+    the embedded ``accel-backend`` (``[binding] mode = local``, the
+    default): every ARQ goes to the process's own ``Binder`` threads.
+``RpcDispatcher``
+    ``accel-backend-api`` (always) and an embedded ``accel-backend`` with
+    ``[binding] mode = rpc``: the ARQs of each host are cast over
+    oslo.messaging to the agent of that host
+    (``accel_backend.binding.rpc``); ARQs of the process's own host, when
+    it is an agent too, go to its own binder.
+
+A cast that cannot be handed to the broker raises ``BindDispatchFailed``
+(503); the ARQs stay ``BindStarted`` in the database, where the agent of
+their host finds them when it (re)starts (``Binder.resume``) and the audit
+re-queues them after ``[audit] grace_period``.
+"""
+
+from oslo_log import log as logging
+
+from accel_backend import exception
+
+LOG = logging.getLogger(__name__)
+
+EMBEDDED_MODES = ('local', 'rpc')
+
+
+class BindDispatchFailed(exception.AccelBackendError):
+    status = 503
+    code = 'accel.arq.bind_dispatch_failed'
+    msg_fmt = ('Could not hand the binding of ARQs %(arqs)s to the agent '
+               'of host %(host)s: %(reason)s. They stay BindStarted and are '
+               'bound when the agent (re)starts.')
+
+
+class LocalDispatcher:
+    """Binds in this process.
+
+    :param binder: the process's ``Binder``.
+    """
+
+    def __init__(self, binder):
+        self.binder = binder
+
+    def bind(self, arqs_by_host):
+        """:param arqs_by_host: ``{hostname: [arq_uuid, ...]}``."""
+        uuids = [u for host in sorted(arqs_by_host, key=str)
+                 for u in arqs_by_host[host]]
+        self.binder.submit(uuids)
+
+    def clean(self, hosts):
+        """Nothing to do: releases wake this process's cleaner at commit."""
+
+    def stop(self):
+        pass
+
+
+class RpcDispatcher:
+    """Casts to the agents of the ARQs' hosts.
+
+    :param agent_api: ``accel_backend.binding.rpc.AgentAPI``.
+    :param local_host: this process's host when it also binds (embedded
+        ``mode = rpc``), else None.
+    :param local_binder: the binder of ``local_host``.
+    """
+
+    def __init__(self, agent_api, local_host=None, local_binder=None):
+        self.agent_api = agent_api
+        self.local_host = local_host
+        self.local_binder = local_binder
+
+    def bind(self, arqs_by_host):
+        """Cast per host; raises ``BindDispatchFailed`` for the first host
+        whose cast failed (the other hosts were still cast to)."""
+        failed = None
+        for host in sorted(arqs_by_host, key=str):
+            uuids = list(arqs_by_host[host])
+            if not uuids:
+                continue
+            if self.local_binder is not None and host == self.local_host:
+                self.local_binder.submit(uuids)
+                continue
+            try:
+                self.agent_api.bind(host, uuids)
+            except Exception as e:
+                LOG.error('Cannot cast the binding of ARQs %s to host %s: '
+                          '%s', uuids, host, e)
+                failed = failed or BindDispatchFailed(
+                    arqs=', '.join(uuids), host=host, reason=e)
+        if failed is not None:
+            raise failed
+
+    def clean(self, hosts):
+        """Wake the cleaners of ``hosts`` (best effort: they also poll)."""
+        for host in sorted(set(hosts) - {None}, key=str):
+            if self.local_binder is not None and host == self.local_host:
+                continue
+            try:
+                self.agent_api.clean(host)
+            except Exception as e:
+                LOG.warning('Cannot wake the cleaner of host %s (it polls '
+                            'every [cleaning] poll_interval): %s', host, e)
+
+    def stop(self):
+        pass
+
+
+def for_service(conf, role, binder, transport=None):
+    """The dispatcher of a ``Service``.
+
+    :param role: ``service.EMBEDDED`` or ``service.API`` (an agent
+        dispatches nothing).
+    :param binder: the process's binder (None for the API).
+    :param transport: an RPC transport; default ``[DEFAULT]
+        transport_url``.
+    :returns: ``(dispatcher, transport)``; transport None for local.
+    """
+    if role == 'embedded' and conf.binding.mode == 'local':
+        return LocalDispatcher(binder), None
+    from accel_backend.binding import rpc
+    if transport is None:
+        transport = rpc.get_transport(conf)
+    api = rpc.AgentAPI(transport, conf.binding.agent_topic,
+                       retry=conf.binding.cast_retry)
+    if role == 'embedded':
+        return RpcDispatcher(api, conf.host, binder), transport
+    return RpcDispatcher(api), transport

@@ -1,0 +1,133 @@
+"""oslo.messaging RPC between ``accel-backend-api`` and the agents.
+
+Every ``accel-backend-agent`` (and an embedded ``accel-backend`` with
+``[binding] mode = rpc``) serves the topic ``[binding] agent_topic``
+(default ``accel-agent``) with ``server`` = its ``[DEFAULT] host``, in the
+exchange ``accel_backend``; the API casts to the server named by the ARQ's
+``hostname``, so a request reaches the agent of the host Nova bound the ARQ
+to.  Methods (namespace ``accel_agent``, version 1.0), all casts:
+
+* ``bind(ctxt, arq_uuids)``: bind these ``BindStarted`` ARQs (the API has
+  committed ``BindStarted`` before casting; the agent claims the attach
+  handle, commits ``Bound``/``BindFailed`` with a pending event and
+  delivers it to Nova).  Idempotent: an ARQ no longer ``BindStarted``, or
+  of another host, is skipped.
+* ``clean(ctxt)``: look for released devices to clean now (instead of at
+  the next ``[cleaning] poll_interval``).
+
+The transport is ``[DEFAULT] transport_url`` (``rabbit://...`` in
+production, ``fake://`` in unit tests).  The exchange is given in every
+``Target``, never through ``set_transport_defaults``, so nothing global
+changes (Nova may run in the same process in tests).
+"""
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
+EXCHANGE = 'accel_backend'
+NAMESPACE = 'accel_agent'
+VERSION = '1.0'
+
+
+# Options oslo.messaging registers on the global cfg.CONF only, yet reads
+# from the transport's conf on every cast (oslo.messaging 18; its own
+# ConfFixture registers them the same way).
+_GLOBAL_ONLY_OPTS = (
+    ('oslo_messaging._metrics.client', 'oslo_messaging_metrics',
+     'oslo_messaging_metrics'),
+    ('oslo_messaging._tracing.client', 'oslo_messaging_tracing',
+     'oslo_messaging_tracing'),
+)
+
+
+def _register_global_only_opts(conf):
+    import importlib
+    for module, attr, group in _GLOBAL_ONLY_OPTS:
+        try:
+            opts = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            continue
+        conf.register_opts(opts, group=group)
+
+
+def get_transport(conf):
+    """The RPC transport of ``[DEFAULT] transport_url`` (registers
+    oslo.messaging's options on ``conf``)."""
+    _register_global_only_opts(conf)
+    return messaging.get_rpc_transport(conf)
+
+
+class AgentEndpoint:
+    """What an agent serves; delegates to its ``Binder`` and ``Cleaner``.
+
+    :param binder: ``accel_backend.binding.binder.Binder`` of the host.
+    :param cleaner: ``accel_backend.cleaning.Cleaner`` or None.
+    """
+
+    target = messaging.Target(namespace=NAMESPACE, version=VERSION)
+
+    def __init__(self, binder, cleaner=None):
+        self.binder = binder
+        self.cleaner = cleaner
+
+    def bind(self, ctxt, arq_uuids):
+        LOG.info('Bind request for ARQs %s', ', '.join(arq_uuids))
+        self.binder.submit(list(arq_uuids))
+
+    def clean(self, ctxt):
+        if self.cleaner is not None:
+            self.cleaner.kick()
+
+
+def start_server(transport, topic, host, binder, cleaner=None):
+    """Serve ``topic`` as server ``host`` (threading executor); returns
+    the started RPC server."""
+    target = messaging.Target(exchange=EXCHANGE, topic=topic, server=host)
+    server = messaging.get_rpc_server(
+        transport, target, [AgentEndpoint(binder, cleaner)],
+        executor='threading')
+    server.start()
+    LOG.info('Serving binding requests on topic %s, server %s', topic, host)
+    return server
+
+
+def stop_server(server):
+    """Stop and wait for a server of ``start_server`` (None is fine)."""
+    if server is None:
+        return
+    try:
+        server.stop()
+        server.wait()
+    except Exception:
+        LOG.exception('Stopping the agent RPC server failed')
+
+
+class AgentAPI:
+    """Client side: the API casts to the agent of a host.
+
+    :param transport: an RPC transport (``get_transport``).
+    :param topic: ``[binding] agent_topic``.
+    :param retry: reconnection attempts before a cast raises (int; None
+        retries forever).
+    """
+
+    def __init__(self, transport, topic, retry=2):
+        target = messaging.Target(exchange=EXCHANGE, topic=topic,
+                                  namespace=NAMESPACE, version=VERSION)
+        self.client = messaging.get_rpc_client(transport, target)
+        self.retry = retry
+
+    def bind(self, host, arq_uuids):
+        """Cast ``bind`` to the agent of ``host``.
+
+        :raises oslo_messaging.MessagingException: the message could not be
+            handed to the broker.
+        """
+        self.client.prepare(server=host, retry=self.retry).cast(
+            {}, 'bind', arq_uuids=list(arq_uuids))
+
+    def clean(self, host):
+        """Cast ``clean`` to the agent of ``host``."""
+        self.client.prepare(server=host, retry=self.retry).cast({}, 'clean')

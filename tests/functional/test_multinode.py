@@ -1,0 +1,196 @@
+"""Many compute nodes: ``accel-backend-api`` and one
+``accel-backend-agent`` per host, as real processes.
+
+Started here: RabbitMQ (Debian ``rabbitmq-server``), PostgreSQL (the
+throwaway server of ``fixtures.databases``), Placement (gunicorn), a Nova
+stub, the compute node providers of hosts ``node1`` and ``node2``, two
+agents (both over the recorded ``two-gpus`` sysfs tree: device and
+provider UUIDs are derived from the host, so the two hosts' GPUs stay
+apart) and two API processes on the shared database.  The test checks
+that:
+
+* both hosts' devices are listed by either API and sit in Placement under
+  the right compute node provider;
+* an ARQ bound (through one API) to a GPU of node2 is bound by node2's
+  agent (its log, not node1's, says so; the attach handle is node2's
+  device) and the Nova stub gets ``accelerator-request-bound``;
+* with node1's agent killed (SIGKILL), binds for node1 are accepted and
+  stay ``BindStarted``; node1's restarted agent resumes them from the
+  database, binds them and tells Nova.
+"""
+
+import time
+
+import fixtures
+import testtools
+
+from accel_backend.objects import device as device_obj
+from tests.functional.fixtures import accel_nodes
+from tests.functional.fixtures import databases
+from tests.functional.fixtures import rabbitmq
+from tests.functional.fixtures import servers
+
+HOSTS = ('node1', 'node2')
+ADDRESSES = ('0000:af:00.0', '0000:d8:00.0')
+T4_GROUP = {'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}
+WAIT = 30
+
+
+def rp_uuid(host, address):
+    return device_obj.stable_uuid('rp', host, address)
+
+
+def wait_for(what, predicate, timeout=WAIT, details=lambda: ''):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError('timed out waiting for %s\n%s' % (
+                what, details()))
+        time.sleep(0.1)
+
+
+class TestMultiNode(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        started = time.monotonic()
+        # The broker takes the longest: it boots while the rest starts.
+        self.rabbit = self.useFixture(rabbitmq.RabbitMQServer(wait=False))
+        pg = self.useFixture(databases.PostgreSQLServer())
+        database = pg.create_database('accel_multinode')
+        self.placement = self.useFixture(servers.PlacementServer())
+        self.nova = self.useFixture(servers.NovaStub())
+        self.compute_rps = {h: self.placement.create_provider(h)
+                            for h in HOSTS}
+        self.rabbit.wait_ready()
+        self.conf = accel_nodes.MultiNodeConf(
+            database, self.rabbit.url, self.placement, self.nova)
+        self.conf.db_sync(self.useFixture(fixtures.TempDir()).path)
+        self.agents = {h: self.useFixture(accel_nodes.AgentProcess(
+            self.conf, h)) for h in HOSTS}
+        self.apis = [self.useFixture(accel_nodes.ApiServer(
+            self.conf, 'api%d' % i)) for i in (1, 2)]
+        for agent in self.agents.values():
+            agent.wait_started()
+        self.addDetail('setup_seconds', testtools.content.text_content(
+            '%.1f' % (time.monotonic() - started)))
+
+    def details(self):
+        return '\n'.join('--- %s:\n%s' % (h, a.log_text()[-3000:])
+                         for h, a in self.agents.items())
+
+    # -- helpers ---------------------------------------------------------
+
+    def arq(self, arq_uuid, api=0):
+        return self.apis[api].request(
+            'GET', '/v2/accelerator_requests/' + arq_uuid)
+
+    def new_arq(self):
+        (arq,) = self.apis[0].request(
+            'POST', '/v2/accelerator_requests',
+            {'device_profile_name': 'gpu'}, expect=(201,))['arqs']
+        return arq['uuid']
+
+    def bind(self, arq_uuid, host, address, instance, api=1):
+        self.apis[api].request('PATCH', '/v2/accelerator_requests', {
+            arq_uuid: [
+                {'op': 'add', 'path': '/hostname', 'value': host},
+                {'op': 'add', 'path': '/device_rp_uuid',
+                 'value': rp_uuid(host, address)},
+                {'op': 'add', 'path': '/instance_uuid', 'value': instance}]},
+            expect=(202,))
+
+    def wait_bound(self, arq_uuid):
+        def bound():
+            arq = self.arq(arq_uuid)
+            return arq if arq['state'] == 'Bound' else None
+        return wait_for('ARQ %s Bound' % arq_uuid, bound,
+                        details=self.details)
+
+    def wait_event(self, arq_uuid, instance):
+        want = {'name': 'accelerator-request-bound', 'server_uuid': instance,
+                'tag': arq_uuid, 'status': 'completed'}
+        return wait_for('event for ARQ %s' % arq_uuid,
+                        lambda: want in self.nova.received(),
+                        details=self.details)
+
+    # -- the test --------------------------------------------------------
+
+    def test_two_hosts(self):
+        # Both hosts' devices, through either API.
+        def all_devices():
+            devs = self.apis[1].request('GET', '/v2/devices')['devices']
+            return devs if len(devs) == 4 else None
+        devices = wait_for('4 devices', all_devices, details=self.details)
+        self.assertEqual(
+            sorted((h, device_obj.stable_uuid('device', h, a))
+                   for h in HOSTS for a in ADDRESSES),
+            sorted((d['hostname'], d['uuid']) for d in devices))
+        for host in HOSTS:
+            self.assertEqual(2, len(self.apis[0].request(
+                'GET', '/v2/devices?hostname=' + host)['devices']))
+
+        # ... and in Placement, under the right compute node provider.
+        for host in HOSTS:
+            def tree(host=host):
+                rps = self.placement.request(
+                    'GET', '/resource_providers?in_tree=' +
+                    self.compute_rps[host])['resource_providers']
+                return rps if len(rps) == 3 else None
+            children = [rp for rp in wait_for('%s provider tree' % host,
+                                              tree, details=self.details)
+                        if rp['uuid'] != self.compute_rps[host]]
+            self.assertEqual(
+                sorted(rp_uuid(host, a) for a in ADDRESSES),
+                sorted(rp['uuid'] for rp in children))
+            self.assertEqual({self.compute_rps[host]},
+                             {rp['parent_provider_uuid'] for rp in children})
+
+        self.apis[0].request('POST', '/v2/device_profiles',
+                             [{'name': 'gpu', 'groups': [T4_GROUP]}],
+                             expect=(201,))
+
+        # A node2 GPU is bound by node2's agent, and Nova is told.
+        arq2, vm2 = self.new_arq(), '22222222-2222-4222-8222-222222222222'
+        self.bind(arq2, 'node2', ADDRESSES[1], vm2)
+        bound = self.wait_bound(arq2)
+        self.assertEqual(('node2', rp_uuid('node2', ADDRESSES[1]), 'd8'),
+                         (bound['hostname'], bound['device_rp_uuid'],
+                          bound['attach_handle_info']['bus']))
+        self.wait_event(arq2, vm2)
+        self.assertIn('ARQ %s bound to' % arq2,
+                      self.agents['node2'].log_text())
+        self.assertNotIn(arq2, self.agents['node1'].log_text())
+
+        # node1's agent crashes; binds for node1 wait in the database.
+        self.agents['node1'].kill()
+        arqs1 = [self.new_arq() for _ in ADDRESSES]
+        vm1 = '11111111-1111-4111-8111-111111111111'
+        for arq_uuid, address in zip(arqs1, ADDRESSES):
+            self.bind(arq_uuid, 'node1', address, vm1)
+        time.sleep(1)
+        self.assertEqual(['BindStarted', 'BindStarted'],
+                         [self.arq(u, api=1)['state'] for u in arqs1])
+        # The restarted agent resumes them from the database.
+        self.agents['node1'].start()
+        for arq_uuid in arqs1:
+            self.assertEqual('node1', self.wait_bound(arq_uuid)['hostname'])
+            self.wait_event(arq_uuid, vm1)
+        log = self.agents['node1'].log_text()
+        self.assertIn('Resuming binding of 2 ARQs of host node1', log)
+        for arq_uuid in arqs1:
+            self.assertIn(arq_uuid, log)
+        self.assertEqual(
+            {'af', 'd8'},
+            {self.arq(u)['attach_handle_info']['bus'] for u in arqs1})
+
+        # Delete frees the devices (node2's agent still serves).
+        for vm in (vm1, vm2):
+            self.apis[0].request('DELETE',
+                                 '/v2/accelerator_requests?instance=' + vm,
+                                 expect=(204,))
+        self.assertEqual([], self.apis[1].request(
+            'GET', '/v2/accelerator_requests')['arqs'])
