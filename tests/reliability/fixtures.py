@@ -370,3 +370,89 @@ class InProcessService(fixtures.Fixture):
                 session, HOST, drivers_mod.discover_all(self.service.drivers))
             self.rps = [d.rp_uuid for d in deps]
         self.app = self.service.app
+
+
+class FaultProxy(fixtures.Fixture):
+    """An HTTP proxy on a loopback port in front of ``upstream`` (e.g.
+    Placement) that injects faults.
+
+    ``rule(method, path)`` (set by the test) decides per request:
+    ``None`` forwards it; ``('status', code)`` answers ``code`` without
+    forwarding; ``('lost', code)`` forwards it and then answers ``code``
+    (the write happened, the client never hears of it); ``('sleep', s)``
+    waits ``s`` seconds before forwarding (the client times out);
+    ``('before', fn)`` calls ``fn()`` and then forwards (e.g. a concurrent
+    write that makes the request a generation conflict).  ``delay`` slows
+    every request down.  Every request is recorded in ``log`` as
+    ``(method, path, status answered, time.monotonic())``.
+    """
+
+    def __init__(self, upstream):
+        super().__init__()
+        self.upstream = upstream.rstrip('/')
+
+    def _setUp(self):
+        self.rule = None
+        self.delay = 0.0
+        self.log = []
+        self.lock = threading.Lock()
+        self._local = threading.local()
+        server = simple_server.make_server(
+            '127.0.0.1', 0, self._app, server_class=_ThreadedServer,
+            handler_class=_QuietHandler)
+        self.endpoint = 'http://127.0.0.1:%d' % server.server_port
+        thread = threading.Thread(target=server.serve_forever,
+                                  name='fault-proxy', daemon=True)
+        thread.start()
+        self.addCleanup(thread.join, 10)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+
+    def _session(self):
+        if not hasattr(self._local, 'session'):
+            self._local.session = requests.Session()
+        return self._local.session
+
+    def _app(self, environ, start_response):
+        method = environ['REQUEST_METHOD']
+        path = environ.get('PATH_INFO', '')
+        if environ.get('QUERY_STRING'):
+            path += '?' + environ['QUERY_STRING']
+        size = int(environ.get('CONTENT_LENGTH') or 0)
+        body = environ['wsgi.input'].read(size) if size else None
+        headers = {k[5:].replace('_', '-').title(): v
+                   for k, v in environ.items() if k.startswith('HTTP_')}
+        if environ.get('CONTENT_TYPE'):
+            headers['Content-Type'] = environ['CONTENT_TYPE']
+        headers.pop('Host', None)
+        if self.delay:
+            time.sleep(self.delay)
+        rule = self.rule(method, path) if self.rule else None
+        kind, arg = rule if rule else (None, None)
+        if kind == 'status':
+            return self._answer(start_response, method, path, arg,
+                                b'{"errors": [{"detail": "injected"}]}', {})
+        if kind == 'sleep':
+            time.sleep(arg)
+        if kind == 'before':
+            arg()
+        resp = self._session().request(method, self.upstream + path,
+                                       data=body, headers=headers,
+                                       timeout=60)
+        if kind == 'lost':
+            return self._answer(start_response, method, path, arg,
+                                b'{"errors": [{"detail": "injected"}]}', {})
+        keep = {k: v for k, v in resp.headers.items()
+                if k.lower() in ('content-type', 'openstack-api-version',
+                                 'location', 'x-openstack-request-id')}
+        return self._answer(start_response, method, path, resp.status_code,
+                            resp.content, keep)
+
+    def _answer(self, start_response, method, path, status, data, headers):
+        with self.lock:
+            self.log.append((method, path, status, time.monotonic()))
+        hdrs = [('Content-Length', str(len(data)))] + list(headers.items())
+        if data and not any(k.lower() == 'content-type' for k, _ in hdrs):
+            hdrs.append(('Content-Type', 'application/json'))
+        start_response('%d X' % status, hdrs)
+        return [data]
