@@ -65,13 +65,17 @@ def wait_for(what, predicate, timeout, interval=0.05, log=None):
 
 class CrashTestBase(testtools.TestCase):
 
+    #: GPUs in the generated sysfs tree.
+    gpus = GPUS
+
     def setUp(self):
         super().setUp()
         self.placement = self.useFixture(servers.PlacementServer())
         self.nova = self.useFixture(rel_fixtures.ControlledNova())
         self.compute_rp = self.placement.create_provider(rel_fixtures.HOST)
         self.sysfs = self.useFixture(fixtures.TempDir()).path
-        self.addresses = rel_fixtures.write_many_gpus(self.sysfs, GPUS)
+        self.addresses = rel_fixtures.write_many_gpus(self.sysfs,
+                                                      self.gpus)
         self.figures = {}
         self.addOnException(self._attach_logs)
 
@@ -108,7 +112,7 @@ class CrashTestBase(testtools.TestCase):
 
     def assert_placement_matches_db(self):
         deps = self.accel.request('GET', '/v2/deployables')['deployables']
-        self.assertEqual(GPUS, len(deps))
+        self.assertEqual(self.gpus, len(deps))
         view = self.placement_view()
         self.assertEqual(sorted(d['rp_uuid'] for d in deps), sorted(view))
         for dep in deps:
