@@ -47,8 +47,13 @@ def _set_status(req, device_uuid, rule, status):
     util.check_uuid(device_uuid)
     svc = util.service(req)
     with svc.db.transaction() as session:
-        rp_uuids = device_obj.set_status(
-            session, device_obj.get(session, device_uuid), status)
+        dev = device_obj.get(session, device_uuid)
+        hostname = dev.hostname
+        rp_uuids = device_obj.set_status(session, dev, status)
+    if status == device_obj.ENABLED:
+        # Enabling retries failed cleanings: wake the host's cleaner
+        # (an agent's, over RPC; in-process ones woke at commit).
+        svc.dispatcher.clean({hostname})
     for rp_uuid in rp_uuids:
         svc.reporter.set_reserved(rp_uuid, status != device_obj.ENABLED)
     return util.response(200)

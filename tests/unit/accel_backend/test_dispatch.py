@@ -178,12 +178,15 @@ class TestApiAndAgentServices(testtools.TestCase):
         self.agents = {h: self.service(service_mod.AGENT, h)
                        for h in ('node1', 'node2')}
 
-    def service(self, role, host):
-        conf = base.make_conf(
+    def make_conf(self, host):
+        return base.make_conf(
             self, DEFAULT={'host': host, 'transport_url': 'fake://'},
             database={'connection': self.url},
             api={'auth_strategy': 'noauth'}, binding={'workers': '1'})
-        svc = service_mod.Service(conf, role=role, transport=self.transport)
+
+    def service(self, role, host):
+        svc = service_mod.Service(self.make_conf(host), role=role,
+                                  transport=self.transport)
         self.addCleanup(svc.stop)
         if svc.binder is not None:
             self.notifiers[host] = test_binder.FakeNotifier()
@@ -255,3 +258,32 @@ class TestApiAndAgentServices(testtools.TestCase):
         self.assertTrue(wait_for(lambda: self.call(
             'GET', '/v2/accelerator_requests/' + arq['uuid'])['state'] ==
             'Bound'))
+
+
+class TestEmbeddedRpcMode(TestApiAndAgentServices):
+    """An embedded ``accel-backend`` with ``[binding] mode = rpc`` is the
+    API and node1's agent; node2's agent binds node2's ARQs."""
+
+    def service(self, role, host):
+        if role == service_mod.API:
+            role, host = service_mod.EMBEDDED, 'node1'
+        elif host == 'node1':
+            return None
+        return super().service(role, host)
+
+    def make_conf(self, host):
+        return base.make_conf(
+            self, DEFAULT={'host': host, 'transport_url': 'fake://'},
+            database={'connection': self.url},
+            api={'auth_strategy': 'noauth'},
+            binding={'workers': '1', 'mode': 'rpc'})
+
+    def test_roles(self):
+        self.assertEqual('node1', self.api.binder.host)
+        self.assertIsInstance(self.api.dispatcher,
+                              dispatcher_mod.RpcDispatcher)
+        self.assertIs(self.api.binder, self.api.dispatcher.local_binder)
+        self.assertIsNotNone(self.api._rpc_server)
+
+    def test_failed_cast_answers_503_and_keeps_bind_started(self):
+        self.skipTest('node1 binds in-process in this mode')
