@@ -452,6 +452,7 @@ def tempest_conf(layout, image_ref, flavor_ref, flavor_ref_alt):
         'flavor_ref': flavor_ref, 'flavor_ref_alt': flavor_ref_alt,
         'region': REGION, 'build_timeout': 180,
         'min_compute_nodes': 1,
+        'min_microversion': '2.1', 'max_microversion': 'latest',
     })
     ini.update('compute-feature-enabled', {
         'resize': False, 'cold_migration': False, 'live_migration': False,

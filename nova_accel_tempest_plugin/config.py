@@ -1,0 +1,45 @@
+"""Tempest options of nova-accel: ``[accelerator]`` and
+``[service_available] accelerator``."""
+
+from oslo_config import cfg
+
+service_available_group = cfg.OptGroup(
+    name='service_available', title='Available OpenStack Services')
+
+ServiceAvailableGroup = [
+    cfg.BoolOpt('accelerator', default=True,
+                help='Whether an accelerator (Cyborg v2 API) service, such '
+                     'as accel_backend, is expected to be available.'),
+]
+
+accelerator_group = cfg.OptGroup(
+    name='accelerator', title='Accelerator service (nova-accel) options')
+
+AcceleratorGroup = [
+    cfg.StrOpt('catalog_type', default='accelerator',
+               help='Catalog type of the accelerator service.'),
+    cfg.StrOpt('region', default='',
+               help='Region of the accelerator endpoint; empty: '
+                    '[identity] region.'),
+    cfg.StrOpt('endpoint_type', default='publicURL',
+               choices=['public', 'admin', 'internal', 'publicURL',
+                        'adminURL', 'internalURL'],
+               help='Endpoint type of the accelerator service.'),
+    cfg.IntOpt('build_interval', default=1,
+               help='Seconds between status checks.'),
+    cfg.IntOpt('build_timeout', default=300,
+               help='Seconds to wait for an ARQ or server state.'),
+    cfg.StrOpt('device_profile_group',
+               default='{"resources:FPGA": "1", '
+                       '"trait:CUSTOM_FAKE_DEVICE": "required"}',
+               help='JSON object: the device profile group the scenario '
+                    'tests boot servers with; the compute hosts must have '
+                    'free accelerators matching it (the default matches '
+                    'accel_backend\'s fake discovery driver).'),
+    cfg.StrOpt('resource_class', default='FPGA',
+               help='Resource class that device_profile_group asks for.'),
+    cfg.IntOpt('accelerators_per_host', default=16,
+               help='Accelerators of resource_class on the compute host.'),
+    cfg.IntOpt('arq_binding_timeout', default=300,
+               help='Nova\'s [DEFAULT] arq_binding_timeout.'),
+]

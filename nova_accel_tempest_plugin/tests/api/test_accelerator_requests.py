@@ -1,0 +1,79 @@
+"""Accelerator requests (ARQs): create from a device profile, list, show,
+delete; a project sees only its own ARQs."""
+
+import json
+
+from tempest.lib.common.utils import data_utils
+from tempest.lib.common.utils import test_utils
+from tempest.lib import decorators
+from tempest.lib import exceptions as lib_exc
+
+from nova_accel_tempest_plugin.tests import base
+
+
+class AcceleratorRequestsTest(base.AcceleratorAPITest):
+
+    def create_arqs(self, client, dp_name):
+        arqs = client.create_arqs(dp_name)['arqs']
+        self.addCleanup(test_utils.call_and_ignore_notfound_exc,
+                        self.accel_admin.delete_arqs,
+                        [a['uuid'] for a in arqs])
+        return arqs
+
+    @decorators.idempotent_id('6c1e7b47-5a7d-4f1c-8a1a-4d2d8e8d2b01')
+    def test_arq_create_list_show_delete(self):
+        group = dict(self.profile_group())
+        rc_key = next(k for k in group if k.startswith('resources:'))
+        group[rc_key] = '2'
+        dp = self.create_profile(groups=[group, self.profile_group()])
+
+        arqs = self.create_arqs(self.accel, dp['name'])
+        # One ARQ per unit of every resources:* in every group.
+        self.assertEqual(3, len(arqs))
+        self.assertEqual([0, 0, 1], sorted(a['device_profile_group_id']
+                                           for a in arqs))
+        for arq in arqs:
+            self.assertEqual(('Initial', dp['name'], None, None),
+                             (arq['state'], arq['device_profile_name'],
+                              arq['hostname'], arq['instance_uuid']))
+
+        listed = [a['uuid'] for a in self.accel.list_arqs()['arqs']]
+        for arq in arqs:
+            self.assertIn(arq['uuid'], listed)
+        shown = self.accel.show_arq(arqs[0]['uuid'])
+        self.assertEqual(arqs[0]['uuid'], shown['uuid'])
+
+        self.accel.delete_arqs([a['uuid'] for a in arqs])
+        for arq in arqs:
+            self.assertRaises(lib_exc.NotFound, self.accel.show_arq,
+                              arq['uuid'])
+        listed = [a['uuid'] for a in self.accel_admin.list_arqs()['arqs']]
+        self.assertFalse(set(listed) & {a['uuid'] for a in arqs})
+
+    @decorators.idempotent_id('6c1e7b47-5a7d-4f1c-8a1a-4d2d8e8d2b02')
+    def test_arqs_of_unknown_instance_are_empty(self):
+        instance = data_utils.rand_uuid()
+        self.assertEqual([], self.accel_admin.list_arqs(
+            instance=instance)['arqs'])
+        self.accel_admin.delete_arqs_of_instance(instance)
+
+    @decorators.idempotent_id('6c1e7b47-5a7d-4f1c-8a1a-4d2d8e8d2b03')
+    def test_arq_of_missing_profile_is_rejected(self):
+        missing = data_utils.rand_name('nova-accel-missing').replace('.', '-')
+        self.assertRaises((lib_exc.NotFound, lib_exc.BadRequest),
+                          self.accel.create_arqs, missing)
+
+    @decorators.idempotent_id('6c1e7b47-5a7d-4f1c-8a1a-4d2d8e8d2b04')
+    def test_member_cannot_bind(self):
+        dp = self.create_profile()
+        arq = self.create_arqs(self.accel, dp['name'])[0]
+        # Binding is for services (Nova's service token) and admins.
+        body = {arq['uuid']: [
+            {'path': '/hostname', 'op': 'add', 'value': 'somewhere'},
+            {'path': '/device_rp_uuid', 'op': 'add',
+             'value': data_utils.rand_uuid()},
+            {'path': '/instance_uuid', 'op': 'add',
+             'value': data_utils.rand_uuid()}]}
+        self.assertRaises(lib_exc.Forbidden, self.accel.patch,
+                          'accelerator_requests', json.dumps(body))
+        self.assertEqual('Initial', self.accel.show_arq(arq['uuid'])['state'])

@@ -1,0 +1,64 @@
+"""``tempest run --regex nova_accel`` against the all-in-one cloud.
+
+Makes a tempest workspace in the run dir (``tempest init``), two plain
+flavors for ``[compute] flavor_ref``/``flavor_ref_alt``, writes
+``etc/tempest.conf`` from the cloud's endpoints (``config.tempest_conf``)
+and runs tempest from the venv, where this bundle - and so the
+``nova_accel`` tempest plugin - is installed.
+"""
+
+import os
+import subprocess
+import time
+
+from tools.aio import cloud as cloud_mod
+from tools.aio import config
+
+
+def _flavor(cloud, token, name, ram):
+    url = cloud.layout.url('nova_api', '/v2.1/flavors')
+    found, _ = cloud.http('GET', url + '/detail', token=token)
+    for flavor in found['flavors']:
+        if flavor['name'] == name:
+            return flavor['id']
+    made, _ = cloud.http('POST', url, {'flavor': {
+        'name': name, 'ram': ram, 'vcpus': 1, 'disk': 1}}, token=token)
+    return made['flavor']['id']
+
+
+def prepare(cloud):
+    """Workspace dir with its tempest.conf; returns the dir."""
+    layout = cloud.layout
+    workspace = layout.path('tempest', 'workspace')
+    env = cloud.env()
+    if not os.path.exists(os.path.join(workspace, 'etc')):
+        subprocess.run([cloud.prog('tempest'), 'init', '--workspace-path',
+                        layout.path('tempest', 'workspaces.yaml'),
+                        workspace], env=env, check=True,
+                       stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    token = cloud.admin_token()
+    flavor = _flavor(cloud, token, 'aio-tempest', 128)
+    flavor_alt = _flavor(cloud, token, 'aio-tempest-alt', 192)
+    ini = config.tempest_conf(layout, cloud.state['image_id'], flavor,
+                              flavor_alt)
+    with open(os.path.join(workspace, 'etc', 'tempest.conf'), 'w') as f:
+        f.write(ini.render())
+    return workspace
+
+
+def run(regex='nova_accel', concurrency=2):
+    cloud = cloud_mod.Cloud.load()
+    if cloud is None:
+        print('no cloud is up: python -m tools.aio up')
+        return 1
+    workspace = prepare(cloud)
+    argv = [cloud.prog('tempest'), 'run', '--regex', regex,
+            '--concurrency', str(concurrency)]
+    print('$ cd %s && %s' % (workspace, ' '.join(argv)), flush=True)
+    t0 = time.monotonic()
+    rc = subprocess.run(argv, cwd=workspace, env=cloud.env(),
+                        stdin=subprocess.DEVNULL).returncode
+    print('tempest run took %.0f s (exit %d); log: %s' % (
+        time.monotonic() - t0, rc,
+        os.path.join(workspace, 'tempest.log')), flush=True)
+    return rc
