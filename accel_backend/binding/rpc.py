@@ -21,6 +21,8 @@ production, ``fake://`` in unit tests).  The exchange is given in every
 changes (Nova may run in the same process in tests).
 """
 
+import importlib
+
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
@@ -43,7 +45,6 @@ _GLOBAL_ONLY_OPTS = (
 
 
 def _register_global_only_opts(conf):
-    import importlib
     for module, attr, group in _GLOBAL_ONLY_OPTS:
         try:
             opts = getattr(importlib.import_module(module), attr)

@@ -14,7 +14,6 @@ from oslo_utils import uuidutils
 import testtools
 import webob
 
-from accel_backend.binding import binder as binder_mod
 from accel_backend.binding import dispatcher as dispatcher_mod
 from accel_backend.binding import rpc
 from accel_backend.db import api as db_api
