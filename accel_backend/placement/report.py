@@ -159,6 +159,7 @@ class Reporter:
         with self._lock:
             root_uuid, root_name, tree = self._tree()
             wanted = set()
+            contended = []
             for prov in providers:
                 wanted.add(prov.rp_uuid)
                 rp = tree.get(prov.rp_uuid)
@@ -171,9 +172,20 @@ class Reporter:
                     if cached is None or \
                             cached.generation != rp['generation']:
                         self._refresh(prov.rp_uuid)
-                self._sync_inventory(prov)
-                self._sync_traits(prov.rp_uuid,
-                                  set(prov.traits) | {OWNER_TRAIT})
+                try:
+                    self._sync_inventory(prov)
+                    self._sync_traits(prov.rp_uuid,
+                                      set(prov.traits) | {OWNER_TRAIT})
+                except exception.PlacementError as e:
+                    if e.kwargs.get('status') != 409:
+                        raise
+                    # Someone keeps writing this provider: report the
+                    # others (one busy provider must not hold them all
+                    # back) and fail the run at the end, so it is retried.
+                    LOG.warning('Resource provider %s kept changing '
+                                'under us; retried on the next report',
+                                prov.rp_uuid)
+                    contended.append(e)
             for rp_uuid, rp in tree.items():
                 if rp_uuid == root_uuid or rp_uuid in wanted:
                     continue
@@ -182,6 +194,8 @@ class Reporter:
                     self._delete_rp(rp_uuid, rp['generation'])
             for gone in set(self._cache) - set(tree) - wanted:
                 del self._cache[gone]
+            if contended:
+                raise contended[0]
             return root_uuid, root_name
 
     def _refresh(self, rp_uuid):

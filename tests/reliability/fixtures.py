@@ -396,6 +396,10 @@ class FaultProxy(fixtures.Fixture):
         self.delay = 0.0
         self.log = []
         self.lock = threading.Lock()
+        # One request upstream at a time: openstack-placement's
+        # in-process fixture shares one SQLite connection, and a request
+        # the client gave up on (timeout) still runs.
+        self._forward_lock = threading.Lock()
         self._local = threading.local()
         server = simple_server.make_server(
             '127.0.0.1', 0, self._app, server_class=_ThreadedServer,
@@ -435,10 +439,12 @@ class FaultProxy(fixtures.Fixture):
         if kind == 'sleep':
             time.sleep(arg)
         if kind == 'before':
-            arg()
-        resp = self._session().request(method, self.upstream + path,
-                                       data=body, headers=headers,
-                                       timeout=60)
+            with self._forward_lock:
+                arg()
+        with self._forward_lock:
+            resp = self._session().request(method, self.upstream + path,
+                                           data=body, headers=headers,
+                                           timeout=60)
         if kind == 'lost':
             return self._answer(start_response, method, path, arg,
                                 b'{"errors": [{"detail": "injected"}]}', {})
