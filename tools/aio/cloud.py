@@ -634,16 +634,16 @@ def down(quiet=False):
     layout = cloud.layout
     renv = cloud.state.get('rabbitmq_env')
     recs = cloud.state['processes']
-    rabbit = next((r for r in recs if r['name'] == 'rabbitmq'), None)
-    if renv and rabbit and procs.alive(rabbit):
-        say('rabbitmq: rabbitmqctl stop')
-        try:
-            procs.run([_rabbit_bin('rabbitmqctl'), '-n',
-                       renv['RABBITMQ_NODENAME'], 'stop'], os.devnull,
-                      env=cloud.env(**renv), timeout=60, check=False)
-        except procs.ProcessFailed:
-            pass
+    # Reverse order: the services go before the bus and the database they
+    # need to shut down cleanly.
     for rec in reversed(recs):
+        if rec['name'] == 'rabbitmq' and renv and procs.alive(rec):
+            try:
+                procs.run([_rabbit_bin('rabbitmqctl'), '-n',
+                           renv['RABBITMQ_NODENAME'], 'stop'], os.devnull,
+                          env=cloud.env(**renv), timeout=60, check=False)
+            except procs.ProcessFailed:
+                pass
         if procs.stop(rec):
             say('stopped %s (pid %d)' % (rec['name'], rec['pid']))
     left = [r['name'] for r in recs if procs.alive(r)]

@@ -75,7 +75,8 @@ class ServerAcceleratorLifecycleTest(base.ServerAcceleratorTest):
         server = self.boot(self.flavor)
         other = self.create_accel_flavor(self.dp['name'])
         # Nova 34 refuses to resize or migrate servers with accelerators.
-        self.assertRaises(lib_exc.BadRequest, self.servers_client.resize_server,
+        self.assertRaises(lib_exc.BadRequest,
+                          self.servers_client.resize_server,
                           server['id'], other['id'])
         self.assert_has_accelerator(server)
 

@@ -1,0 +1,42 @@
+"""``ini_tool.py set|add FILE SECTION KEY VALUE``: devstack's iniset and
+iniadd on a real file, keeping repeated keys (MultiStrOpt)."""
+
+import os
+import sys
+
+
+def read(path):
+    sections = {}
+    current = None
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.rstrip('\n')
+                if line.startswith('[') and line.endswith(']'):
+                    current = sections.setdefault(line[1:-1], [])
+                elif ' = ' in line and current is not None:
+                    key, value = line.split(' = ', 1)
+                    current.append((key, value))
+    return sections
+
+
+def write(path, sections):
+    with open(path, 'w') as f:
+        for name, items in sections.items():
+            f.write('[%s]\n' % name)
+            for key, value in items:
+                f.write('%s = %s\n' % (key, value))
+            f.write('\n')
+
+
+def main(op, path, section, key, value):
+    sections = read(path)
+    items = sections.setdefault(section, [])
+    if op == 'set':
+        items[:] = [(k, v) for k, v in items if k != key]
+    items.append((key, value))
+    write(path, sections)
+
+
+if __name__ == '__main__':
+    main(*sys.argv[1:])
