@@ -36,6 +36,7 @@ from accel_backend.api import schemas
 from accel_backend import exception
 from tests import reliability
 from tests.reliability import fixtures as rel_fixtures
+from tests.reliability import test_crash
 
 OPENAPI = os.path.join(os.path.dirname(accel_backend.__file__), 'api',
                        'openapi.yaml')
@@ -96,6 +97,9 @@ class TestSchemathesis(testtools.TestCase):
                 self.assertEqual(GenerationMode.NEGATIVE, mode, op.label)
         self.addDetail('requests', testtools.content.text_content(
             str(calls[0])))
+        test_crash.record_result('fuzz_%s' % mode.value, {
+            'operations': len(ops), 'requests': calls[0],
+            'server_errors': len(failures)})
         self.assertEqual([], failures)
         self.assertGreater(calls[0], len(ops) * 5)
 
