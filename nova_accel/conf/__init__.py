@@ -28,6 +28,16 @@ OPTS = [
              'attach-accelerator / detach-accelerator): the compute driver '
              'starts an RPC server on [nova_accel] hotplug_topic, server = '
              'this host, on Nova\'s message bus.'),
+    cfg.BoolOpt(
+        'guest_numa_affinity',
+        default=True,
+        help='For guests with a NUMA topology, attach each accelerator '
+             'PCI hostdev to a PCI expander bus on the guest NUMA node '
+             'placed on the device\'s host NUMA node (pcie-expander-bus '
+             'and a pcie-root-port on q35, pci-expander-bus on pc), so '
+             'the guest OS sees the device\'s locality. The host node '
+             'comes from the ARQ (attach_handle_info numa_node) or '
+             'libvirt\'s node device. Needs QEMU pxb/pxb-pcie support.'),
     cfg.StrOpt(
         'hotplug_topic',
         default='nova-accel-compute',

@@ -18,14 +18,17 @@ across hard reboots, rebuilds and delete, comes from
 :class:`nova_accel.hotplug.driver.LibvirtHotplugMixin`.
 """
 
+import nova.conf
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_log import log as logging
 
 from nova_accel.hotplug import driver as hotplug_driver
 from nova_accel.virt import binding
 from nova_accel.virt import hostdev
+from nova_accel.virt.libvirt import numa
 
 LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
 
 
 class LibvirtDriver(hotplug_driver.LibvirtHotplugMixin,
@@ -66,7 +69,34 @@ class LibvirtDriver(hotplug_driver.LibvirtHotplugMixin,
             composes is accepted.
         :raises InvalidAttachHandle: an ARQ's attach handle is malformed;
             the build then fails with that message as the instance fault.
+
+        With ``[nova_accel] guest_numa_affinity`` (default) and a guest
+        NUMA topology, PCI hostdevs go on an expander bus of the guest
+        cell placed on their host NUMA node
+        (:mod:`nova_accel.virt.libvirt.numa`).
         """
-        for elem in hostdev.compose_hostdevs(accel_info):
+        numa_guest = (CONF.nova_accel.guest_numa_affinity and
+                      bool(numa.guest_cells_by_host_node(guest)))
+        placed = []
+        for arq in accel_info or []:
+            elem = hostdev.compose_hostdev(arq)
+            if elem is None:
+                continue
+            node = None
+            if numa_guest and arq.get('attach_handle_type') == hostdev.PCI:
+                node = numa.host_numa_node(arq, self._nodedev_numa_node)
+            placed.append((elem, node))
+        if numa_guest:
+            for ctrl in numa.place(guest, placed):
+                LOG.debug('Adding accelerator bus %s',
+                          hostdev.to_string(ctrl.format_dom()))
+                guest.add_device(ctrl)
+        for elem, _node in placed:
             LOG.debug('Adding accelerator hostdev %s', hostdev.to_string(elem))
             guest.add_device(hostdev.HostdevConfig(elem))
+
+    def _nodedev_numa_node(self, name):
+        """NUMA node of libvirt node device ``name``, None if unknown."""
+        dev = self._host.device_lookup_by_name(name)
+        return None if dev is None else numa.nodedev_numa_node(
+            dev.XMLDesc(0))

@@ -1,0 +1,219 @@
+"""Put accelerator hostdevs on the guest NUMA node of their host device.
+
+A guest with a NUMA topology (``hw:numa_nodes``, ``hw:cpu_policy=dedicated``
+...) has its cells placed on host NUMA nodes; Nova writes that placement
+as ``<numatune><memnode cellid='G' nodeset='H'/>``.  A passed-through GPU
+sits on one host NUMA node; unless the guest is told, the guest OS sees it
+on the default PCI root bus, which belongs to no NUMA node (or to node 0),
+and schedules the GPU's work and memory without regard to locality.
+
+libvirt expresses device locality with a PCI expander bus attached to a
+guest NUMA node (``<target><node>G</node></target>``):
+
+* Q35 (and ``virt``) machines, PCI Express: ``pcie-expander-bus``; only
+  root ports plug into it, so each hostdev gets its own ``pcie-root-port``
+  on the expander and sits at slot 0 of that port::
+
+    <controller type='pci' index='1' model='pcie-expander-bus'>
+      <target><node>1</node></target>
+    </controller>
+    <controller type='pci' index='2' model='pcie-root-port'>
+      <address type='pci' domain='0x0000' bus='0x01' slot='0x00'
+               function='0x0'/>
+    </controller>
+    <hostdev ...><source>...</source>
+      <address type='pci' domain='0x0000' bus='0x02' slot='0x00'
+               function='0x0'/>
+    </hostdev>
+
+* ``pc`` (i440FX, Nova's default on x86_64): ``pci-expander-bus``; the
+  hostdevs plug straight into its slots.
+
+Nova 34 itself has no such code: its ``hw:pci_numa_affinity_policy`` only
+decides which host NUMA nodes a guest may use with its PCI devices, never
+where a device appears inside the guest.
+
+The host NUMA node of a device comes from the ARQ's attach handle
+(``attach_handle_info['numa_node']``, when the accelerator service gives
+it) or else from libvirt's node device (``pci_DDDD_BB_SS_F``, ``<numa
+node='N'/>``), the source Nova uses for its own PCI devices.  A device
+whose host node carries no cell of this guest, or whose node is unknown,
+stays where libvirt puts it by default.
+
+Controller indexes start after the PCI controllers already in the guest
+config (Nova's ``pcie-root`` and root ports when ``[libvirt]
+num_pcie_ports`` is set); ``busNr`` is left to libvirt.
+"""
+
+import collections
+import copy
+
+from lxml import etree
+from nova.virt.libvirt import config as vconfig
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
+#: Slots of one expander bus (PCI: 32 slots of which we use 0..31).
+SLOTS_PER_BUS = 32
+
+
+class ControllerConfig(vconfig.LibvirtConfigGuestDevice):
+    """A composed ``<controller>`` element as a Nova guest device."""
+
+    def __init__(self, element, **kwargs):
+        super().__init__(root_name='controller', **kwargs)
+        self._element = copy.deepcopy(element)
+
+    @property
+    def type(self):
+        return self._element.get('type')
+
+    @property
+    def index(self):
+        return int(self._element.get('index'))
+
+    @property
+    def model(self):
+        return self._element.get('model')
+
+    def format_dom(self):
+        return copy.deepcopy(self._element)
+
+
+def is_pcie_machine(mach_type):
+    """True for machine types whose root bus is PCI Express."""
+    return bool(mach_type) and ('q35' in mach_type or
+                                mach_type.startswith('virt'))
+
+
+def guest_cells_by_host_node(guest):
+    """``{host NUMA node: guest cell id}`` of a guest config.
+
+    :param guest: ``LibvirtConfigGuest`` as built by Nova's
+        ``_get_guest_config`` (``numatune`` set for NUMA guests).
+    :returns: dict; empty when the guest has no NUMA topology or no
+        host placement.  A host node holding several guest cells maps to
+        the lowest cell id.
+    """
+    numatune = getattr(guest, 'numatune', None)
+    cpu = getattr(guest, 'cpu', None)
+    if numatune is None or cpu is None or getattr(cpu, 'numa', None) is None:
+        return {}
+    cells = {}
+    for memnode in sorted(numatune.memnodes or [],
+                          key=lambda m: m.cellid):
+        for node in memnode.nodeset or []:
+            cells.setdefault(int(node), int(memnode.cellid))
+    return cells
+
+
+def nodedev_name(info):
+    """libvirt node device name ``pci_DDDD_BB_SS_F`` of a PCI handle."""
+    return 'pci_%04x_%02x_%02x_%x' % tuple(
+        int(info[k], 16) for k in ('domain', 'bus', 'device', 'function'))
+
+
+def nodedev_numa_node(xml):
+    """NUMA node of a libvirt PCI node device XML, None when unknown."""
+    numa = etree.fromstring(xml).find('./capability[@type="pci"]/numa')
+    if numa is None:
+        return None
+    return _node_or_none(numa.get('node'))
+
+
+def _node_or_none(value):
+    try:
+        node = int(value)
+    except (TypeError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
+def host_numa_node(arq, lookup=None):
+    """Host NUMA node of a PCI ARQ's device.
+
+    :param arq: bound ARQ dict with a PCI ``attach_handle_info``.
+    :param lookup: callable ``(nodedev_name) -> node or None`` asked when
+        the attach handle carries no ``numa_node``.
+    :returns: int >= 0, or None when unknown (``-1`` means no affinity).
+    """
+    info = arq.get('attach_handle_info') or {}
+    if 'numa_node' in info:
+        return _node_or_none(info['numa_node'])
+    if lookup is None:
+        return None
+    try:
+        return lookup(nodedev_name(info))
+    except Exception as e:  # a device libvirt does not know
+        LOG.debug('No NUMA node for accelerator %s: %s', arq.get('uuid'), e)
+        return None
+
+
+def _pci_address(bus, slot):
+    return etree.Element('address', type='pci', domain='0x0000',
+                         bus='0x%02x' % bus, slot='0x%02x' % slot,
+                         function='0x0')
+
+
+def _next_index(guest):
+    indexes, count = [], 0
+    for dev in guest.devices:
+        if getattr(dev, 'root_name', None) == 'controller' and \
+                getattr(dev, 'type', None) == 'pci':
+            count += 1
+            if getattr(dev, 'index', None) is not None:
+                indexes.append(int(dev.index))
+    # Index 0 is the root bus, implicit when no controller is written.
+    return max([count, 1] + [i + 1 for i in indexes])
+
+
+def place(guest, hostdevs):
+    """Attach hostdevs to expander buses on their guest NUMA cells.
+
+    :param guest: the ``LibvirtConfigGuest`` being built; its
+        ``os_mach_type``, ``numatune``, ``cpu`` and ``devices`` are read.
+    :param hostdevs: list of ``(hostdev element, host NUMA node or None)``;
+        the elements placed get a guest ``<address>`` (in place).
+    :returns: list of :class:`ControllerConfig` to add to the guest
+        (empty when nothing is placed).
+    """
+    cells = guest_cells_by_host_node(guest)
+    if not cells:
+        return []
+    by_cell = collections.OrderedDict()
+    for elem, node in hostdevs:
+        cell = cells.get(node) if node is not None else None
+        if cell is None:
+            if node is not None:
+                LOG.info('Accelerator on host NUMA node %s: no guest cell '
+                         'is on that node, leaving it on the root bus',
+                         node)
+            continue
+        by_cell.setdefault(cell, []).append(elem)
+    pcie = is_pcie_machine(guest.os_mach_type)
+    index = _next_index(guest)
+    controllers = []
+    for cell in sorted(by_cell):
+        for start in range(0, len(by_cell[cell]), SLOTS_PER_BUS):
+            bus = index
+            index += 1
+            expander = etree.Element(
+                'controller', type='pci', index=str(bus),
+                model='pcie-expander-bus' if pcie else 'pci-expander-bus')
+            etree.SubElement(etree.SubElement(expander, 'target'),
+                             'node').text = str(cell)
+            controllers.append(ControllerConfig(expander))
+            elems = by_cell[cell][start:start + SLOTS_PER_BUS]
+            for slot, elem in enumerate(elems):
+                if pcie:
+                    port = etree.Element('controller', type='pci',
+                                         index=str(index),
+                                         model='pcie-root-port')
+                    port.append(_pci_address(bus, slot))
+                    controllers.append(ControllerConfig(port))
+                    elem.append(_pci_address(index, 0))
+                    index += 1
+                else:
+                    elem.append(_pci_address(bus, slot))
+    return controllers
