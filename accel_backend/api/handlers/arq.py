@@ -89,7 +89,8 @@ def list_(req):
 
 
 def show(req, arq_uuid):
-    """``GET /{uuid}``."""
+    """``GET /{uuid}``; a malformed UUID is 400 ``accel.invalid_uuid``."""
+    util.check_uuid(arq_uuid)
     ctx = util.context(req)
     with util.service(req).db.transaction() as session:
         arq = _get_visible(session, ctx, arq_uuid)
