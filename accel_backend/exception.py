@@ -77,6 +77,12 @@ class Forbidden(AccelBackendError):
     msg_fmt = 'Policy does not allow %(action)s to be performed.'
 
 
+class RequestTooLarge(AccelBackendError):
+    status = 413
+    code = 'accel.request_too_large'
+    msg_fmt = 'Request body is larger than %(limit)d bytes.'
+
+
 class NotAcceptable(AccelBackendError):
     status = 406
     code = 'accel.microversion.not_acceptable'

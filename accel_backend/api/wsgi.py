@@ -140,6 +140,31 @@ class _PublicVersions:
         return self.authenticated(environ, start_response)
 
 
+class _JSONRequestTooLarge:
+    """Answer oslo.middleware's 413 (plain text) with our error document.
+
+    ``RequestBodySizeLimiter`` refuses bodies over ``[oslo_middleware]
+    max_request_body_size`` (by Content-Length, or while reading a longer
+    body); clients get the same JSON shape and a stable code as for any
+    other error: ``accel.request_too_large``.
+
+    :param app: the size-limited WSGI app.
+    :param limit: the limit in bytes (int), for the message.
+    """
+
+    def __init__(self, app, limit):
+        self.app = app
+        self.limit = limit
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        resp = req.get_response(self.app)
+        if resp.status_int == 413 and resp.content_type != util.JSON:
+            return _error_response(
+                req, exception.RequestTooLarge(limit=self.limit))
+        return resp
+
+
 def make_app(conf, service):
     """Build the WSGI application.
 
@@ -154,5 +179,7 @@ def make_app(conf, service):
         app = _PublicVersions(
             auth_token.AuthProtocol(app, {'oslo_config_config': conf}), app)
     app = sizelimit.RequestBodySizeLimiter(app, conf)
+    app = _JSONRequestTooLarge(app,
+                               conf.oslo_middleware.max_request_body_size)
     app = request_id_mw.RequestId(app)
     return app

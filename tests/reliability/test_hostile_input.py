@@ -233,10 +233,14 @@ class TestBodies(testtools.TestCase):
         for method, path in BODY_PATHS:
             resp = call(self.svc.app, method, path, big)
             self.assertEqual(413, resp.status_code, (method, path))
+            self.assertEqual('accel.request_too_large',
+                             resp.json_body['errors'][0]['code'])
             # A client lying about the length is cut off too.
             resp = call(self.svc.app, method, path, b'{}',
                         headers={'Content-Length': str(10 ** 9)})
             self.assertEqual(413, resp.status_code, (method, path))
+            self.assertEqual('accel.request_too_large',
+                             resp.json_body['errors'][0]['code'])
 
     def test_just_under_the_limit_is_read(self):
         body = json.dumps({'device_profile_name': 'x' * (self.max - 100)})
@@ -244,7 +248,7 @@ class TestBodies(testtools.TestCase):
                     body.encode())
         self.assertEqual(400, resp.status_code)
         self.assertEqual('accel.schema_validation',
-                         resp.json['errors'][0]['code'])
+                         resp.json_body['errors'][0]['code'])
 
     def test_deeply_nested_json_400(self):
         for depth in (33, 500, 990, 3000, 15000):
@@ -255,14 +259,14 @@ class TestBodies(testtools.TestCase):
                     self.assertEqual(400, resp.status_code,
                                      (depth, method, path, resp.body[:200]))
                     self.assertEqual('accel.invalid_json',
-                                     resp.json['errors'][0]['code'])
+                                     resp.json_body['errors'][0]['code'])
 
     def test_nesting_at_the_limit_reaches_the_schema(self):
         body = b'[' * 32 + b']' * 32
         resp = call(self.svc.app, 'POST', '/v2/device_profiles', body)
         self.assertEqual(400, resp.status_code)
         self.assertEqual('accel.schema_validation',
-                         resp.json['errors'][0]['code'])
+                         resp.json_body['errors'][0]['code'])
 
     def test_garbage_bodies_400(self):
         for body in (b'\xff\xfe\x00', b'{"a": 1', b'NaN', b'\x00' * 100,
@@ -298,7 +302,7 @@ class TestBodies(testtools.TestCase):
                 resp = call(self.svc.app, method, path, b'{}')
                 self.assertEqual(400, resp.status_code, (method, path))
                 self.assertEqual('accel.bad_request',
-                                 resp.json['errors'][0]['code'])
+                                 resp.json_body['errors'][0]['code'])
 
     def test_nul_and_surrogates_in_bodies_400(self):
         for body in (b'{"device_profile_name": "a\\u0000b"}',
@@ -308,4 +312,4 @@ class TestBodies(testtools.TestCase):
                         body)
             self.assertEqual(400, resp.status_code, body)
             self.assertEqual('accel.invalid_json',
-                             resp.json['errors'][0]['code'])
+                             resp.json_body['errors'][0]['code'])
