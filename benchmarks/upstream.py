@@ -121,6 +121,14 @@ class RabbitMQ:
         except Exception:
             pass
         self.proc.stop()
+        # rabbitmq-server started an epmd daemon on our ERL_EPMD_PORT; it
+        # outlives the node unless told to go.
+        epmd = shutil.which('epmd') or '/usr/lib/erlang/bin/epmd'
+        try:
+            common.run([epmd, '-kill'], self.log, env=self.env,
+                       cwd=self.dir, timeout=30)
+        except Exception:
+            pass
 
 
 class Cyborg:
