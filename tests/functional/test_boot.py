@@ -83,9 +83,18 @@ class BootFailureTest(base.AccelServersTestBase):
         return server
 
     def _assert_nothing_left(self, server):
-        self.assertEqual([], self.arqs_of(server['id']))
-        allocs = self.placement.get(
-            '/allocations/%s' % server['id']).body['allocations']
+        # Nova's compute sets ERROR, then removes the allocations and
+        # deletes the ARQs in the same build thread: give it a moment.
+        import time
+        deadline = time.monotonic() + 20
+        while True:
+            arqs = self.arqs_of(server['id'])
+            allocs = self.placement.get(
+                '/allocations/%s' % server['id']).body['allocations']
+            if (not arqs and not allocs) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertEqual([], arqs)
         self.assertEqual({}, allocs)
 
     def test_bind_fails(self):
