@@ -7,9 +7,7 @@ its ``accelerator-request-bound`` events to the Nova API fixture over HTTP
 ``[cyborg] endpoint_override``.
 """
 
-import json
 import os
-import textwrap
 
 import fixtures
 from keystoneauth1 import session as ks_session
@@ -17,10 +15,10 @@ from wsgi_intercept import interceptor
 
 from nova import context as nova_context
 from nova.tests.functional.libvirt import base as libvirt_base
-from nova.tests import fixtures as nova_fixtures
 
 from accel_backend import conf as accel_conf
 from accel_backend import service as accel_service
+from tests import accel_config
 
 ACCEL_URL = 'http://accel.test:80'
 SYSFS_TWO_GPUS = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
@@ -91,37 +89,11 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
 
     def accel_config(self, tmpdir):
         """accel_backend config file text for this test."""
-        specs = '\n'.join('device_spec = %s' % json.dumps(s)
-                          for s in self.DEVICE_SPECS)
-        return textwrap.dedent('''\
-            [DEFAULT]
-            host = %(host)s
-            state_path = %(tmp)s
-            [api]
-            auth_strategy = noauth
-            [binding]
-            workers = 2
-            [discovery]
-            sysfs_root = %(sysfs)s
-            report_interval = 0
-            %(specs)s
-            [placement]
-            auth_type = admin_token
-            endpoint = %(placement)s
-            token = admin
-            endpoint_override = %(placement)s
-            [nova]
-            auth_type = admin_token
-            endpoint = %(nova)s
-            token = admin
-            endpoint_override = %(nova)s
-            event_retry_interval = 0.05
-            event_retry_timeout = 30
-            ''') % {'host': self.COMPUTE, 'tmp': tmpdir,
-                    'sysfs': os.path.abspath(self.SYSFS_ROOT),
-                    'specs': specs,
-                    'placement': self.placement_fixture.endpoint,
-                    'nova': self.api_fixture.base_url}
+        return accel_config.accel_backend_conf(
+            self.placement_fixture.endpoint, self.api_fixture.base_url,
+            os.path.abspath(self.SYSFS_ROOT), self.DEVICE_SPECS,
+            DEFAULT={'host': self.COMPUTE, 'state_path': tmpdir},
+            nova={'event_retry_timeout': 30})
 
     def _start_accel_backend(self):
         tmpdir = self.useFixture(fixtures.TempDir()).path

@@ -35,6 +35,7 @@ from accel_backend import conf as accel_conf
 from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import service as accel_service
+from tests import accel_config
 from tests.functional.fixtures import databases
 from tests.functional.fixtures import servers
 
@@ -129,31 +130,10 @@ class _DatabaseBackendTests:
                                'openstack-api-version': 'placement 1.20'}
                       ).raise_for_status()
         self.nova = self.useFixture(servers.NovaStub())
-        conf_file = self.write_conf(textwrap.dedent('''\
-            [api]
-            auth_strategy = noauth
-            [binding]
-            workers = 4
-            [discovery]
-            sysfs_root = %(sysfs)s
-            report_interval = 0
-            device_spec = %(spec)s
-            [placement]
-            auth_type = admin_token
-            endpoint = %(placement)s
-            token = admin
-            endpoint_override = %(placement)s
-            [nova]
-            auth_type = admin_token
-            endpoint = %(nova)s
-            token = admin
-            endpoint_override = %(nova)s
-            event_retry_interval = 0.05
-            event_retry_timeout = 5
-            ''') % {'sysfs': servers.SYSFS_TWO_GPUS,
-                    'spec': json.dumps(servers.T4_SPEC),
-                    'placement': placement.endpoint,
-                    'nova': self.nova.endpoint})
+        conf_file = self.write_conf(accel_config.accel_backend_conf(
+            placement.endpoint, self.nova.endpoint, servers.SYSFS_TWO_GPUS,
+            [servers.T4_SPEC], binding={'workers': 4},
+            nova={'event_retry_timeout': 5}))
         svc = accel_service.Service(
             accel_conf.new_conf(config_files=[conf_file]))
         self.addCleanup(svc.stop)
