@@ -150,11 +150,24 @@ class Binder:
                        models.ARQ.pending_event.isnot(None))).all()
         return [tuple(r) for r in rows]
 
-    def _clear(self, arq_uuids):
+    def _clear(self, sent):
+        """Forget delivered (or abandoned) events.
+
+        :param sent: ``{arq_uuid: status}`` of the events sent; an ARQ whose
+            pending event changed since (unbound and bound again) keeps it.
+        """
         with self.db.transaction() as session:
-            session.execute(sa.update(models.ARQ)
-                            .where(models.ARQ.uuid.in_(list(arq_uuids)))
-                            .values(pending_event=None))
+            # Rows in id order, as every multi-ARQ writer locks them: a bulk
+            # UPDATE locks in no defined order and deadlocked against
+            # concurrent PATCH/DELETE on PostgreSQL.
+            arq_obj.lock_all(session, sent)
+            for arq_uuid in sorted(sent):
+                session.execute(
+                    sa.update(models.ARQ)
+                    .where(models.ARQ.uuid == arq_uuid,
+                           models.ARQ.pending_event == sent[arq_uuid])
+                    .values(pending_event=None)
+                    .execution_options(synchronize_session=False))
 
     def _deliver(self, arq_uuids):
         """Send pending events until Nova took them, they are obsolete or
@@ -166,16 +179,17 @@ class Binder:
             events = self._pending(remaining)
             if not events:
                 return
+            sent = {arq: status for _, arq, status in events}
             done, retry = self.notifier.send(events)
             if done:
-                self._clear(done)
+                self._clear({u: sent[u] for u in done if u in sent})
             remaining = retry
             if not remaining:
                 return
             if time.monotonic() + delay > deadline:
                 LOG.error('Giving up delivering events for ARQs %s',
                           sorted(remaining))
-                self._clear(remaining)
+                self._clear({u: sent[u] for u in remaining if u in sent})
                 return
             self._stop.wait(delay)
             delay = min(delay * 2, MAX_BACKOFF)

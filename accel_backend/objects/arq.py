@@ -76,6 +76,19 @@ def create(session, device_profile_name, project_id=None):
     return create_for_profile(session, dp, project_id=project_id)
 
 
+def lock_all(session, arq_uuids):
+    """Lock the rows of ``arq_uuids`` (those that exist) in id order.
+
+    Requests that touch several ARQs (a PATCH of many, a DELETE of many)
+    must take their row locks in one order, else two of them on
+    PostgreSQL or MySQL can deadlock; ``list_`` (so DELETE) goes by id.
+    """
+    if arq_uuids:
+        session.execute(sa.select(models.ARQ.id).where(
+            models.ARQ.uuid.in_(sorted(arq_uuids))).order_by(
+            models.ARQ.id).with_for_update())
+
+
 def _lock(session, arq_uuid):
     """Make the next read of ARQ ``arq_uuid`` current until commit.
 

@@ -118,6 +118,8 @@ def update(req, arq_uuid=None):
     started = {}
     released = set()
     with svc.db.transaction() as session:
+        # One lock order for every multi-ARQ request (no deadlocks).
+        arq_obj.lock_all(session, set(binds) | set(unbinds))
         for arq_uuid, fields in binds.items():
             arq = _get_visible(session, ctx, arq_uuid, for_update=True)
             ctx.can(arq_policy.UPDATE, _target(arq))
