@@ -10,6 +10,7 @@ its ``accelerator-request-bound`` events to the Nova API fixture over HTTP
 import os
 
 import fixtures
+from lxml import etree
 from keystoneauth1 import session as ks_session
 from wsgi_intercept import interceptor
 
@@ -26,6 +27,17 @@ SYSFS_TWO_GPUS = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
 T4_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
            'resource_class': 'PGPU', 'traits': ['CUSTOM_NVIDIA_T4'],
            'device_type': 'GPU'}
+
+
+def hostdev_addresses(xml):
+    """PCI addresses ``DDDD:BB:SS.F`` of the guest's PCI hostdevs."""
+    out = []
+    for addr in etree.fromstring(xml).findall(
+            './devices/hostdev[@type="pci"]/source/address'):
+        out.append('%04x:%02x:%02x.%x' % tuple(
+            int(addr.get(k), 16) for k in ('domain', 'bus', 'slot',
+                                            'function')))
+    return out
 
 
 class AccelServersTestBase(libvirt_base.ServersTestBase):

@@ -1,19 +1,7 @@
 """End to end: boot a server with an accelerator, delete it (issue 2)."""
 
-from lxml import etree
 
 from tests.functional import base
-
-
-def hostdev_addresses(xml):
-    """PCI addresses ``DDDD:BB:SS.F`` of the guest's PCI hostdevs."""
-    out = []
-    for addr in etree.fromstring(xml).findall(
-            './devices/hostdev[@type="pci"]/source/address'):
-        out.append('%04x:%02x:%02x.%x' % tuple(
-            int(addr.get(k), 16) for k in ('domain', 'bus', 'slot',
-                                            'function')))
-    return out
 
 
 class BootWithAcceleratorTest(base.AccelServersTestBase):
@@ -29,7 +17,7 @@ class BootWithAcceleratorTest(base.AccelServersTestBase):
         server = self._create_server(flavor_id=flavor, networks='none')
 
         # The guest got exactly one of the discovered GPUs ...
-        addresses = hostdev_addresses(self.guest_xml(server['id']))
+        addresses = base.hostdev_addresses(self.guest_xml(server['id']))
         self.assertEqual(1, len(addresses))
         address = addresses[0]
         self.assertIn(address, rps)
@@ -61,7 +49,7 @@ class BootWithAcceleratorTest(base.AccelServersTestBase):
         # GPUs, one each, and a third finds no host.
         first = self._create_server(flavor_id=flavor, networks='none')
         second = self._create_server(flavor_id=flavor, networks='none')
-        got = [hostdev_addresses(self.guest_xml(s['id']))[0]
+        got = [base.hostdev_addresses(self.guest_xml(s['id']))[0]
                for s in (first, second)]
         self.assertEqual(sorted(rps), sorted(got))
         third = self._create_server(flavor_id=flavor, networks='none',

@@ -33,7 +33,6 @@ from accel_backend.objects import device as device_obj
 from wsgi_intercept import interceptor
 
 from tests.functional import base
-from tests.functional import test_boot
 
 ADDRESSES = ('0000:af:00.0', '0000:d8:00.0')
 
@@ -138,7 +137,7 @@ class EvacuateTest(base.AccelServersTestBase):
         if server_id not in [d.UUIDString()
                              for d in conn.listAllDomains(flags)]:
             return None
-        return test_boot.hostdev_addresses(
+        return base.hostdev_addresses(
             conn.lookupByUUIDString(server_id).XMLDesc(0))
 
     def allocations(self, server_id):

@@ -9,7 +9,6 @@ accel_backend with the ``[service_user]`` credentials.
 """
 
 from keystoneauth1 import loading as ks_loading
-from lxml import etree
 import nova.conf
 from nova import context as nova_context
 from nova import service_auth
@@ -18,7 +17,7 @@ from nova.tests.functional.api import client
 from nova_accel.hotplug import exception as hp_exc
 from nova_accel.hotplug import rpc as hotplug_rpc
 from tests.functional import base
-from tests.functional.test_boot import hostdev_addresses
+from tests.functional.base import hostdev_addresses
 
 CONF = nova.conf.CONF
 

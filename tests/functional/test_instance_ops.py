@@ -17,7 +17,6 @@ and live migration, suspend) must answer 400 and change nothing.
 
 import os
 
-from lxml import etree
 import nova.conf
 
 from nova.tests.fixtures import libvirt as fakelibvirt
@@ -31,17 +30,6 @@ CONF = nova.conf.CONF
 FORBIDDEN = 'Feature not supported with instances that have accelerators.'
 # An image of Nova's GlanceFixture other than the one servers boot from.
 OTHER_IMAGE = 'a2459075-d96c-40d5-893e-577ff92e721c'
-
-
-def hostdev_addresses(xml):
-    """PCI addresses ``DDDD:BB:SS.F`` of the guest's PCI hostdevs."""
-    out = []
-    for addr in etree.fromstring(xml).findall(
-            './devices/hostdev[@type="pci"]/source/address'):
-        out.append('%04x:%02x:%02x.%x' % tuple(
-            int(addr.get(k), 16) for k in ('domain', 'bus', 'slot',
-                                            'function')))
-    return out
 
 
 class InstanceOpsTestBase(base.AccelServersTestBase):
@@ -65,7 +53,7 @@ class InstanceOpsTestBase(base.AccelServersTestBase):
         if server_id not in [d.UUIDString() for d in
                              conn.listAllDomains(flags)]:
             return None
-        return hostdev_addresses(self.guest_xml(server_id))
+        return base.hostdev_addresses(self.guest_xml(server_id))
 
     def guest_state(self, server_id):
         conn = self.computes[self.COMPUTE].driver._host.get_connection()

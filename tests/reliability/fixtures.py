@@ -25,7 +25,6 @@ import os
 import signal
 import socketserver
 import sqlite3
-import textwrap
 import threading
 import time
 from wsgiref import simple_server
@@ -37,6 +36,7 @@ from accel_backend import conf as accel_conf
 from accel_backend.discovery import drivers as drivers_mod
 from accel_backend.objects import device as device_obj
 from accel_backend import service as service_mod
+from tests import accel_config
 from tests.functional.fixtures import servers
 from tests.unit.accel_backend import sysfs_tree
 
@@ -340,28 +340,13 @@ class InProcessService(fixtures.Fixture):
         tmp = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(tmp, 'accel-backend.conf')
         with open(path, 'w') as f:
-            f.write(textwrap.dedent('''\
-                [DEFAULT]
-                host = %(host)s
-                state_path = %(tmp)s
-                [api]
-                auth_strategy = noauth
-                [discovery]
-                sysfs_root = %(sysfs)s
-                device_spec = %(spec)s
-                [placement]
-                auth_type = admin_token
-                token = admin
-                endpoint = http://127.0.0.1:9
-                [nova]
-                auth_type = admin_token
-                token = admin
-                endpoint = http://127.0.0.1:9/v2.1
-                event_retry_interval = 0.05
-                event_retry_timeout = 1
-                ''') % {'host': HOST, 'tmp': tmp,
-                        'sysfs': servers.SYSFS_TWO_GPUS,
-                        'spec': json.dumps(servers.T4_SPEC)})
+            f.write(accel_config.accel_backend_conf(
+                'http://127.0.0.1:9', 'http://127.0.0.1:9/v2.1',
+                servers.SYSFS_TWO_GPUS, [servers.T4_SPEC],
+                DEFAULT={'host': HOST, 'state_path': tmp},
+                binding={'workers': 4},
+                discovery={'report_interval': 60},
+                nova={'event_retry_timeout': 1}))
         conf = accel_conf.new_conf(config_files=[path])
         self.service = service_mod.Service(conf)
         self.addCleanup(self.service.stop)

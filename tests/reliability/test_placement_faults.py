@@ -9,11 +9,9 @@ timeout = 1``.  ``discover_and_report()`` is what the periodic loop
 calls: a run may fail, the next one must finish the job.
 """
 
-import json
 import os
 import random
 import re
-import textwrap
 
 import fixtures
 from placement.tests.functional.fixtures import placement as pl_fixture
@@ -23,6 +21,7 @@ from testtools import content
 
 from accel_backend import conf as accel_conf
 from accel_backend import service as service_mod
+from tests import accel_config
 from tests import reliability
 from tests.reliability import fixtures as rel_fixtures
 from tests.reliability import test_crash
@@ -50,28 +49,15 @@ class TestPlacementFaults(testtools.TestCase):
         rel_fixtures.write_many_gpus(sysfs, GPUS)
         path = os.path.join(tmp, 'accel-backend.conf')
         with open(path, 'w') as f:
-            f.write(textwrap.dedent('''\
-                [DEFAULT]
-                host = %(host)s
-                state_path = %(tmp)s
-                [api]
-                auth_strategy = noauth
-                [discovery]
-                sysfs_root = %(sysfs)s
-                device_spec = %(spec)s
-                [placement]
-                auth_type = admin_token
-                token = admin
-                endpoint = %(proxy)s
-                endpoint_override = %(proxy)s
-                timeout = 1
-                [nova]
-                auth_type = admin_token
-                token = admin
-                endpoint = http://127.0.0.1:9/v2.1
-                ''') % {'host': rel_fixtures.HOST, 'tmp': tmp,
-                        'sysfs': sysfs, 'proxy': self.proxy.endpoint,
-                        'spec': json.dumps(rel_fixtures.MANY_GPUS_SPEC)})
+            f.write(accel_config.accel_backend_conf(
+                self.proxy.endpoint, 'http://127.0.0.1:9/v2.1', sysfs,
+                [rel_fixtures.MANY_GPUS_SPEC],
+                DEFAULT={'host': rel_fixtures.HOST, 'state_path': tmp},
+                binding={'workers': 4},
+                discovery={'report_interval': 60},
+                placement={'timeout': 1},
+                nova={'event_retry_interval': 0.5,
+                      'event_retry_timeout': 600}))
         self.service = service_mod.Service(
             accel_conf.new_conf(config_files=[path]))
         self.addCleanup(self.service.stop)
