@@ -370,6 +370,13 @@ class FaultProxy(fixtures.Fixture):
     write that makes the request a generation conflict).  ``delay`` slows
     every request down.  Every request is recorded in ``log`` as
     ``(method, path, status answered, time.monotonic())``.
+
+    openstack-placement's in-process fixture shares one SQLite
+    connection, so only one request may run upstream at a time: the
+    proxy forwards under ``upstream_lock`` (re-entrant, so a ``before``
+    action may call upstream itself), and a test that talks to the
+    upstream directly must hold it too.  A request the client gave up on
+    still runs; ``drain()`` waits for those before a test checks state.
     """
 
     def __init__(self, upstream):
@@ -381,10 +388,9 @@ class FaultProxy(fixtures.Fixture):
         self.delay = 0.0
         self.log = []
         self.lock = threading.Lock()
-        # One request upstream at a time: openstack-placement's
-        # in-process fixture shares one SQLite connection, and a request
-        # the client gave up on (timeout) still runs.
-        self._forward_lock = threading.Lock()
+        self.upstream_lock = threading.RLock()
+        self._idle = threading.Condition()
+        self._in_flight = 0
         self._local = threading.local()
         server = simple_server.make_server(
             '127.0.0.1', 0, self._app, server_class=_ThreadedServer,
@@ -402,7 +408,28 @@ class FaultProxy(fixtures.Fixture):
             self._local.session = requests.Session()
         return self._local.session
 
+    def drain(self, timeout=30):
+        """Wait until no request is in the proxy (``timeout`` seconds).
+
+        :raises AssertionError: requests are still running after it.
+        """
+        with self._idle:
+            if not self._idle.wait_for(lambda: self._in_flight == 0,
+                                       timeout):
+                raise AssertionError('%d proxied requests still running'
+                                     % self._in_flight)
+
     def _app(self, environ, start_response):
+        with self._idle:
+            self._in_flight += 1
+        try:
+            return self._proxy(environ, start_response)
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def _proxy(self, environ, start_response):
         method = environ['REQUEST_METHOD']
         path = environ.get('PATH_INFO', '')
         if environ.get('QUERY_STRING'):
@@ -423,10 +450,9 @@ class FaultProxy(fixtures.Fixture):
                                 b'{"errors": [{"detail": "injected"}]}', {})
         if kind == 'sleep':
             time.sleep(arg)
-        if kind == 'before':
-            with self._forward_lock:
+        with self.upstream_lock:
+            if kind == 'before':
                 arg()
-        with self._forward_lock:
             resp = self._session().request(method, self.upstream + path,
                                            data=body, headers=headers,
                                            timeout=60)

@@ -64,8 +64,9 @@ class TestPlacementFaults(testtools.TestCase):
         self.runs = []
 
     def raw(self, method, path, body=None):
-        resp = requests.request(method, self.upstream + path, json=body,
-                                headers=HEADERS)
+        with self.proxy.upstream_lock:
+            resp = requests.request(method, self.upstream + path,
+                                    json=body, headers=HEADERS)
         self.assertLess(resp.status_code, 300, resp.text)
         return resp.json() if resp.content else None
 
@@ -84,6 +85,8 @@ class TestPlacementFaults(testtools.TestCase):
                                                             self.runs))
 
     def assert_reconciled(self):
+        # Requests the reporter timed out on may still be running.
+        self.proxy.drain()
         rps = self.raw('GET', '/resource_providers?in_tree=%s' %
                        self.compute_rp)['resource_providers']
         children = [rp for rp in rps if rp['uuid'] != self.compute_rp]
@@ -102,6 +105,7 @@ class TestPlacementFaults(testtools.TestCase):
         self.proxy.rule = None
         before = len(self.proxy.log)
         self.service.discover_and_report()
+        self.proxy.drain()
         writes = [e for e in self.proxy.log[before:] if e[0] != 'GET']
         self.assertEqual([], writes)
 
