@@ -23,11 +23,9 @@ import contextlib
 import json
 import os
 import signal
-import socketserver
 import sqlite3
 import threading
 import time
-from wsgiref import simple_server
 
 import fixtures
 import requests
@@ -53,106 +51,50 @@ def write_many_gpus(root, count):
     return sysfs_tree.many_gpus(root, count)
 
 
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
+class ControlledNova(servers.NovaStub):
+    """Nova's external events API and server lookups, steerable:
+    ``delay`` (seconds) before answering events, ``fail_status`` answered
+    to the next ``fail_count`` event requests, a per-event 422 (207) for
+    the next ``refuse_422``, and servers that exist unless in ``gone``.
 
-
-class _ThreadedServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
-class ControlledNova(fixtures.Fixture):
-    """Nova's external events API and server lookups, steerable.
-
-    :ivar endpoint: ``http://127.0.0.1:<port>/v2.1`` (the same across
-        ``stop()``/``start()``).
+    :ivar attempts: ``(time.monotonic(), status, [tags])`` per event
+        request.
+    :ivar accepted: the event dicts answered 200.
     """
 
-    MAX_MICROVERSION = '2.96'
-
-    def __init__(self, port=None):
-        super().__init__()
-        self.port = port or servers.free_port()
-        self.endpoint = 'http://127.0.0.1:%d/v2.1' % self.port
-
     def _setUp(self):
-        self.lock = threading.Lock()
         self.delay = 0.0
         self.fail_status = None
         self.fail_count = 0
         self.refuse_422 = 0
         self.gone = set()
-        self.attempts = []      # (monotonic time, status, [tags])
-        self.accepted = []      # event dicts answered 200
-        self._server = None
-        self._thread = None
-        self.start()
-        self.addCleanup(self.stop)
+        self.attempts = []
+        self.accepted = []
+        super()._setUp()
 
-    def start(self):
-        if self._server is not None:
-            return
-        self._server = simple_server.make_server(
-            '127.0.0.1', self.port, self._app, server_class=_ThreadedServer,
-            handler_class=_QuietHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        name='nova-stub', daemon=True)
-        self._thread.start()
+    def take_events(self, events):
+        if self.delay:
+            time.sleep(self.delay)
+        with self.lock:
+            tags = [e['tag'] for e in events]
+            if self.fail_count > 0:
+                self.fail_count -= 1
+                status, body = self.fail_status, {'error': 'injected'}
+            elif self.refuse_422 > 0:
+                self.refuse_422 -= 1
+                status, body = 207, {'events': [dict(e, code=422)
+                                                for e in events]}
+            else:
+                self.accepted.extend(events)
+                status, body = 200, {'events': [dict(e, code=200)
+                                                for e in events]}
+            self.attempts.append((time.monotonic(), status, tags))
+        return status, body
 
-    def stop(self):
-        """Nothing listens on the port until ``start()``."""
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(10)
-        self._server = self._thread = None
-
-    def _version(self):
-        return {'id': 'v2.1', 'status': 'CURRENT',
-                'version': self.MAX_MICROVERSION, 'min_version': '2.1',
-                'links': [{'rel': 'self', 'href': self.endpoint + '/'}]}
-
-    def _app(self, environ, start_response):
-        method = environ['REQUEST_METHOD']
-        path = environ.get('PATH_INFO', '').rstrip('/')
-        status, body = 404, {'itemNotFound': {'code': 404,
-                                              'message': 'not found'}}
-        if method == 'GET' and path in ('', '/v2.1'):
-            status, body = 200, {'versions': [self._version()]}
-        elif method == 'POST' and path == '/v2.1/os-server-external-events':
-            size = int(environ.get('CONTENT_LENGTH') or 0)
-            events = json.loads(environ['wsgi.input'].read(size))['events']
-            if self.delay:
-                time.sleep(self.delay)
-            with self.lock:
-                tags = [e['tag'] for e in events]
-                if self.fail_count > 0:
-                    self.fail_count -= 1
-                    status, body = self.fail_status, {'error': 'injected'}
-                elif self.refuse_422 > 0:
-                    self.refuse_422 -= 1
-                    status, body = 207, {'events': [dict(e, code=422)
-                                                    for e in events]}
-                else:
-                    self.accepted.extend(events)
-                    status, body = 200, {'events': [dict(e, code=200)
-                                                    for e in events]}
-                self.attempts.append((time.monotonic(), status, tags))
-        elif method == 'GET' and path.startswith('/v2.1/servers/'):
-            server = path[len('/v2.1/servers/'):]
-            if server not in self.gone:
-                status, body = 200, {'server': {'id': server,
-                                                'status': 'ACTIVE'}}
-        data = json.dumps(body).encode()
-        start_response('%d X' % status,
-                       [('Content-Type', 'application/json'),
-                        ('Content-Length', str(len(data))),
-                        ('OpenStack-API-Version',
-                         'compute ' + self.MAX_MICROVERSION)])
-        return [data]
+    def find_server(self, server_id):
+        if server_id in self.gone:
+            return None
+        return {'id': server_id, 'status': 'ACTIVE'}
 
     def events_by_tag(self):
         """``{arq_uuid: [status, ...]}`` of the accepted events."""
@@ -392,16 +334,9 @@ class FaultProxy(fixtures.Fixture):
         self._idle = threading.Condition()
         self._in_flight = 0
         self._local = threading.local()
-        server = simple_server.make_server(
-            '127.0.0.1', 0, self._app, server_class=_ThreadedServer,
-            handler_class=_QuietHandler)
-        self.endpoint = 'http://127.0.0.1:%d' % server.server_port
-        thread = threading.Thread(target=server.serve_forever,
-                                  name='fault-proxy', daemon=True)
-        thread.start()
-        self.addCleanup(thread.join, 10)
-        self.addCleanup(server.server_close)
-        self.addCleanup(server.shutdown)
+        running = servers.serve_wsgi(self._app, name='fault-proxy')
+        self.endpoint = 'http://127.0.0.1:%d' % running[0].server_port
+        self.addCleanup(servers.stop_wsgi, *running)
 
     def _session(self):
         if not hasattr(self._local, 'session'):
