@@ -89,8 +89,9 @@ class Service:
                 host=conf.host if binds_here else None)
             self.drivers = drivers_mod.load(conf,
                                             conf.discovery.enabled_drivers)
-            self.cleaner = cleaning.Cleaner(self.db, self.reporter, conf,
-                                            conf.host)
+            self.cleaner = cleaning.Cleaner(
+                self.db, self.reporter, conf, conf.host,
+                workers=conf.cleaning.workers)
         self.transport = transport
         self.dispatcher = None
         self._rpc_server = None

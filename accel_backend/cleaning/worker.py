@@ -2,8 +2,10 @@
 
 For each ``dirty`` handle of its host the cleaner
 
+0. makes Placement reserve the unit (``reserved_units``) as soon as it
+   finds the handle ``dirty``, before the handle waits for a worker,
 1. commits ``cleaning`` (a conditional update: one cleaner per handle),
-2. makes Placement reserve the unit (``reserved_units``),
+2. makes Placement reserve the unit again (a no-op unless it changed),
 3. runs the deployable's step: ``flr`` writes ``1`` to the function's
    ``reset`` under ``[discovery] sysfs_root``, ``command`` runs
    ``[cleaning] command`` with the PCI address, ``none`` does nothing,
@@ -108,7 +110,7 @@ class Cleaner:
     :param conf: accel_backend ``ConfigOpts`` (``[cleaning]``,
         ``[discovery] sysfs_root``).
     :param hostname: the host whose handles it cleans.
-    :param workers: cleanings run at once (int).
+    :param workers: cleanings run at once (int, ``[cleaning] workers``).
     """
 
     def __init__(self, db, reporter, conf, hostname, workers=4):
@@ -171,20 +173,23 @@ class Cleaner:
         """
         with self.db.transaction() as session:
             todo = device_obj.handles_to_clean(session, self.hostname)
-        queued = []
-        for handle_uuid in todo:
             with self._lock:
-                if handle_uuid in self._busy:
-                    continue
-                self._busy.add(handle_uuid)
+                new = [u for u in todo if u not in self._busy]
+                self._busy.update(new)
+            rp_uuids = {device_obj.get_handle(session, u).deployable.rp_uuid
+                        for u in new}
+        # Out of Placement's offers before they wait for a worker: a
+        # dirty device must not be allocated to the next tenant.
+        for rp_uuid in sorted(filter(None, rp_uuids)):
+            self._update_placement(rp_uuid)
+        for i, handle_uuid in enumerate(new):
             try:
                 self._pool.submit(self._clean_task, handle_uuid)
             except RuntimeError:  # shut down
                 with self._lock:
-                    self._busy.discard(handle_uuid)
-                break
-            queued.append(handle_uuid)
-        return queued
+                    self._busy.difference_update(new[i:])
+                return new[:i]
+        return new
 
     def _clean_task(self, handle_uuid):
         try:

@@ -138,6 +138,9 @@ CLEANING_OPTS = [
                     'clean.'),
     cfg.IntOpt('timeout', default=300, min=1,
                help='Seconds a cleaning command may run.'),
+    cfg.IntOpt('workers', default=4, min=1,
+               help='Devices cleaned at once. Released devices waiting '
+                    'for a worker are already reserved in Placement.'),
     cfg.FloatOpt('poll_interval', default=10.0, min=0.1,
                  help='Seconds between looks for dirty devices (releases '
                       'wake the cleaner at once).'),

@@ -25,7 +25,6 @@ from alembic import autogenerate
 from alembic import migration
 from alembic import script
 import fixtures
-from placement.tests.functional.fixtures import placement as placement_fx
 import requests
 import sqlalchemy as sa
 import testtools
@@ -36,6 +35,7 @@ from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import service as accel_service
 from tests import accel_config
+from tests import placement_fixture
 from tests.functional.fixtures import databases
 from tests.functional.fixtures import servers
 
@@ -123,7 +123,7 @@ class _DatabaseBackendTests:
     # -- the service on it ---------------------------------------------------
 
     def start_service(self):
-        placement = self.useFixture(placement_fx.PlacementFixture())
+        placement = self.useFixture(placement_fixture.PlacementFixture())
         requests.post(placement.endpoint + '/resource_providers',
                       json={'name': servers.HOST},
                       headers={'x-auth-token': 'admin',

@@ -313,12 +313,8 @@ class FaultProxy(fixtures.Fixture):
     every request down.  Every request is recorded in ``log`` as
     ``(method, path, status answered, time.monotonic())``.
 
-    openstack-placement's in-process fixture shares one SQLite
-    connection, so only one request may run upstream at a time: the
-    proxy forwards under ``upstream_lock`` (re-entrant, so a ``before``
-    action may call upstream itself), and a test that talks to the
-    upstream directly must hold it too.  A request the client gave up on
-    still runs; ``drain()`` waits for those before a test checks state.
+    A request the client gave up on still runs upstream; ``drain()``
+    waits for those before a test checks state.
     """
 
     def __init__(self, upstream):
@@ -330,7 +326,6 @@ class FaultProxy(fixtures.Fixture):
         self.delay = 0.0
         self.log = []
         self.lock = threading.Lock()
-        self.upstream_lock = threading.RLock()
         self._idle = threading.Condition()
         self._in_flight = 0
         self._local = threading.local()
@@ -385,12 +380,11 @@ class FaultProxy(fixtures.Fixture):
                                 b'{"errors": [{"detail": "injected"}]}', {})
         if kind == 'sleep':
             time.sleep(arg)
-        with self.upstream_lock:
-            if kind == 'before':
-                arg()
-            resp = self._session().request(method, self.upstream + path,
-                                           data=body, headers=headers,
-                                           timeout=60)
+        if kind == 'before':
+            arg()
+        resp = self._session().request(method, self.upstream + path,
+                                       data=body, headers=headers,
+                                       timeout=60)
         if kind == 'lost':
             return self._answer(start_response, method, path, arg,
                                 b'{"errors": [{"detail": "injected"}]}', {})

@@ -2,7 +2,7 @@
 timeouts are retried, and the next run reconciles.
 
 A real Placement (openstack-placement's functional fixture, in this
-process behind wsgi-intercept) sits behind ``FaultProxy`` (a loopback
+process behind wsgi-intercept, one request at a time) sits behind ``FaultProxy`` (a loopback
 HTTP server in this process); an accel_backend ``Service`` in this process
 reports 16 GPUs of a generated sysfs tree to the proxy with ``[placement]
 timeout = 1``.  ``discover_and_report()`` is what the periodic loop
@@ -14,7 +14,6 @@ import random
 import re
 
 import fixtures
-from placement.tests.functional.fixtures import placement as pl_fixture
 import requests
 import testtools
 from testtools import content
@@ -22,6 +21,7 @@ from testtools import content
 from accel_backend import conf as accel_conf
 from accel_backend import service as service_mod
 from tests import accel_config
+from tests import placement_fixture
 from tests import reliability
 from tests.reliability import fixtures as rel_fixtures
 from tests.reliability import test_crash
@@ -39,7 +39,8 @@ class TestPlacementFaults(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.FakeLogger())
-        self.placement = self.useFixture(pl_fixture.PlacementFixture())
+        self.placement = self.useFixture(
+            placement_fixture.PlacementFixture())
         self.upstream = self.placement.endpoint
         self.proxy = self.useFixture(rel_fixtures.FaultProxy(self.upstream))
         self.compute_rp = self.raw('POST', '/resource_providers',
@@ -64,9 +65,8 @@ class TestPlacementFaults(testtools.TestCase):
         self.runs = []
 
     def raw(self, method, path, body=None):
-        with self.proxy.upstream_lock:
-            resp = requests.request(method, self.upstream + path,
-                                    json=body, headers=HEADERS)
+        resp = requests.request(method, self.upstream + path, json=body,
+                                headers=HEADERS)
         self.assertLess(resp.status_code, 300, resp.text)
         return resp.json() if resp.content else None
 

@@ -9,7 +9,6 @@ import json
 
 import fixtures
 from oslo_utils import uuidutils
-from placement.tests.functional.fixtures import placement as pl_fixture
 import testtools
 import webob
 
@@ -17,6 +16,7 @@ from accel_backend import exception
 from accel_backend.objects import device as device_obj
 from accel_backend.placement import client as pclient
 from accel_backend import service as service_mod
+from tests import placement_fixture
 from tests.unit.accel_backend import base
 
 COMPUTE = 'compute1'
@@ -36,7 +36,8 @@ class DeviceActionsTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.placement = self.useFixture(pl_fixture.PlacementFixture())
+        self.placement = self.useFixture(
+            placement_fixture.PlacementFixture())
         endpoint = self.placement.endpoint
         conf = base.make_conf(
             self, DEFAULT={'host': COMPUTE},

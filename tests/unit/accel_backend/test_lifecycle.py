@@ -8,7 +8,6 @@ import time
 
 import fixtures
 from oslo_utils import uuidutils
-from placement.tests.functional.fixtures import placement as pl_fixture
 import sqlalchemy as sa
 import testtools
 import webob
@@ -19,6 +18,7 @@ from accel_backend.objects import device as device_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.placement import client as pclient
 from accel_backend import service as service_mod
+from tests import placement_fixture
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend import test_report
@@ -47,7 +47,8 @@ class ServiceTestBase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.logger = self.useFixture(fixtures.FakeLogger())
-        self.placement = self.useFixture(pl_fixture.PlacementFixture())
+        self.placement = self.useFixture(
+            placement_fixture.PlacementFixture())
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.root = os.path.join(self.tmp, 'sysfs')
         if self.TREE:
@@ -270,6 +271,36 @@ class TestCleaning(ServiceTestBase):
                       [('available', None)])
         self.assertEqual('1', self.reset_file(GPU))
         self.wait_for(lambda: self.reserved(GPU) == (0, 1))
+
+    def test_devices_waiting_for_a_worker_are_reserved(self):
+        # One worker, a cleaning step that runs until the test lets it
+        # finish: the second device waits dirty, and Placement must not
+        # offer it meanwhile.
+        go = os.path.join(self.tmp, 'go')
+        svc = self.make_service(self.make_conf(cleaning={
+            'workers': '1', 'poll_interval': '600',
+            'methods': 'nvidia_gpu:command',
+            'command': "sh -c 'while [ ! -e %s ]; do sleep 0.02; done'"
+                       % go}))
+        # Runs before svc.stop (which waits for the step), also on failure.
+        self.addCleanup(lambda: open(go, 'w').close())
+        svc.discover_and_report()
+        second = '0000:ca:00.0'
+        arqs = [self.bind(svc, address)[0] for address in (GPU, second)]
+        # Only the cleaner: no report that would derive ``reserved``.
+        svc.cleaner.start()
+        for arq in arqs:
+            self.unbind(svc, arq)
+        self.wait_for(lambda: sorted(
+            self.handle_states(svc, a)[0][0] for a in (GPU, second)) ==
+            ['cleaning', 'dirty'])
+        self.assertEqual([(1, 1), (1, 1)],
+                         [self.reserved(a) for a in (GPU, second)])
+        open(go, 'w').close()
+        for address in (GPU, second):
+            self.wait_for(lambda a=address: self.handle_states(svc, a) ==
+                          [('available', None)])
+            self.wait_for(lambda a=address: self.reserved(a) == (0, 1))
 
     def test_restart_resumes_dirty_and_cleaning(self):
         svc = self.make_service()

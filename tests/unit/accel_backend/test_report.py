@@ -10,13 +10,13 @@ import socket
 
 import fixtures
 from oslo_utils import uuidutils
-from placement.tests.functional.fixtures import placement as pl_fixture
 import testtools
 
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
 from accel_backend.placement import client as pclient
 from accel_backend.placement import report
+from tests import placement_fixture
 from tests.unit.accel_backend import base
 
 COMPUTE = 'compute1'
@@ -50,7 +50,8 @@ class ReporterTestBase(testtools.TestCase):
         super().setUp()
         # Keep expected warnings out of the test output (root logger).
         self.useFixture(fixtures.FakeLogger())
-        self.placement = self.useFixture(pl_fixture.PlacementFixture())
+        self.placement = self.useFixture(
+            placement_fixture.PlacementFixture())
         # Plugin options (token, endpoint) exist only once keystoneauth
         # loads the plugin, so they come from a config file as in service.
         self.conf = base.make_conf(

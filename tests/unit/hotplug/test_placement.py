@@ -8,12 +8,12 @@ the interface of Nova's report client (``get``/``put`` with ``version``).
 import fixtures
 from keystoneauth1 import session as ks_session
 from oslo_utils import uuidutils
-from placement.tests.functional.fixtures import placement as pl_fixture
 import testtools
 
 from nova_accel.cyborg_client import request_groups
 from nova_accel.hotplug import exception
 from nova_accel.hotplug import placement
+from tests import placement_fixture
 
 PROJECT = uuidutils.generate_uuid()
 USER = uuidutils.generate_uuid()
@@ -65,7 +65,7 @@ class PlacementTestBase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.FakeLogger())
-        fixture = self.useFixture(pl_fixture.PlacementFixture())
+        fixture = self.useFixture(placement_fixture.PlacementFixture())
         self.client = Client(fixture.endpoint)
         self.raw = Client(fixture.endpoint)
         self.cn = self.provider('cn1', inventory={'VCPU': 8,

@@ -1,0 +1,44 @@
+"""openstack-placement in this process, safe for callers in several threads.
+
+openstack-placement's own ``PlacementFixture`` keeps its database in
+SQLite in memory on one shared connection.  Two requests at once (a
+background thread of accel_backend writing while the test reads, or a
+request a client timed out on finishing late) then share a transaction
+and fail with "cannot start a transaction within a transaction".  This
+fixture serves the same Placement application, one request at a time.
+"""
+
+import threading
+
+from oslo_utils import uuidutils
+from placement import deploy
+from placement.tests.functional.fixtures import placement as pl_fixture
+from wsgi_intercept import interceptor
+
+
+class PlacementFixture(pl_fixture.PlacementFixture):
+    """Placement behind wsgi-intercept at ``endpoint``
+    (``http://<uuid>/placement``, ``noauth2``: token ``admin``), serving
+    one request at a time.
+
+    :ivar endpoint: the URL the ``requests`` library reaches it at.
+    """
+
+    def __init__(self):
+        super().__init__(use_intercept=False)
+
+    def setUp(self):
+        super().setUp()
+        app = deploy.loadapp(self.conf_fixture.conf)
+        lock = threading.Lock()
+
+        def one_at_a_time(environ, start_response):
+            with lock:
+                # The whole body is produced under the lock.
+                return list(app(environ, start_response))
+
+        self.endpoint = 'http://%s/placement' % uuidutils.generate_uuid()
+        intercept = interceptor.RequestsInterceptor(
+            lambda: one_at_a_time, url=self.endpoint)
+        intercept.install_intercept()
+        self.addCleanup(intercept.uninstall_intercept)
