@@ -13,6 +13,10 @@ over a generated sysfs tree of 64 GPUs, and a Nova stub in this process.
   slow proxy and the process is killed half way (some providers created
   without inventory or traits).  After the restart every provider has its
   inventory and traits.
+* Kill while cleaning: 8 GPUs released at once, 4 being cleaned by a slow
+  command and 4 waiting.  While the process is dead Placement offers none
+  of them; after the restart each is cleaned from the start and offered
+  again.
 
 The measured figures (time to recover, counts) go to the test details
 and, with ``ACCEL_RELIABILITY_RESULTS=<file>``, to a JSON file
