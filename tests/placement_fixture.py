@@ -8,6 +8,8 @@ and fail with "cannot start a transaction within a transaction".  This
 fixture serves the same Placement application, one request at a time.
 """
 
+import http
+import json
 import threading
 
 from oslo_utils import uuidutils
@@ -22,6 +24,8 @@ class PlacementFixture(pl_fixture.PlacementFixture):
     one request at a time.
 
     :ivar endpoint: the URL the ``requests`` library reaches it at.
+    :ivar outage: None, or an HTTP status (int) that every request gets
+        instead of an answer (Placement down behind a proxy).
     """
 
     def __init__(self):
@@ -31,8 +35,19 @@ class PlacementFixture(pl_fixture.PlacementFixture):
         super().setUp()
         app = deploy.loadapp(self.conf_fixture.conf)
         lock = threading.Lock()
+        self.outage = None
 
         def one_at_a_time(environ, start_response):
+            status = self.outage
+            if status is not None:
+                body = json.dumps({'errors': [{
+                    'status': status, 'title': 'outage',
+                    'detail': 'injected by the test'}]}).encode()
+                start_response('%d %s' % (status, http.HTTPStatus(status)
+                                          .phrase),
+                               [('Content-Type', 'application/json'),
+                                ('Content-Length', str(len(body)))])
+                return [body]
             with lock:
                 # The whole body is produced under the lock.
                 return list(app(environ, start_response))

@@ -302,6 +302,26 @@ class TestCleaning(ServiceTestBase):
                           [('available', None)])
             self.wait_for(lambda a=address: self.reserved(a) == (0, 1))
 
+    def test_placement_down_while_cleaning_then_report_repairs(self):
+        svc = self.make_service()
+        svc.discover_and_report()
+        arq, _ = self.bind(svc, GPU)
+        self.unbind(svc, arq)
+        svc.discover_and_report()
+        self.assertEqual((1, 1), self.reserved(GPU))
+        # Placement is down while the device is cleaned: the cleaner
+        # cannot offer it again (logged, not raised).
+        self.placement.outage = 503
+        self.assertEqual(['available'],
+                         list(svc.cleaner.clean_pending().values()))
+        self.assertIn('Could not update reserved units', self.logger.output)
+        self.placement.outage = None
+        self.assertEqual((1, 1), self.reserved(GPU))
+        # The next periodic report derives reserved from the database.
+        svc.discover_and_report()
+        self.assertEqual((0, 1), self.reserved(GPU))
+        self.assertEqual('Bound', self.bind(svc, GPU)[1])
+
     def test_restart_resumes_dirty_and_cleaning(self):
         svc = self.make_service()
         svc.discover_and_report()
