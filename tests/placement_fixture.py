@@ -6,6 +6,9 @@ background thread of accel_backend writing while the test reads, or a
 request a client timed out on finishing late) then share a transaction
 and fail with "cannot start a transaction within a transaction".  This
 fixture serves the same Placement application, one request at a time.
+(Nova 34's functional ``PlacementFixture`` moves the database to a
+WAL-mode SQLite file instead, but it also patches Nova's report client,
+which tests of accel_backend do not want.)
 """
 
 import http
