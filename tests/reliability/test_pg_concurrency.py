@@ -37,7 +37,6 @@ import sqlalchemy as sa
 import testtools
 from testtools import content
 
-from tests import accel_config
 from tests import reliability
 from tests.functional.fixtures import accel_nodes
 from tests.functional.fixtures import databases
@@ -54,29 +53,6 @@ THREADS = 16
 INSTANCES = 6
 SECONDS = float(os.environ.get('ACCEL_CONCURRENCY_SECONDS', '25'))
 CLIENT_TIMEOUT = 60
-
-
-class _Conf(accel_nodes.MultiNodeConf):
-    """``MultiNodeConf`` over generated A100s, more API threads."""
-
-    def write(self, path, host, port=0):
-        with open(path, 'w') as f:
-            f.write(accel_config.accel_backend_conf(
-                self.placement.endpoint, self.nova.endpoint, self.sysfs_root,
-                [rel_fixtures.MANY_GPUS_SPEC],
-                DEFAULT={'host': host, 'state_path': os.path.dirname(path),
-                         'transport_url': self.transport_url},
-                api={'host_ip': '127.0.0.1', 'port': port,
-                     'workers': API_WORKERS},
-                binding={'workers': 4},
-                database={'connection': self.database},
-                cleaning={'poll_interval': 1},
-                nova={'event_retry_timeout': 20},
-                oslo_messaging_rabbit={'rabbit_retry_interval': 1,
-                                       'rabbit_retry_backoff': 1,
-                                       'kombu_reconnect_delay': 0.5}))
-        return path
-
 
 CONSISTENCY = {
     'handle held by two ARQs':
@@ -116,8 +92,10 @@ class TestPostgreSQLConcurrency(testtools.TestCase):
         sysfs = self.useFixture(fixtures.TempDir()).path
         rel_fixtures.write_many_gpus(sysfs, GPUS)
         self.rabbit.wait_ready()
-        self.conf = _Conf(url, self.rabbit.url, self.placement, self.nova,
-                          sysfs_root=sysfs)
+        self.conf = accel_nodes.MultiNodeConf(
+            url, self.rabbit.url, self.placement, self.nova,
+            sysfs_root=sysfs, spec=rel_fixtures.MANY_GPUS_SPEC,
+            api_workers=API_WORKERS)
         self.conf.db_sync(self.useFixture(fixtures.TempDir()).path)
         self.agent = self.useFixture(accel_nodes.AgentProcess(
             self.conf, HOST))
