@@ -137,6 +137,11 @@ class DeviceProfileExists(Conflict):
     msg_fmt = 'A device profile named %(name)s already exists.'
 
 
+class DeviceProfileUUIDExists(Conflict):
+    code = 'accel.device_profile.duplicate_uuid'
+    msg_fmt = 'A device profile with UUID %(uuid)s already exists.'
+
+
 class DeviceProfileInUse(Conflict):
     code = 'accel.device_profile.in_use'
     msg_fmt = ('Device profile %(name)s is used by %(count)d accelerator '

@@ -21,6 +21,10 @@ ROUTES = {
         'POST': device_profile.create,
         'DELETE': device_profile.delete_by_value,
     },
+    '/v2/device_profiles/': {
+        'GET': device_profile.list_,
+        'DELETE': device_profile.delete_unnamed,
+    },
     '/v2/device_profiles/{ident}': {
         'GET': device_profile.show,
         'DELETE': device_profile.delete,

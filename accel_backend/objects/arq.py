@@ -218,7 +218,16 @@ def delete(session, arq):
 
 
 def to_dict(arq, base_url):
-    """Cyborg v2 wire view of an ARQ (REFERENCE.md "ARQ fields")."""
+    """Cyborg v2 wire view of an ARQ.
+
+    As Cyborg 17 (openstack-cyborg 17.0.0, ``cyborg/objects/ext_arq.py``)
+    an ARQ without an attach handle has ``attach_handle_type`` ``""``,
+    ``attach_handle_info`` ``{}`` and ``attach_handle_uuid`` ``null``.
+
+    :param arq: ``models.ARQ`` (its ``attach_handle`` loaded or loadable).
+    :param base_url: the API's ``.../v2`` URL, for the self link.
+    :returns: dict.
+    """
     handle = arq.attach_handle
     return {
         'uuid': arq.uuid,
@@ -229,9 +238,9 @@ def to_dict(arq, base_url):
         'device_rp_uuid': arq.device_rp_uuid,
         'instance_uuid': arq.instance_uuid,
         'project_id': arq.project_id,
-        'attach_handle_type': handle.attach_type if handle else None,
+        'attach_handle_type': handle.attach_type if handle else '',
         'attach_handle_uuid': handle.uuid if handle else None,
-        'attach_handle_info': dict(handle.attach_info) if handle else None,
+        'attach_handle_info': dict(handle.attach_info) if handle else {},
         'links': [{'href': '%s/accelerator_requests/%s' % (base_url,
                                                            arq.uuid),
                    'rel': 'self'}],

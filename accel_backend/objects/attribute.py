@@ -54,6 +54,53 @@ def create(session, dep, key, value):
     return attr
 
 
+#: Keys discovery owns on every deployable, as Cyborg 17's drivers publish
+#: them (openstack-cyborg 17.0.0, ``cyborg/accelerator/drivers/fake.py``:
+#: ``rc`` and ``traits1``...): the resource class and each trait.
+DISCOVERED_RC = 'rc'
+DISCOVERED_TRAIT_PREFIX = 'traits'
+
+
+def discovered(resource_class, traits):
+    """The attributes discovery publishes for a deployable.
+
+    :param resource_class: str, the deployable's resource class.
+    :param traits: iterable of trait names; ``OWNER_CYBORG`` (on every
+        provider of ours) is left out.
+    :returns: dict key -> value (str).
+    """
+    published = {DISCOVERED_RC: resource_class}
+    for index, trait in enumerate(
+            sorted(t for t in traits if t != 'OWNER_CYBORG'), start=1):
+        published['%s%d' % (DISCOVERED_TRAIT_PREFIX, index)] = trait
+    return published
+
+
+def sync_discovered(dep, published, make_uuid):
+    """Make the discovery-owned attributes of ``dep`` equal ``published``.
+
+    Keys an operator added (any other key) are left alone; a ``traitsN``
+    key no longer published is removed.
+
+    :param dep: ``models.Deployable`` (new or loaded; its ``attributes``
+        are loaded on access).
+    :param published: dict from ``discovered()``.
+    :param make_uuid: callable(key) -> a stable UUID str for a new row.
+    """
+    owned = {a.key: a for a in dep.attributes
+             if a.key == DISCOVERED_RC or
+             a.key.startswith(DISCOVERED_TRAIT_PREFIX)}
+    for key, value in published.items():
+        attr = owned.pop(key, None)
+        if attr is None:
+            dep.attributes.append(models.Attribute(
+                uuid=make_uuid(key), key=key, value=value))
+        elif attr.value != value:
+            attr.value = value
+    for stale in owned.values():
+        dep.attributes.remove(stale)
+
+
 def get(session, attr_uuid):
     """:raises AttributeNotFound: no attribute has that UUID."""
     attr = session.scalar(sa.select(models.Attribute).where(

@@ -13,6 +13,7 @@ from sqlalchemy import orm
 
 from accel_backend.db import models
 from accel_backend import exception
+from accel_backend.objects import attribute as attribute_obj
 from accel_backend.objects import paging
 from accel_backend import utils
 
@@ -87,7 +88,9 @@ def sync_host(session, hostname, discovered):
     existing = {d.address: d for d in session.scalars(
         sa.select(models.Device).where(models.Device.hostname == hostname)
         .options(orm.selectinload(models.Device.deployables)
-                 .selectinload(models.Deployable.attach_handles)))}
+                 .selectinload(models.Deployable.attach_handles),
+                 orm.selectinload(models.Device.deployables)
+                 .selectinload(models.Deployable.attributes)))}
     by_address = {}
     for item in discovered:
         by_address.setdefault(item.address, []).append(item)
@@ -130,6 +133,10 @@ def sync_host(session, hostname, discovered):
             dep.traits = sorted(item.traits)
             dep.cleaning = item.cleaning
             _sync_handles(dep, hostname, item.attach_handles)
+            attribute_obj.sync_discovered(
+                dep, attribute_obj.discovered(dep.resource_class,
+                                              dep.traits),
+                lambda key, d=dep: stable_uuid('attribute', d.uuid, key))
             dep.num_accelerators = len(dep.attach_handles)
             present.append(dep)
         for dep in deps.values():

@@ -13,19 +13,28 @@ from accel_backend.objects import paging
 from accel_backend import utils
 
 
-def create(session, name, groups, description=None):
+def create(session, name, groups, description=None, uuid=None):
     """Insert a device profile.
 
     :param name: profile name, already validated (``^[a-zA-Z0-9-_]+$``).
     :param groups: list of group dicts, already validated.
+    :param uuid: the profile's UUID (str, already validated), as Cyborg
+        takes it from the request body; None: a new one.
     :raises DeviceProfileExists: the name is taken.
+    :raises DeviceProfileUUIDExists: the UUID is taken (Cyborg 17 answers
+        500 there, from the database's unique constraint).
     :returns: ``models.DeviceProfile``.
     """
     if session.scalar(sa.select(models.DeviceProfile.id).where(
             models.DeviceProfile.name == name)) is not None:
         raise exception.DeviceProfileExists(name=name)
-    dp = models.DeviceProfile(uuid=uuidutils.generate_uuid(), name=name,
-                              groups=groups, description=description)
+    if uuid is not None and session.scalar(
+            sa.select(models.DeviceProfile.id).where(
+                models.DeviceProfile.uuid == uuid)) is not None:
+        raise exception.DeviceProfileUUIDExists(uuid=uuid)
+    dp = models.DeviceProfile(uuid=uuid or uuidutils.generate_uuid(),
+                              name=name, groups=groups,
+                              description=description)
     session.add(dp)
     session.flush()
     return dp

@@ -1,32 +1,30 @@
 """Policies of ``/v2/accelerator_requests`` (ARQs).
 
-Deviation from Cyborg (on purpose)
-----------------------------------
-Cyborg 17's defaults let any authenticated user list, show, bind, unbind
-and delete the ARQs of *every* project (CVE-2026-40214, REFERENCE.md "Known
-weaknesses"): a tenant could read which hosts and devices other tenants
-use, steal a device by re-binding another tenant's ARQ, or free it under a
-running guest.  accel_backend instead:
+New defaults (Cyborg 17's shape, openstack-cyborg 17.0.0
+``cyborg/policies/arqs.py``): readers of a project read its ARQs, members
+(or a service user) create and delete the ARQs that hold no device, and
+moving a device between tenants needs a service token.
 
-* scopes ARQs to their project: list and show see only the caller's
+Where accel_backend is stricter than Cyborg, on purpose
+---------------------------------------------------------
+* ARQs are scoped to their project: list and show see only the caller's
   project's ARQs (filtered in SQL), and another project's ARQ answers 404
   (not 403, so its existence does not leak); deletes by ``instance=`` or
-  ``arqs=`` touch only the caller's project's ARQs;
-* lets only OpenStack services bind and unbind: ``PATCH`` needs an
-  ``X-Service-Token`` with the ``service`` role (Nova sends one with
-  ``[service_user] send_service_user_token = true``) or an administrator;
-* lets a project member delete its own ARQs only while they hold no device
-  (``Initial``, ``Unbound``); deleting one that is (being) bound is for
-  services and administrators, as Nova does when it deletes a server.
-
-Services and administrators (``accelerator:arq:all_projects``) see and
-delete the ARQs of every project: Nova may act with the token of a user
-of another project (an administrator's) on a server.
-
-Deployments must therefore configure Nova's ``[service_user]`` with
-``send_service_user_token = true`` (required by Nova since
-CVE-2023-2088 anyway); without it Nova's binds fail with 403
-``accel.policy.forbidden`` and servers with accelerators do not boot.
+  ``arqs=`` touch only the caller's project's ARQs. Administrators and
+  services (``accelerator:arq:all_projects``) see every project: Nova may
+  act with the token of a user of another project on a server.
+* Bind and unbind (``PATCH``) and deleting an ARQ that holds or is getting
+  a device (``accelerator:arq:delete_bound``) need an ``X-Service-Token``
+  with the ``service`` role, for every caller, administrators included,
+  as Cyborg 17 requires since its fix of CVE-2026-40214. These two rules
+  have no deprecated legacy default: ``enforce_new_defaults = False``
+  must not reopen the hole. Nova sends the service token with
+  ``[service_user] send_service_user_token = true`` (required by Nova
+  since CVE-2023-2088 anyway); without it Nova's binds fail with 403
+  ``accel.policy.forbidden`` and servers with accelerators do not boot.
+  An operator who accepts the risk can loosen them in the policy file,
+  e.g. ``"accelerator:arq:update": "rule:service_token_api or
+  rule:admin_api"``.
 """
 
 from oslo_policy import policy
@@ -44,24 +42,33 @@ DELETE_BOUND = PREFIX % 'delete_bound'
 
 COLLECTION = '/v2/accelerator_requests'
 
+# Nova reads the ARQs of its servers with the user's token; a service
+# user (hot-plug) with its own.
+READ = '%s or %s' % (base.PROJECT_READER_OR_ADMIN, base.SERVICE)
+ALL_PROJECTS_CHECK = '%s or %s or %s' % (base.ADMIN, base.SERVICE,
+                                         base.SERVICE_TOKEN)
+LEGACY = base.LEGACY_ADMIN_OR_OWNER
+
 rules = [
     policy.DocumentedRuleDefault(
-        name=GET_ALL, check_str=base.RULE_ADMIN_OR_OWNER,
+        name=GET_ALL, check_str=READ,
         description='List ARQs (optionally of one instance). The target '
                     'is the caller\'s project; only ARQs of that project '
                     'are listed unless %s passes.' % ALL_PROJECTS,
         operations=[{'method': 'GET', 'path': COLLECTION},
                     {'method': 'GET',
                      'path': COLLECTION + '?instance={instance_uuid}'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ALL, LEGACY)),
     policy.DocumentedRuleDefault(
-        name=GET_ONE, check_str=base.RULE_ADMIN_OR_OWNER,
+        name=GET_ONE, check_str=READ,
         description='Show an ARQ; the target is the ARQ\'s project. An ARQ '
                     'the caller may not see answers 404.',
         operations=[{'method': 'GET', 'path': COLLECTION + '/{arq_uuid}'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ONE, LEGACY)),
     policy.DocumentedRuleDefault(
-        name=ALL_PROJECTS, check_str=base.RULE_ADMIN_OR_SERVICE,
+        name=ALL_PROJECTS, check_str=ALL_PROJECTS_CHECK,
         description='See, bind and delete the ARQs of every project, not '
                     'only those of the caller\'s project.',
         operations=[{'method': 'GET', 'path': COLLECTION},
@@ -70,28 +77,30 @@ rules = [
                     {'method': 'DELETE', 'path': COLLECTION}],
         scope_types=base.PROJECT_SCOPE),
     policy.DocumentedRuleDefault(
-        name=CREATE, check_str=base.RULE_ADMIN_OR_OWNER,
+        name=CREATE, check_str=base.PROJECT_MEMBER_OR_SERVICE,
         description='Create ARQs from a device profile; they belong to the '
                     'caller\'s project (the target).',
         operations=[{'method': 'POST', 'path': COLLECTION}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(CREATE, LEGACY)),
     policy.DocumentedRuleDefault(
-        name=UPDATE, check_str=base.RULE_ADMIN_OR_SERVICE,
+        name=UPDATE, check_str=base.SERVICE_TOKEN,
         description='Bind or unbind ARQs (JSON-patch); the target is each '
                     'ARQ\'s project. Nova binds with its service token.',
         operations=[{'method': 'PATCH', 'path': COLLECTION}],
         scope_types=base.PROJECT_SCOPE),
     policy.DocumentedRuleDefault(
-        name=DELETE, check_str=base.RULE_ADMIN_OR_OWNER,
+        name=DELETE, check_str=base.PROJECT_MEMBER_OR_SERVICE,
         description='Delete ARQs that hold no device (Initial, Unbound); '
                     'the target is each ARQ\'s project.',
         operations=[{'method': 'DELETE',
                      'path': COLLECTION + '?instance={instance_uuid}'},
                     {'method': 'DELETE',
                      'path': COLLECTION + '?arqs={arq_uuids}'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(DELETE, LEGACY)),
     policy.DocumentedRuleDefault(
-        name=DELETE_BOUND, check_str=base.RULE_ADMIN_OR_SERVICE,
+        name=DELETE_BOUND, check_str=base.SERVICE_TOKEN,
         description='Delete ARQs that are bound or binding (every state '
                     'but Initial and Unbound), releasing their device.',
         operations=[{'method': 'DELETE',

@@ -1,5 +1,6 @@
-"""Policies of ``/v2/attributes``: administrators only (attributes
-describe deployables, which only administrators see)."""
+"""Policies of ``/v2/attributes``: read by administrators and project
+managers, as deployables (legacy default: administrators only); written
+by administrators. Cyborg 17: ``cyborg/policies/attributes.py``."""
 
 from oslo_policy import policy
 
@@ -15,23 +16,25 @@ COLLECTION = '/v2/attributes'
 
 rules = [
     policy.DocumentedRuleDefault(
-        name=GET_ALL, check_str=base.RULE_ADMIN_API,
+        name=GET_ALL, check_str=base.PROJECT_MANAGER_OR_ADMIN,
         description='List attributes (optionally of one deployable).',
         operations=[{'method': 'GET', 'path': COLLECTION}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ALL, base.ADMIN)),
     policy.DocumentedRuleDefault(
-        name=GET_ONE, check_str=base.RULE_ADMIN_API,
+        name=GET_ONE, check_str=base.PROJECT_MANAGER_OR_ADMIN,
         description='Show an attribute.',
         operations=[{'method': 'GET',
                      'path': COLLECTION + '/{attribute_uuid}'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ONE, base.ADMIN)),
     policy.DocumentedRuleDefault(
-        name=CREATE, check_str=base.RULE_ADMIN_API,
+        name=CREATE, check_str=base.ADMIN,
         description='Add an attribute to a deployable.',
         operations=[{'method': 'POST', 'path': COLLECTION}],
         scope_types=base.PROJECT_SCOPE),
     policy.DocumentedRuleDefault(
-        name=DELETE, check_str=base.RULE_ADMIN_API,
+        name=DELETE, check_str=base.ADMIN,
         description='Delete an attribute.',
         operations=[{'method': 'DELETE',
                      'path': COLLECTION + '/{attribute_uuid}'}],

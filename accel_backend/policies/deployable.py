@@ -1,5 +1,7 @@
-"""Policies of ``/v2/deployables``: administrators only (they reveal
-hosts and resource providers; programming changes the hardware)."""
+"""Policies of ``/v2/deployables``: read by administrators and project
+managers (legacy default: administrators only), programmed by
+administrators (it changes the hardware). Cyborg 17:
+``cyborg/policies/deployables.py``."""
 
 from oslo_policy import policy
 
@@ -12,18 +14,20 @@ PROGRAM = PREFIX % 'program'
 
 rules = [
     policy.DocumentedRuleDefault(
-        name=GET_ALL, check_str=base.RULE_ADMIN_API,
+        name=GET_ALL, check_str=base.PROJECT_MANAGER_OR_ADMIN,
         description='List deployables.',
         operations=[{'method': 'GET', 'path': '/v2/deployables'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ALL, base.ADMIN)),
     policy.DocumentedRuleDefault(
-        name=GET_ONE, check_str=base.RULE_ADMIN_API,
+        name=GET_ONE, check_str=base.PROJECT_MANAGER_OR_ADMIN,
         description='Show a deployable.',
         operations=[{'method': 'GET',
                      'path': '/v2/deployables/{deployable_uuid}'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ONE, base.ADMIN)),
     policy.DocumentedRuleDefault(
-        name=PROGRAM, check_str=base.RULE_ADMIN_API,
+        name=PROGRAM, check_str=base.ADMIN,
         description='Program a deployable (e.g. an FPGA bitstream).',
         operations=[{'method': 'PATCH',
                      'path': '/v2/deployables/{deployable_uuid}/program'}],

@@ -1,7 +1,9 @@
 """Policies of ``/v2/devices``.
 
-Devices reveal the cloud's hosts and hardware, so reading them is for
-administrators only, as is taking a device in or out of service.
+Devices reveal the cloud's hosts and hardware: reading them is for
+administrators and project managers (capacity planning, troubleshooting;
+legacy default: administrators only); taking a device in or out of
+service is for administrators. Cyborg 17: ``cyborg/policies/devices.py``.
 """
 
 from oslo_policy import policy
@@ -16,24 +18,26 @@ DISABLE = PREFIX % 'disable'
 
 rules = [
     policy.DocumentedRuleDefault(
-        name=GET_ALL, check_str=base.RULE_ADMIN_API,
+        name=GET_ALL, check_str=base.PROJECT_MANAGER_OR_ADMIN,
         description='List devices.',
         operations=[{'method': 'GET', 'path': '/v2/devices'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ALL, base.ADMIN)),
     policy.DocumentedRuleDefault(
-        name=GET_ONE, check_str=base.RULE_ADMIN_API,
+        name=GET_ONE, check_str=base.PROJECT_MANAGER_OR_ADMIN,
         description='Show a device.',
         operations=[{'method': 'GET', 'path': '/v2/devices/{device_uuid}'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ONE, base.ADMIN)),
     policy.DocumentedRuleDefault(
-        name=ENABLE, check_str=base.RULE_ADMIN_API,
+        name=ENABLE, check_str=base.ADMIN,
         description='Put a device back in service (its inventory is no '
                     'longer reserved in Placement).',
         operations=[{'method': 'POST',
                      'path': '/v2/devices/{device_uuid}/enable'}],
         scope_types=base.PROJECT_SCOPE),
     policy.DocumentedRuleDefault(
-        name=DISABLE, check_str=base.RULE_ADMIN_API,
+        name=DISABLE, check_str=base.ADMIN,
         description='Take a device out of service (its inventory is '
                     'reserved in Placement).',
         operations=[{'method': 'POST',

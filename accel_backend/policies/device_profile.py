@@ -1,9 +1,11 @@
 """Policies of ``/v2/device_profiles``.
 
 Profiles are cloud-wide (the operator's catalogue of accelerator kinds,
-referred to by flavors), so only administrators create or delete them;
-every authenticated user may read them (Nova reads them with the user's
-token when it boots a server).
+referred to by flavors), so only administrators create or delete them.
+Readers of any project (and service users) may read them: Nova reads them
+with the user's token when it boots a server. The target of a read is the
+caller's own project. Legacy default of the reads: any authenticated user.
+Cyborg 17: ``cyborg/policies/device_profiles.py``.
 """
 
 from oslo_policy import policy
@@ -16,26 +18,30 @@ GET_ONE = PREFIX % 'get_one'
 CREATE = PREFIX % 'create'
 DELETE = PREFIX % 'delete'
 
+READ = '%s or %s' % (base.PROJECT_READER_OR_ADMIN, base.SERVICE)
+
 rules = [
     policy.DocumentedRuleDefault(
-        name=GET_ALL, check_str=base.ANY_AUTHENTICATED,
+        name=GET_ALL, check_str=READ,
         description='List device profiles (optionally by name).',
         operations=[{'method': 'GET', 'path': '/v2/device_profiles'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ALL, base.ANY_AUTHENTICATED)),
     policy.DocumentedRuleDefault(
-        name=GET_ONE, check_str=base.ANY_AUTHENTICATED,
+        name=GET_ONE, check_str=READ,
         description='Show a device profile by UUID (or by name from '
                     'microversion 2.2).',
         operations=[{'method': 'GET',
                      'path': '/v2/device_profiles/{device_profile_uuid}'}],
-        scope_types=base.PROJECT_SCOPE),
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ONE, base.ANY_AUTHENTICATED)),
     policy.DocumentedRuleDefault(
-        name=CREATE, check_str=base.RULE_ADMIN_API,
+        name=CREATE, check_str=base.ADMIN,
         description='Create a device profile.',
         operations=[{'method': 'POST', 'path': '/v2/device_profiles'}],
         scope_types=base.PROJECT_SCOPE),
     policy.DocumentedRuleDefault(
-        name=DELETE, check_str=base.RULE_ADMIN_API,
+        name=DELETE, check_str=base.ADMIN,
         description='Delete device profiles.',
         operations=[
             {'method': 'DELETE',

@@ -1,7 +1,9 @@
 """``/v2/accelerator_requests``: create, list, show, bind/unbind, delete.
 
-Wire contract: REFERENCE.md "Wire contract that Nova 34's in-tree Cyborg
-client expects".
+Wire contract: Nova 34's client (nova, ``nova/accelerator/cyborg.py``) and
+Cyborg 17's controller (openstack-cyborg 17.0.0,
+``cyborg/api/controllers/v2/arqs.py``); the differences are listed in
+``doc/cyborg-deviations.md``.
 """
 
 from accel_backend.api.schemas import arq as schema
@@ -54,10 +56,12 @@ def create(req):
 
 
 def list_(req):
-    """``GET [?instance=<uuid>[&bind_state=resolved]]``.
+    """``GET [?instance=<uuid>][&bind_state=resolved]``.
 
-    With ``bind_state=resolved`` Cyborg answers 423 while some ARQ of the
-    instance is still binding; so do we.
+    With ``instance`` and ``bind_state=resolved`` Cyborg answers 423 while
+    some ARQ of the instance is still binding; so do we. Without
+    ``instance``, ``bind_state=resolved`` lists the resolved ARQs
+    (``Bound``, ``BindFailed``, ``Deleting``), as Cyborg does.
     """
     ctx = util.context(req)
     ctx.can(arq_policy.GET_ALL)
@@ -67,15 +71,18 @@ def list_(req):
         if bind_state not in BIND_STATES:
             raise exception.BadRequest(
                 reason='bind_state must be one of %s' % sorted(BIND_STATES))
-        if instance is None:
-            raise exception.BadRequest(
-                reason='bind_state needs instance=<uuid>')
     limit, marker = util.page_params(req)
+    # Without an instance, bind_state filters; with one, it asks whether
+    # every ARQ of the instance is resolved (423 otherwise).
+    states = (BIND_STATES[bind_state]
+              if bind_state and instance is None else None)
     with util.service(req).db.transaction() as session:
         arqs = arq_obj.list_(session, instance_uuid=instance,
-                             project_id=_project_filter(ctx), limit=limit,
-                             marker=marker)
-        if bind_state and (limit is not None or marker is not None):
+                             project_id=_project_filter(ctx), states=states,
+                             limit=limit, marker=marker)
+        if instance is None:
+            everything = ()
+        elif bind_state and (limit is not None or marker is not None):
             # Unresolved is about every ARQ of the instance, not a page.
             everything = arq_obj.list_(session, instance_uuid=instance,
                                        project_id=_project_filter(ctx))
@@ -145,11 +152,13 @@ def delete(req, arq_uuid=None):
     """``DELETE ?instance=<uuid>`` or ``?arqs=<u1>,<u2>`` -> 204;
     ``DELETE /{arq_uuid}`` is ``?arqs=<arq_uuid>``.
 
-    Releases the devices; ARQs already gone are not an error (Nova
-    retries deletes).  Only the caller's project's ARQs are touched
-    unless ``accelerator:arq:all_projects`` passes; ARQs that hold or
-    are getting a device need ``accelerator:arq:delete_bound`` (403, and
-    nothing is deleted).
+    Releases the devices. ``?instance=`` is idempotent (Nova retries
+    deletes); ``?arqs=`` and ``/{arq_uuid}`` answer 404, deleting
+    nothing, when one of the ARQs does not exist or is not visible to the
+    caller, as Cyborg 17 does. Only the caller's project's ARQs are
+    touched unless ``accelerator:arq:all_projects`` passes; ARQs that
+    hold or are getting a device need ``accelerator:arq:delete_bound``
+    (a service token by default: 403, and nothing is deleted).
     """
     ctx = util.context(req)
     owner = _project_filter(ctx)
@@ -167,6 +176,9 @@ def delete(req, arq_uuid=None):
             for u in uuids:
                 util.check_uuid(u)
             arqs = arq_obj.list_(session, uuids=uuids, project_id=owner)
+            missing = set(uuids) - {a.uuid for a in arqs}
+            if missing:
+                raise exception.ARQNotFound(ident=','.join(sorted(missing)))
         released = set()
         for arq in arqs:
             ctx.can(arq_policy.DELETE if arq.state in UNBOUND_STATES

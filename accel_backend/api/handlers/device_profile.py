@@ -11,15 +11,18 @@ from accel_backend.policies import device_profile as dp_policy
 
 
 def create(req):
-    """``POST``: body is ``[{"name", "groups", "description"}]``; 201 with
-    the profile."""
+    """``POST``: body is ``[{"name", "groups"[, "description", "uuid"]}]``;
+    201 with the profile. A ``uuid`` that is taken is 409
+    ``accel.device_profile.duplicate_uuid``; a malformed one 400."""
     util.context(req).can(dp_policy.CREATE)
-    body = util.json_body(req, schema.CREATE)
-    profile = body[0] if isinstance(body, list) else body
+    profile = util.json_body(req, schema.CREATE)[0]
     schema.check_groups(profile['groups'])
+    if 'uuid' in profile:
+        util.check_uuid(profile['uuid'])
     with util.service(req).db.transaction() as session:
         dp = dp_obj.create(session, profile['name'], profile['groups'],
-                           profile.get('description'))
+                           profile.get('description'),
+                           uuid=profile.get('uuid'))
         view = dp_obj.to_dict(dp, util.base_url(req))
     return util.response(201, view)
 
@@ -53,6 +56,13 @@ def delete(req, ident):
     with util.service(req).db.transaction() as session:
         dp_obj.delete(session, dp_obj.get(session, ident))
     return util.response(204)
+
+
+def delete_unnamed(req):
+    """``DELETE /v2/device_profiles/`` (no name): 400, as Cyborg 17."""
+    util.context(req).can(dp_policy.DELETE)
+    raise exception.BadRequest(
+        reason='name or UUID of the device profile needed')
 
 
 def delete_by_value(req):

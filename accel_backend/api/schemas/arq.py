@@ -12,8 +12,8 @@ from accel_backend import exception
 CREATE = {
     'type': 'object',
     'properties': {
-        'device_profile_name': {'type': 'string', 'minLength': 1,
-                                'maxLength': 255},
+        # "" is no profile: 404 from the lookup, as Cyborg 17 answers.
+        'device_profile_name': {'type': 'string', 'maxLength': 255},
         'image_uuid': {'type': ['string', 'null']},
         # python-cyborgclient's ``arq create`` always sends it (null
         # without ``--group-id``); Cyborg ignores it and so do we: the

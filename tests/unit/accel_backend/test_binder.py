@@ -177,7 +177,9 @@ class TestStateMachine(BinderTestBase):
                                   for v in views])
         for v in views:
             self.assertEqual('Initial', v['state'])
-            self.assertIsNone(v['attach_handle_type'])
+            # Cyborg 17's view of an ARQ without a handle.
+            self.assertEqual('', v['attach_handle_type'])
+            self.assertEqual({}, v['attach_handle_info'])
             self.assertEqual('p1', v['project_id'])
 
     def test_unknown_profile(self):
@@ -263,7 +265,7 @@ class TestBindOne(BinderTestBase):
         self.assertEqual('BindFailed', self.binder.bind_one(a))
         self.assertEqual('BindFailed', self.binder.bind_one(b))
         view, pending = self.arq(a)
-        self.assertIsNone(view['attach_handle_type'])
+        self.assertEqual('', view['attach_handle_type'])
         self.assertEqual('failed', pending)
         self.assertEqual(0, self.handles_in_use())
 

@@ -26,7 +26,9 @@ from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_binder
 
 TIMEOUT = 10
-ADMIN = {'X-Auth-Token': 'admin', 'Accept': 'application/json'}
+# noauth: an admin token plus the service token Nova adds to its binds.
+ADMIN = {'X-Auth-Token': 'admin', 'X-Service-Token': 'nova',
+         'Accept': 'application/json'}
 
 
 def wait_for(predicate, timeout=TIMEOUT):
