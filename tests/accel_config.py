@@ -24,7 +24,7 @@ def accel_backend_conf(placement_url, nova_url, sysfs_root, device_specs,
         device_spec``, one line each).
     :param sections: ``{section: {option: value}}`` added to or overriding
         the defaults below (noauth, 2 binding workers, one report at start,
-        fast event retries); a list value is written as repeated lines.
+        fast event retries, new policy defaults); a list value is written as repeated lines.
     :returns: str.
     """
     conf = {
@@ -36,6 +36,10 @@ def accel_backend_conf(placement_url, nova_url, sysfs_root, device_specs,
         'placement': _admin_token(placement_url),
         'nova': dict(_admin_token(nova_url), event_retry_interval=0.05,
                      event_retry_timeout=10),
+        # oslo.policy 6's default, written out: Placement's test fixture
+        # sets the process-wide default to False (set_defaults) in every
+        # test process that runs it.
+        'oslo_policy': {'enforce_new_defaults': True},
     }
     for name, opts in sections.items():
         conf.setdefault(name, {}).update(opts)

@@ -48,6 +48,11 @@ READ = '%s or %s' % (base.PROJECT_READER_OR_ADMIN, base.SERVICE)
 ALL_PROJECTS_CHECK = '%s or %s or %s' % (base.ADMIN, base.SERVICE,
                                          base.SERVICE_TOKEN)
 LEGACY = base.LEGACY_ADMIN_OR_OWNER
+# Deleting an ARQ that holds no device frees nothing: its project's
+# members, service users, and a service token (Nova cleaning up a failed
+# build with the token of an admin of another project).
+DELETE_UNBOUND = '%s or %s' % (base.PROJECT_MEMBER_OR_SERVICE,
+                               base.SERVICE_TOKEN)
 
 rules = [
     policy.DocumentedRuleDefault(
@@ -90,7 +95,7 @@ rules = [
         operations=[{'method': 'PATCH', 'path': COLLECTION}],
         scope_types=base.PROJECT_SCOPE),
     policy.DocumentedRuleDefault(
-        name=DELETE, check_str=base.PROJECT_MEMBER_OR_SERVICE,
+        name=DELETE, check_str=DELETE_UNBOUND,
         description='Delete ARQs that hold no device (Initial, Unbound); '
                     'the target is each ARQ\'s project.',
         operations=[{'method': 'DELETE',

@@ -27,9 +27,11 @@ Targets always carry ``project_id`` (the owning project of the object, or
 the caller's for a collection) and ``user_id``; a missing owner is the
 empty string, which never matches a caller's project.
 
-``[oslo_policy] enforce_new_defaults = False`` (oslo.policy's default)
-adds each rule's ``deprecated_rule`` (the legacy defaults of
-accel_backend, admin-or-owner) to its new default with ``or``.
+oslo.policy 6 enforces the new defaults and the scope. ``[oslo_policy]
+enforce_new_defaults = False`` adds each rule's ``deprecated_rule`` (the
+legacy defaults of accel_backend before 2026.1: admin-or-owner for ARQs,
+any user for profile reads, administrators for device reads) to its new
+default with ``or``; the rules that need a service token have none.
 """
 
 from oslo_log import versionutils
@@ -51,8 +53,8 @@ PROJECT_SCOPE = ['project']
 DEPRECATED_REASON = (
     'accel_backend adopts the project personas (manager, member, reader) '
     'and the service role of Cyborg 17\'s new defaults; the legacy '
-    'admin-or-owner defaults are used only while [oslo_policy] '
-    'enforce_new_defaults = False.')
+    'defaults are used only while [oslo_policy] enforce_new_defaults = '
+    'False.')
 DEPRECATED_SINCE = versionutils.deprecated.GAZPACHO
 
 # The legacy default of accel_backend's project-owned operations.

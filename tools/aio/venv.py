@@ -22,6 +22,8 @@ REQUIREMENTS = [
     'python-openstackclient==10.5.0',
     'python-cyborgclient==3.0.0',
     'tempest==47.0.0',
+    # The upstream API suite of the Cyborg v2 API (tox -e cyborg-tempest).
+    'cyborg-tempest-plugin==2.8.0',
     'gunicorn==27.0.1',
     # SQLAlchemy 2.1 turns deprecation warnings Nova triggers into errors.
     'SQLAlchemy>=2.0,<2.1',

@@ -36,7 +36,10 @@ def make_conf(test, sysfs_root=TWO_GPUS, specs=(T4_SPEC,), **groups):
         (multi-valued options).
     """
     tmp = test.useFixture(fixtures.TempDir()).path
-    sections = {'DEFAULT': {'state_path': tmp}, 'discovery': {}}
+    # oslo.policy 6's default, written out: Placement's test fixture sets
+    # the process-wide default to False (set_defaults) when it runs first.
+    sections = {'DEFAULT': {'state_path': tmp}, 'discovery': {},
+                'oslo_policy': {'enforce_new_defaults': True}}
     sections['discovery']['sysfs_root'] = sysfs_root
     for group, opts in groups.items():
         sections.setdefault(group, {}).update(opts)

@@ -39,34 +39,68 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
 # contract (document it in the release notes).
 EXPECTED_DEFAULTS = {
     'admin_api': 'role:admin',
+    'project_manager_api': 'role:manager and project_id:%(project_id)s',
+    'project_member_api': 'role:member and project_id:%(project_id)s',
+    'project_reader_api': 'role:reader and project_id:%(project_id)s',
+    'service_api': 'role:service',
+    'service_token_api': 'service_roles:service',
+    'project_reader_or_admin': 'rule:project_reader_api or rule:admin_api',
+    'project_manager_or_admin':
+        'rule:project_manager_api or rule:admin_api',
+    'project_member_or_service':
+        'rule:project_member_api or rule:service_api',
     'admin_or_owner': 'rule:admin_api or project_id:%(project_id)s',
-    'service_api': 'service_roles:service',
-    'admin_or_service': 'rule:admin_api or rule:service_api',
-    'accelerator:device_profile:get_all': '@',
-    'accelerator:device_profile:get_one': '@',
+    'accelerator:device_profile:get_all':
+        'rule:project_reader_or_admin or rule:service_api',
+    'accelerator:device_profile:get_one':
+        'rule:project_reader_or_admin or rule:service_api',
     'accelerator:device_profile:create': 'rule:admin_api',
     'accelerator:device_profile:delete': 'rule:admin_api',
-    'accelerator:arq:get_all': 'rule:admin_or_owner',
-    'accelerator:arq:get_one': 'rule:admin_or_owner',
-    'accelerator:arq:all_projects': 'rule:admin_or_service',
-    'accelerator:arq:create': 'rule:admin_or_owner',
-    'accelerator:arq:update': 'rule:admin_or_service',
-    'accelerator:arq:delete': 'rule:admin_or_owner',
-    'accelerator:arq:delete_bound': 'rule:admin_or_service',
-    'accelerator:device:get_all': 'rule:admin_api',
-    'accelerator:device:get_one': 'rule:admin_api',
+    'accelerator:arq:get_all':
+        'rule:project_reader_or_admin or rule:service_api',
+    'accelerator:arq:get_one':
+        'rule:project_reader_or_admin or rule:service_api',
+    'accelerator:arq:all_projects':
+        'rule:admin_api or rule:service_api or rule:service_token_api',
+    'accelerator:arq:create': 'rule:project_member_or_service',
+    'accelerator:arq:update': 'rule:service_token_api',
+    'accelerator:arq:delete':
+        'rule:project_member_or_service or rule:service_token_api',
+    'accelerator:arq:delete_bound': 'rule:service_token_api',
+    'accelerator:device:get_all': 'rule:project_manager_or_admin',
+    'accelerator:device:get_one': 'rule:project_manager_or_admin',
     'accelerator:device:enable': 'rule:admin_api',
     'accelerator:device:disable': 'rule:admin_api',
-    'accelerator:deployable:get_all': 'rule:admin_api',
-    'accelerator:deployable:get_one': 'rule:admin_api',
+    'accelerator:deployable:get_all': 'rule:project_manager_or_admin',
+    'accelerator:deployable:get_one': 'rule:project_manager_or_admin',
     'accelerator:deployable:program': 'rule:admin_api',
-    'accelerator:attribute:get_all': 'rule:admin_api',
-    'accelerator:attribute:get_one': 'rule:admin_api',
+    'accelerator:attribute:get_all': 'rule:project_manager_or_admin',
+    'accelerator:attribute:get_one': 'rule:project_manager_or_admin',
     'accelerator:attribute:create': 'rule:admin_api',
     'accelerator:attribute:delete': 'rule:admin_api',
 }
-BASE_RULES = ('admin_api', 'admin_or_owner', 'service_api',
-              'admin_or_service')
+BASE_RULES = tuple(name for name in EXPECTED_DEFAULTS
+                   if not name.startswith('accelerator:'))
+# Moving a device between tenants: a service token, whatever the user's
+# roles; no legacy default may loosen it (CVE-2026-40214).
+SERVICE_TOKEN_RULES = ('accelerator:arq:update',
+                       'accelerator:arq:delete_bound')
+# The legacy defaults kept as deprecated rules (enforce_new_defaults =
+# False ORs them in).
+LEGACY_DEFAULTS = {
+    'accelerator:device_profile:get_all': '@',
+    'accelerator:device_profile:get_one': '@',
+    'accelerator:arq:get_all': 'rule:admin_api or project_id:%(project_id)s',
+    'accelerator:arq:get_one': 'rule:admin_api or project_id:%(project_id)s',
+    'accelerator:arq:create': 'rule:admin_api or project_id:%(project_id)s',
+    'accelerator:arq:delete': 'rule:admin_api or project_id:%(project_id)s',
+    'accelerator:device:get_all': 'rule:admin_api',
+    'accelerator:device:get_one': 'rule:admin_api',
+    'accelerator:deployable:get_all': 'rule:admin_api',
+    'accelerator:deployable:get_one': 'rule:admin_api',
+    'accelerator:attribute:get_all': 'rule:admin_api',
+    'accelerator:attribute:get_one': 'rule:admin_api',
+}
 
 PROJECT_A = 'a' * 32
 PROJECT_B = 'b' * 32
@@ -81,10 +115,12 @@ MEMBER_B = {'X-Roles': 'member,reader', 'X-Project-Id': PROJECT_B,
 NOVA_FOR_A = dict(MEMBER_A, **{'X-Service-Roles': 'service,admin'})
 
 
-def ctx(roles=(), project_id=None, service_roles=(), enforcer=None):
+def ctx(roles=(), project_id=None, service_roles=(), enforcer=None,
+        system_scope=None):
     return context_mod.RequestContext(
         user_id='u', project_id=project_id, roles=list(roles),
-        service_roles=list(service_roles), enforcer=enforcer)
+        service_roles=list(service_roles), enforcer=enforcer,
+        system_scope=system_scope)
 
 
 class RulesTest(testtools.TestCase):
@@ -115,6 +151,15 @@ class RulesTest(testtools.TestCase):
                 self.assertTrue(op['path'].startswith('/v2/'), op)
             self.assertTrue(rule.description)
 
+    def test_legacy_defaults_are_deprecated_rules(self):
+        rules = {r.name: r for r in policies.list_rules()}
+        self.assertEqual(
+            LEGACY_DEFAULTS,
+            {name: rule.deprecated_rule.check_str
+             for name, rule in rules.items() if rule.deprecated_rule})
+        for name in SERVICE_TOKEN_RULES:
+            self.assertIsNone(rules[name].deprecated_rule, name)
+
     def test_arq_module_documents_the_cyborg_deviation(self):
         from accel_backend.policies import arq
         self.assertIn('CVE', arq.__doc__)
@@ -133,15 +178,52 @@ class EnforcerTest(testtools.TestCase):
         context.enforcer = self.enforcer
         return policy.authorize(context, rule, target, fatal=False)
 
-    def test_admin_passes_everything(self):
-        admin = ctx(roles=['admin'], project_id=PROJECT_A)
+    def test_admin_passes_everything_but_moving_devices(self):
+        # Keystone's implied roles: an admin is a manager, member, reader.
+        admin = ctx(roles=['admin', 'manager', 'member', 'reader'],
+                    project_id=PROJECT_A)
+        for name in EXPECTED_DEFAULTS:
+            if name in BASE_RULES:
+                continue
+            self.assertEqual(name not in SERVICE_TOKEN_RULES,
+                             self.can(name, admin, policy.target(PROJECT_A)),
+                             name)
+        with_token = ctx(roles=['admin'], project_id=PROJECT_A,
+                         service_roles=['service'])
+        for name in SERVICE_TOKEN_RULES:
+            self.assertTrue(self.can(name, with_token,
+                                     policy.target(PROJECT_B)), name)
+
+    def test_system_scoped_admin_is_refused_everywhere(self):
+        # Every rule is project-scoped: oslo.policy refuses the scope.
+        system_admin = ctx(roles=['admin'], system_scope='all',
+                           service_roles=['service'])
         for name in EXPECTED_DEFAULTS:
             if name not in BASE_RULES:
-                self.assertTrue(self.can(name, admin,
-                                         policy.target(PROJECT_B)), name)
+                self.assertFalse(self.can(name, system_admin), name)
+
+    def test_legacy_defaults_only_with_enforce_new_defaults_false(self):
+        # oslo.policy 6 enforces the new defaults unless told otherwise.
+        manager = ctx(roles=['manager'], project_id=PROJECT_A)
+        self.assertTrue(self.can('accelerator:device:get_all', manager))
+        # A role-less user of the project passes only the legacy owner
+        # check; a reader passes the new one.
+        nobody = ctx(roles=[], project_id=PROJECT_A)
+        self.assertFalse(self.can('accelerator:arq:get_all', nobody))
+        self.assertTrue(self.can('accelerator:arq:get_all', ctx(
+            roles=['reader'], project_id=PROJECT_A)))
+        conf = base.make_conf(self, oslo_policy={
+            'enforce_new_defaults': False})
+        self.enforcer = policy.new_enforcer(conf)
+        self.assertTrue(self.can('accelerator:arq:get_all', nobody))
+        self.assertTrue(self.can('accelerator:device:get_all', manager))
+        # No legacy default reopens binding to a user token.
+        admin = ctx(roles=['admin'], project_id=PROJECT_A)
+        for name in SERVICE_TOKEN_RULES:
+            self.assertFalse(self.can(name, admin), name)
 
     def test_owner_check(self):
-        member = ctx(roles=['member'], project_id=PROJECT_A)
+        member = ctx(roles=['member', 'reader'], project_id=PROJECT_A)
         rule = 'accelerator:arq:get_one'
         self.assertTrue(self.can(rule, member, policy.target(PROJECT_A)))
         self.assertFalse(self.can(rule, member, policy.target(PROJECT_B)))
@@ -188,10 +270,38 @@ class EnforcerTest(testtools.TestCase):
 
 class ContextTest(testtools.TestCase):
 
-    def test_noauth_admin_token_is_admin_and_service(self):
+    def test_noauth_admin_token_is_admin_but_no_service(self):
         c = context_mod.from_environ({'HTTP_X_AUTH_TOKEN': 'admin'}, True)
         self.assertTrue(c.is_admin)
-        self.assertIn('service', c.service_roles)
+        self.assertEqual(['admin', 'manager', 'member', 'reader'], c.roles)
+        self.assertEqual([], c.service_roles)
+        self.assertEqual(('admin', 'admin'), (c.user_id, c.project_id))
+
+    def test_noauth_service_token_gives_the_service_role(self):
+        c = context_mod.from_environ({'HTTP_X_AUTH_TOKEN': 'admin',
+                                      'HTTP_X_SERVICE_TOKEN': 'nova'}, True)
+        self.assertEqual(['service'], c.service_roles)
+        # Not without noauth: keystonemiddleware sets the roles.
+        c = context_mod.from_environ({'HTTP_X_AUTH_TOKEN': 'admin',
+                                      'HTTP_X_SERVICE_TOKEN': 'nova'}, False)
+        self.assertEqual([], c.service_roles)
+
+    def test_noauth_other_tokens_are_members_of_their_project(self):
+        # Placement's noauth2: "user[:project]"; X-Project-Id wins.
+        c = context_mod.from_environ({'HTTP_X_AUTH_TOKEN': 'alice:proj'},
+                                     True)
+        self.assertEqual(('alice', 'proj', ['member', 'reader']),
+                         (c.user_id, c.project_id, c.roles))
+        self.assertFalse(c.is_admin)
+        c = context_mod.from_environ({'HTTP_X_AUTH_TOKEN': 'bob',
+                                      'HTTP_X_PROJECT_ID': 'p2'}, True)
+        self.assertEqual(('bob', 'p2'), (c.user_id, c.project_id))
+
+    def test_system_scope_is_carried(self):
+        c = context_mod.from_environ({
+            'HTTP_X_ROLES': 'admin', 'HTTP_OPENSTACK_SYSTEM_SCOPE': 'all'},
+            False)
+        self.assertEqual('all', c.to_policy_values()['system_scope'])
 
     def test_admin_token_means_nothing_with_keystone(self):
         c = context_mod.from_environ({'HTTP_X_AUTH_TOKEN': 'admin'}, False)
@@ -341,8 +451,9 @@ class ARQPolicyTest(AppTestBase):
                   ADMIN, status=200)
 
     def test_delete_other_projects_arqs_touches_nothing(self):
+        # Invisible is unknown: 404, as Cyborg answers for unknown ARQs.
         self.call('DELETE', '/v2/accelerator_requests?arqs=%s,%s'
-                  % (self.arq_b, self.arq_b_initial), MEMBER_A, status=204)
+                  % (self.arq_b, self.arq_b_initial), MEMBER_A, status=404)
         self.call('DELETE', '/v2/accelerator_requests?instance=%s'
                   % self.inst_b, MEMBER_A, status=204)
         self.assertEqual(arq_obj.BOUND, self.arq_state(self.arq_b))
@@ -374,12 +485,18 @@ class ARQPolicyTest(AppTestBase):
             % (initial, bound), MEMBER_A))
         self.assertEqual(arq_obj.INITIAL, self.arq_state(initial))
 
-    def test_service_and_admin_delete_any_project(self):
+    def test_service_deletes_any_project_admin_only_its_own(self):
         self.call('DELETE', '/v2/accelerator_requests?instance=%s'
                   % self.inst_b, NOVA_FOR_A, status=204)
         self.assertIsNone(self.arq_state(self.arq_b))
+        # Cyborg 17's new default (project_member_or_service): an admin of
+        # another project sees B's ARQ but may not delete it.
+        self.assert_forbidden(self.call(
+            'DELETE', '/v2/accelerator_requests?arqs=%s'
+            % self.arq_b_initial, ADMIN))
+        self.assertEqual(arq_obj.INITIAL, self.arq_state(self.arq_b_initial))
         self.call('DELETE', '/v2/accelerator_requests?arqs=%s'
-                  % self.arq_b_initial, ADMIN, status=204)
+                  % self.arq_b_initial, NOVA_FOR_A, status=204)
         self.assertIsNone(self.arq_state(self.arq_b_initial))
 
     def test_bind_without_service_token_is_forbidden(self):
@@ -399,12 +516,16 @@ class ARQPolicyTest(AppTestBase):
         self.assertEqual(arq_obj.BIND_STARTED, self.arq_state(mine))
         self.assertEqual([mine], self.submitted)
 
-    def test_bind_with_noauth_admin_token(self):
-        # What Nova sends in the functional tests (tests/functional/base).
+    def test_bind_with_noauth_admin_token_needs_the_service_token(self):
         mine = self.make_arqs(PROJECT_A)
+        self.assert_forbidden(self.call(
+            'PATCH', '/v2/accelerator_requests', {'X-Auth-Token': 'admin'},
+            self.bind_body(mine)))
+        self.assertEqual([], self.submitted)
+        # What Nova sends in the functional tests (tests/functional/base).
         self.call('PATCH', '/v2/accelerator_requests',
-                  {'X-Auth-Token': 'admin'}, self.bind_body(mine),
-                  status=202)
+                  {'X-Auth-Token': 'admin', 'X-Service-Token': 'nova'},
+                  self.bind_body(mine), status=202)
         self.assertEqual([mine], self.submitted)
 
     def test_unbind_needs_service_token(self):
@@ -532,5 +653,5 @@ class SampleGeneratorTest(testtools.TestCase):
     def test_policy_generator_uses_the_enforcer_entry_point(self):
         out = self.run_tool('oslopolicy-policy-generator', '--namespace',
                             'accel_backend')
-        self.assertIn('"accelerator:arq:update": "rule:admin_or_service"',
+        self.assertIn('"accelerator:arq:update": "rule:service_token_api"',
                       out)
