@@ -4,15 +4,19 @@ Hot-plugged ARQs are created and bound by the compute service on an
 operator's request, not with a user's token during a build, so they are
 handled with the compute service's own credentials: Nova's
 ``[service_user]`` keystoneauth options (the ones Nova already needs for
-``send_service_user_token``).  Only when ``[service_user]`` has no
-``auth_type`` does the request context's token serve (as in a deployment
-without Keystone, e.g. accel_backend's noauth mode).  The endpoint is
-found through Nova's ``[cyborg]`` options, as for Nova's own client.
+``send_service_user_token``), sent both as the user token and as the
+``X-Service-Token`` that binding requires.  Only when ``[service_user]``
+has no ``auth_type`` does the request context's token serve, in both
+headers (as in a deployment without Keystone, e.g. accel_backend's noauth
+mode, which takes any service token as the ``service`` role).  The
+endpoint is found through Nova's ``[cyborg]`` options, as for Nova's own
+client.
 """
 
 import threading
 
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import service_token
 import nova.conf
 from nova import service_auth
 
@@ -35,7 +39,9 @@ def _session():
 
 
 def accel_auth(context):
-    """Return the keystoneauth plugin hot-plug calls are made with.
+    """Return the keystoneauth plugin hot-plug calls are made with: a
+    ``ServiceTokenAuthWrapper`` sending the service user's token (or the
+    context's) as ``X-Auth-Token`` and ``X-Service-Token``.
 
     :raises NoServiceCredentials: no ``[service_user]`` auth and no token
         in ``context``.
@@ -47,7 +53,8 @@ def accel_auth(context):
         if context is None or not context.auth_token:
             raise exception.NoServiceCredentials()
         auth = context.get_auth_plugin()
-    return auth
+    return service_token.ServiceTokenAuthWrapper(user_auth=auth,
+                                                 service_auth=auth)
 
 
 def accel_client(context):

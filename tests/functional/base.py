@@ -11,9 +11,11 @@ import os
 
 import fixtures
 from lxml import etree
+from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 from wsgi_intercept import interceptor
 
+from nova import conf as nova_conf
 from nova import context as nova_context
 from nova.tests.functional.libvirt import base as libvirt_base
 
@@ -59,6 +61,7 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
         self.flags(arq_binding_timeout=self.ARQ_BINDING_TIMEOUT)
         self.flags(endpoint_override=ACCEL_URL + '/v2', group='cyborg')
         self._give_requests_a_token()
+        self._send_service_token()
         self._skip_backing_file_check()
         self.start_compute(hostname=self.COMPUTE)
         self.accel = self._start_accel_backend()
@@ -88,6 +91,19 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
 
         self.useFixture(fixtures.MonkeyPatch(
             'nova.api.auth.NovaKeystoneContext._create_context', fake_ctx))
+
+    def _send_service_token(self):
+        # What every deployment sets in nova.conf (accel_backend lets only
+        # service-token holders bind, unbind and delete bound ARQs):
+        # [service_user] send_service_user_token = true with the service
+        # user's credentials; here keystoneauth's admin_token plugin, whose
+        # token noauth accel_backend takes as a service token.
+        nova_conf.CONF.register_opts(
+            ks_loading.get_auth_plugin_conf_options('admin_token'),
+            group='service_user')
+        self.flags(send_service_user_token=True, auth_type='admin_token',
+                   token='admin', endpoint=ACCEL_URL + '/v2',
+                   group='service_user')
 
     def _skip_backing_file_check(self):
         # Test-harness only: with a token in the context, libvirt's hard
