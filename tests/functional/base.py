@@ -140,10 +140,11 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
     # -- helpers ---------------------------------------------------------
 
     def accel_request(self, method, path, body=None, expect=(200,)):
-        """Call accel_backend's API as admin; returns decoded JSON."""
+        """Call accel_backend's API as admin with a service token (as
+        Nova would, behind Nova's back); returns decoded JSON."""
         resp = self.accel_api.request(
             ACCEL_URL + path, method, json=body, raise_exc=False,
-            headers={'X-Auth-Token': 'admin'})
+            headers={'X-Auth-Token': 'admin', 'X-Service-Token': 'nova'})
         self.assertIn(resp.status_code, expect, resp.text)
         return resp.json() if resp.content else None
 

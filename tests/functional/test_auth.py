@@ -113,8 +113,9 @@ class KeystoneAuthTest(test_policy.AppTestBase):
         self.assertEqual([], resp.json['arqs'])
         self.call('GET', '/v2/accelerator_requests/%s' % arq['uuid'],
                   self.headers(self.member_b), status=404)
+        # Another project's ARQ is unknown to B: 404, nothing deleted.
         self.call('DELETE', '/v2/accelerator_requests?arqs=%s'
-                  % arq['uuid'], self.headers(self.member_b), status=204)
+                  % arq['uuid'], self.headers(self.member_b), status=404)
         self.assertEqual(arq_obj.INITIAL, self.arq_state(arq['uuid']))
 
     def test_bind_needs_nova_service_token(self):
@@ -135,6 +136,38 @@ class KeystoneAuthTest(test_policy.AppTestBase):
                   self.headers(self.member_a, self.nova),
                   self.bind_body(uuid_), status=202)
         self.assertEqual([uuid_], self.submitted)
+
+    def test_no_role_moves_a_device_without_the_service_token(self):
+        # Cyborg 17 (CVE-2026-40214): bind, unbind and deleting a bound
+        # ARQ need a service token, whatever the user token's roles.
+        reader_a = self.token(PROJECT_A, ['reader'])
+        admin_a = self.token(PROJECT_A, ['admin', 'manager', 'member',
+                                         'reader'])
+        initial = self.make_arqs(PROJECT_A)
+        inst = str(uuid.uuid4())
+        bound = self.make_arqs(PROJECT_A, arq_obj.BOUND, inst)
+        unbind = {bound: [{'path': p, 'op': 'remove'} for p in (
+            '/hostname', '/device_rp_uuid', '/instance_uuid')]}
+        for user in (admin_a, self.member_a, reader_a, self.nova):
+            headers = self.headers(user)
+            self.assert_forbidden(self.call(
+                'PATCH', '/v2/accelerator_requests', headers,
+                self.bind_body(initial)))
+            self.assert_forbidden(self.call(
+                'PATCH', '/v2/accelerator_requests', headers, unbind))
+            self.assert_forbidden(self.call(
+                'DELETE', '/v2/accelerator_requests?arqs=%s' % bound,
+                headers))
+            self.assert_forbidden(self.call(
+                'DELETE', '/v2/accelerator_requests?instance=%s' % inst,
+                headers))
+        self.assertEqual((arq_obj.INITIAL, arq_obj.BOUND),
+                         (self.arq_state(initial), self.arq_state(bound)))
+        self.assertEqual([], self.submitted)
+        # The same requests with Nova's service token.
+        self.call('PATCH', '/v2/accelerator_requests',
+                  self.headers(reader_a, self.nova), unbind, status=202)
+        self.assertEqual(arq_obj.UNBOUND, self.arq_state(bound))
 
     def test_invalid_service_token_is_401(self):
         self.call('GET', '/v2/accelerator_requests',

@@ -23,6 +23,9 @@ import uuid
 import warnings
 
 import fixtures
+from keystoneauth1 import service_token
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
 from openstack import connection
 from openstack import exceptions as sdk_exc
 import testtools
@@ -85,8 +88,22 @@ class ClientsTestCase(testtools.TestCase):
         self.nova.servers[instance] = 'vm-' + instance[:8]
         self.addCleanup(self.accel.request, 'DELETE',
                         '/v2/accelerator_requests?instance=' + instance,
-                        expect=(204,))
+                        expect=(204,), service_token=True)
         return instance
+
+    def bind_as_nova(self, arq_uuid, instance, rp_uuid):
+        """Bind as Nova does: its PATCH carries the service token."""
+        self.accel.request('PATCH', '/v2/accelerator_requests', {arq_uuid: [
+            {'path': '/hostname', 'op': 'add', 'value': servers.HOST},
+            {'path': '/device_rp_uuid', 'op': 'add', 'value': rp_uuid},
+            {'path': '/instance_uuid', 'op': 'add', 'value': instance}]},
+            expect=(202,), service_token=True)
+        self.wait_for_state(arq_uuid, 'Bound')
+
+    def assert_refused(self, run, *args):
+        """``run(*args)`` (a client command) fails with the API's 403."""
+        out = run(*args, fmt=None, expect_rc=1)
+        self.assertIn('403', out)
 
     def profile_name(self):
         cls, method = self.id().split('.')[-2:]
@@ -164,6 +181,10 @@ class TestOpenStackClientCommands(ClientsTestCase):
         super().setUp()
         self.osc = self.useFixture(cli.OpenStackShell(
             self.accel.endpoint, self.nova.endpoint, 'osc'))
+        # A member of project-a (noauth, Placement's noauth2 tokens).
+        self.user_osc = self.useFixture(cli.OpenStackShell(
+            self.accel.endpoint, self.nova.endpoint, 'osc',
+            token='alice:project-a'))
 
     def test_device_profile_and_arq_lifecycle(self):
         name = self.profile_name()
@@ -186,17 +207,28 @@ class TestOpenStackClientCommands(ClientsTestCase):
             '--os-accelerator-api-version', '2.2', 'accelerator', 'device',
             'profile', 'show', name)['uuid'])
 
-        arq = self.osc('accelerator', 'arq', 'create', name)
+        arq = self.user_osc('accelerator', 'arq', 'create', name)
         self.assertEqual(('Initial', name), (arq['state'],
                                              arq['device_profile_name']))
-        self.assertIn(arq['uuid'], [a['uuid'] for a in self.osc(
+        self.assertIn(arq['uuid'], [a['uuid'] for a in self.user_osc(
+            'accelerator', 'arq', 'list')])
+        # Another project does not see it.
+        self.assertNotIn(arq['uuid'], [a['uuid'] for a in self.useFixture(
+            cli.OpenStackShell(self.accel.endpoint, self.nova.endpoint,
+                               'osc', token='bob:project-b'))(
             'accelerator', 'arq', 'list')])
 
-        # <accelerator_request> <hostname> <server> <resource_provider>
-        self.osc('accelerator', 'arq', 'bind', arq['uuid'], servers.HOST,
-                 instance, gpu['rp_uuid'])
-        self.wait_for_state(arq['uuid'], 'Bound')
-        shown = self.osc('accelerator', 'arq', 'show', arq['uuid'])
+        # A token without the service token may not bind, unbind or
+        # delete a bound ARQ, not even an admin's (Cyborg 17, its fix of
+        # CVE-2026-40214): binding is Nova's. <accelerator_request>
+        # <hostname> <server> <resource_provider>
+        self.assert_refused(self.osc, 'accelerator', 'arq', 'bind',
+                            arq['uuid'], servers.HOST, instance,
+                            gpu['rp_uuid'])
+        self.assertEqual('Initial', self.user_osc(
+            'accelerator', 'arq', 'show', arq['uuid'])['state'])
+        self.bind_as_nova(arq['uuid'], instance, gpu['rp_uuid'])
+        shown = self.user_osc('accelerator', 'arq', 'show', arq['uuid'])
         self.assertEqual(
             ('Bound', servers.HOST, gpu['rp_uuid'], instance, 'PCI',
              {'domain': '0000', 'bus': 'af', 'device': '00',
@@ -205,14 +237,25 @@ class TestOpenStackClientCommands(ClientsTestCase):
              shown['instance_uuid'], shown['attach_handle_type'],
              shown['attach_handle_info']))
         self.assert_bound_event(instance, arq['uuid'])
+        for run in (self.osc, self.user_osc):
+            self.assert_refused(run, 'accelerator', 'arq', 'unbind',
+                                arq['uuid'])
+            self.assert_refused(run, 'accelerator', 'arq', 'delete',
+                                arq['uuid'])
+        self.assertEqual('Bound', self.user_osc(
+            'accelerator', 'arq', 'show', arq['uuid'])['state'])
 
-        unbound = self.osc('accelerator', 'arq', 'unbind', arq['uuid'])
-        self.assertEqual(('Unbound', None, None),
-                         (unbound['state'], unbound['instance_uuid'],
-                          unbound['device_rp_uuid']))
-        self.osc('accelerator', 'arq', 'delete', arq['uuid'], fmt=None)
+        # The server is deleted: Nova deletes its ARQs with its service
+        # token; the user deletes an ARQ that holds no device.
+        self.accel.request('DELETE', '/v2/accelerator_requests?instance='
+                           + instance, expect=(204,), service_token=True)
         self.accel.request('GET', '/v2/accelerator_requests/' + arq['uuid'],
                            expect=(404,))
+        spare = self.user_osc('accelerator', 'arq', 'create', name)
+        self.user_osc('accelerator', 'arq', 'delete', spare['uuid'],
+                      fmt=None)
+        self.accel.request('GET', '/v2/accelerator_requests/'
+                           + spare['uuid'], expect=(404,))
 
         self.osc('accelerator', 'device', 'profile', 'delete', name,
                  fmt=None)
@@ -259,24 +302,28 @@ class TestCyborgClientCommands(ClientsTestCase):
         self.assertIn(arq['uuid'], [a['uuid'] for a in self.cyborg(
             'accelerator', 'arq', 'list', '--long')])
 
-        # The <project_id> argument is required and ignored by the client.
-        bound = self.cyborg('accelerator', 'arq', 'bind', arq['uuid'],
-                            servers.HOST, instance, gpu['rp_uuid'],
-                            'ignored')
-        self.assertIn(bound['state'], ('BindStarted', 'Bound'))
-        self.wait_for_state(arq['uuid'], 'Bound')
+        # The <project_id> argument is required and ignored by the client;
+        # the admin's token alone may not bind (a service token must).
+        self.assert_refused(self.cyborg, 'accelerator', 'arq', 'bind',
+                            arq['uuid'], servers.HOST, instance,
+                            gpu['rp_uuid'], 'ignored')
+        self.bind_as_nova(arq['uuid'], instance, gpu['rp_uuid'])
         shown = self.cyborg('accelerator', 'arq', 'show', arq['uuid'])
         self.assertEqual(
             (gpu['rp_uuid'], instance, 'PCI', 'd8'),
             (shown['device_rp_uuid'], shown['instance_uuid'],
              shown['attach_handle_type'], shown['attach_handle_info']['bus']))
         self.assert_bound_event(instance, arq['uuid'])
-
-        unbound = self.cyborg('accelerator', 'arq', 'unbind', arq['uuid'])
-        self.assertEqual('Unbound', unbound['state'])
-        self.cyborg('accelerator', 'arq', 'delete', arq['uuid'], fmt=None)
-        self.accel.request('GET', '/v2/accelerator_requests/' + arq['uuid'],
-                           expect=(404,))
+        self.assert_refused(self.cyborg, 'accelerator', 'arq', 'unbind',
+                            arq['uuid'])
+        self.assert_refused(self.cyborg, 'accelerator', 'arq', 'delete',
+                            arq['uuid'])
+        self.accel.request('DELETE', '/v2/accelerator_requests?instance='
+                           + instance, expect=(204,), service_token=True)
+        spare = self.cyborg('accelerator', 'arq', 'create', name)
+        self.cyborg('accelerator', 'arq', 'delete', spare['uuid'], fmt=None)
+        self.accel.request('GET', '/v2/accelerator_requests/'
+                           + spare['uuid'], expect=(404,))
         self.cyborg('accelerator', 'device', 'profile', 'delete', name,
                     fmt=None)
         self.accel.request('GET', '/v2/device_profiles/' + dp['uuid'],
@@ -296,6 +343,15 @@ class TestOpenStackSDK(ClientsTestCase):
             auth={'endpoint': self.accel.endpoint, 'token': 'admin'})
         self.addCleanup(conn.close)
         self.acc = conn.accelerator
+        # What Nova 34's client is: the SDK over a keystoneauth session
+        # whose auth adds the service token.
+        nova_auth = service_token.ServiceTokenAuthWrapper(
+            user_auth=token_endpoint.Token(self.accel.endpoint, 'admin'),
+            service_auth=token_endpoint.Token(self.accel.endpoint, 'nova'))
+        nova_conn = connection.Connection(
+            session=ks_session.Session(auth=nova_auth))
+        self.addCleanup(nova_conn.close)
+        self.nova_acc = nova_conn.accelerator
 
     def test_device_profile_and_arq_lifecycle(self):
         name = self.profile_name()
@@ -316,22 +372,30 @@ class TestOpenStackSDK(ClientsTestCase):
         self.assertIn(arq.uuid,
                       [a.uuid for a in self.acc.accelerator_requests()])
 
-        self.acc.patch_accelerator_request(arq.uuid, [
+        bind_ops = [
             {'op': 'add', 'path': '/hostname', 'value': servers.HOST},
             {'op': 'add', 'path': '/device_rp_uuid',
              'value': gpu['rp_uuid']},
-            {'op': 'add', 'path': '/instance_uuid', 'value': instance}])
+            {'op': 'add', 'path': '/instance_uuid', 'value': instance}]
+        # An admin token alone may not bind (Cyborg 17 since
+        # CVE-2026-40214); the SDK with the service token Nova sends may.
+        self.assertRaises(sdk_exc.ForbiddenException,
+                          self.acc.patch_accelerator_request, arq.uuid,
+                          bind_ops)
+        self.nova_acc.patch_accelerator_request(arq.uuid, bind_ops)
         self.wait_for_state(arq.uuid, 'Bound')
         bound = self.acc.get_accelerator_request(arq.uuid)
         self.assertEqual((servers.HOST, gpu['rp_uuid'], instance, 'PCI'),
                          (bound.hostname, bound.device_rp_uuid,
                           bound.instance_uuid, bound.attach_handle_type))
         self.assert_bound_event(instance, arq.uuid)
+        self.assertRaises(sdk_exc.ForbiddenException,
+                          self.acc.delete_accelerator_request, arq.uuid)
 
         with warnings.catch_warnings():
             # The deprecated name python-cyborgclient still calls.
             warnings.simplefilter('ignore')
-            self.acc.update_accelerator_request(arq.uuid, [
+            self.nova_acc.update_accelerator_request(arq.uuid, [
                 {'op': 'remove', 'path': '/hostname'},
                 {'op': 'remove', 'path': '/device_rp_uuid'},
                 {'op': 'remove', 'path': '/instance_uuid'}])

@@ -141,8 +141,10 @@ class _DatabaseBackendTests:
         return svc
 
     def api(self, svc, method, path, body=None, expect=(200,)):
+        # Binding needs the service token Nova sends.
         req = webob.Request.blank(path, method=method, headers={
-            'X-Auth-Token': 'admin', 'Accept': 'application/json'})
+            'X-Auth-Token': 'admin', 'X-Service-Token': 'nova',
+            'Accept': 'application/json'})
         if body is not None:
             req.content_type = 'application/json'
             req.body = json.dumps(body).encode()
