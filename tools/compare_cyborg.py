@@ -62,6 +62,8 @@ CYBORG_HEADERS = {
 }
 ACCEL_HEADERS = {
     'X-Auth-Token': 'admin',
+    # Binding needs Nova's service token (noauth: any token).
+    'X-Service-Token': 'nova',
     'Content-Type': 'application/json',
     'Accept': 'application/json',
 }

@@ -43,7 +43,8 @@ HOST = servers.HOST
 MANY_GPUS_SPEC = {'vendor_id': '10de', 'product_id': '20b5',
                   'resource_class': 'PGPU', 'traits': ['CUSTOM_A100'],
                   'device_type': 'GPU'}
-ADMIN = {'X-Auth-Token': 'admin'}
+# As Nova calls it: a user token plus the service token binding needs.
+ADMIN = {'X-Auth-Token': 'admin', 'X-Service-Token': 'nova'}
 
 
 def write_many_gpus(root, count):

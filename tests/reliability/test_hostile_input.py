@@ -53,7 +53,8 @@ BODY_PATHS = [('POST', '/v2/device_profiles'),
 
 
 def call(app, method, path, body=b'', headers=None):
-    hdrs = {'X-Auth-Token': 'admin', 'Content-Type': 'application/json'}
+    hdrs = {'X-Auth-Token': 'admin', 'X-Service-Token': 'nova',
+            'Content-Type': 'application/json'}
     hdrs.update(headers or {})
     req = webob.Request.blank(path, method=method, body=body, headers=hdrs)
     return req.get_response(app)

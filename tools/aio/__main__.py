@@ -28,6 +28,12 @@ def main(argv=None):
                                'nova_accel against the cloud')
     p_tempest.add_argument('regex', nargs='?', default='nova_accel')
     p_tempest.add_argument('--concurrency', type=int, default=2)
+    p_conf = sub.add_parser(
+        'conformance', help='cyborg-tempest-plugin 2.8.0 API tests in both '
+        'policy modes against the cloud (tox -e cyborg-tempest)')
+    p_conf.add_argument('--concurrency', type=int, default=2)
+    p_conf.add_argument('--up', action='store_true',
+                        help='bring the cloud up first and down after')
     sub.add_parser('status', help='processes and endpoints of the cloud')
     sub.add_parser('down', help='stop everything and remove the run dir')
     p_all = sub.add_parser('all', help='up, demo, tempest, down')
@@ -53,6 +59,15 @@ def main(argv=None):
     if args.command == 'tempest':
         from tools.aio import tempest
         return tempest.run(args.regex, args.concurrency)
+    if args.command == 'conformance':
+        from tools.aio import conformance
+        if not args.up:
+            return conformance.run(args.concurrency)
+        cloud.up(db='postgresql')
+        try:
+            return conformance.run(args.concurrency)
+        finally:
+            cloud.down()
     if args.command == 'all':
         from tools.aio import demo
         from tools.aio import tempest

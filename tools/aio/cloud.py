@@ -472,7 +472,8 @@ def _keystone_accounts(cloud, say, token):
         projects[name] = find('projects', name) or create(
             'projects', {'name': name, 'domain_id': domain}, 'project')
     roles = {}
-    for name in ('admin', 'member', 'reader', 'service'):
+    # manager: the project persona of Cyborg 17's new policy defaults.
+    for name in ('admin', 'manager', 'member', 'reader', 'service'):
         roles[name] = find('roles', name) or create('roles', {'name': name},
                                                     'role')
     users = dict(config.SERVICE_USERS)

@@ -26,8 +26,12 @@ def _flavor(cloud, token, name, ram):
     return made['flavor']['id']
 
 
-def prepare(cloud):
-    """Workspace dir with its tempest.conf; returns the dir."""
+def prepare(cloud, extra=None):
+    """Workspace dir with its tempest.conf; returns the dir.
+
+    :param extra: ``{section: {option: value}}`` set on top of
+        ``config.tempest_conf`` (e.g. cyborg-tempest-plugin's options).
+    """
     layout = cloud.layout
     workspace = layout.path('tempest', 'workspace')
     env = cloud.env()
@@ -41,6 +45,8 @@ def prepare(cloud):
     flavor_alt = _flavor(cloud, token, 'aio-tempest-alt', 192)
     ini = config.tempest_conf(layout, cloud.state['image_id'], flavor,
                               flavor_alt)
+    for section, options in (extra or {}).items():
+        ini.update(section, options)
     with open(os.path.join(workspace, 'etc', 'tempest.conf'), 'w') as f:
         f.write(ini.render())
     return workspace

@@ -15,9 +15,10 @@ class AcceleratorRequestsTest(base.AcceleratorAPITest):
 
     def create_arqs(self, client, dp_name):
         arqs = client.create_arqs(dp_name)['arqs']
+        # By their project: an admin of another project may read them but
+        # not delete them (Cyborg 17's project_member_or_service).
         self.addCleanup(test_utils.call_and_ignore_notfound_exc,
-                        self.accel_admin.delete_arqs,
-                        [a['uuid'] for a in arqs])
+                        client.delete_arqs, [a['uuid'] for a in arqs])
         return arqs
 
     @decorators.idempotent_id('6c1e7b47-5a7d-4f1c-8a1a-4d2d8e8d2b01')
@@ -64,16 +65,20 @@ class AcceleratorRequestsTest(base.AcceleratorAPITest):
                           self.accel.create_arqs, missing)
 
     @decorators.idempotent_id('6c1e7b47-5a7d-4f1c-8a1a-4d2d8e8d2b04')
-    def test_member_cannot_bind(self):
+    def test_no_user_token_can_bind(self):
         dp = self.create_profile()
-        arq = self.create_arqs(self.accel, dp['name'])[0]
-        # Binding is for services (Nova's service token) and admins.
-        body = {arq['uuid']: [
-            {'path': '/hostname', 'op': 'add', 'value': 'somewhere'},
-            {'path': '/device_rp_uuid', 'op': 'add',
-             'value': data_utils.rand_uuid()},
-            {'path': '/instance_uuid', 'op': 'add',
-             'value': data_utils.rand_uuid()}]}
-        self.assertRaises(lib_exc.Forbidden, self.accel.patch,
-                          'accelerator_requests', json.dumps(body))
-        self.assertEqual('Initial', self.accel.show_arq(arq['uuid'])['state'])
+        # Binding moves a device between tenants: only with a service
+        # token (Nova's [service_user]), for members and admins alike
+        # (Cyborg 17, its fix of CVE-2026-40214).
+        for client in (self.accel, self.accel_admin):
+            arq = self.create_arqs(client, dp['name'])[0]
+            body = {arq['uuid']: [
+                {'path': '/hostname', 'op': 'add', 'value': 'somewhere'},
+                {'path': '/device_rp_uuid', 'op': 'add',
+                 'value': data_utils.rand_uuid()},
+                {'path': '/instance_uuid', 'op': 'add',
+                 'value': data_utils.rand_uuid()}]}
+            self.assertRaises(lib_exc.Forbidden, client.patch,
+                              'accelerator_requests', json.dumps(body))
+            self.assertEqual('Initial',
+                             client.show_arq(arq['uuid'])['state'])
