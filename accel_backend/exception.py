@@ -28,6 +28,12 @@ class AccelBackendError(Exception):
         super().__init__(detail)
 
 
+class Unauthorized(AccelBackendError):
+    status = 401
+    code = 'accel.unauthorized'
+    msg_fmt = 'Authentication required: %(reason)s'
+
+
 class BadRequest(AccelBackendError):
     status = 400
     code = 'accel.bad_request'

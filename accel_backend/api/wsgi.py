@@ -104,6 +104,12 @@ class AccelApp:
                 resp = _error_response(req, err, version)
                 resp.headers['Allow'] = ', '.join(sorted(methods))
                 return resp
+            if self.noauth and not (req.headers.get('X-Auth-Token') or
+                                    req.headers.get('X-Roles')):
+                # As Placement's noauth2: no user token, no identity (a
+                # service token alone is not a caller).
+                raise exception.Unauthorized(
+                    reason='send X-Auth-Token (auth_strategy = noauth)')
             req.environ['accel.context'] = context_mod.from_environ(
                 req.environ, self.noauth, enforcer=self.enforcer)
             req.environ['accel.version'] = version

@@ -42,9 +42,10 @@ DELETE_BOUND = PREFIX % 'delete_bound'
 
 COLLECTION = '/v2/accelerator_requests'
 
-# Nova reads the ARQs of its servers with the user's token; a service
-# user (hot-plug) with its own.
-READ = '%s or %s' % (base.PROJECT_READER_OR_ADMIN, base.SERVICE)
+# Nova reads the ARQs of its servers with the user's token (and its
+# service token); a service user (hot-plug) with its own.
+READ = '%s or %s or %s' % (base.PROJECT_READER_OR_ADMIN, base.SERVICE,
+                           base.SERVICE_TOKEN)
 ALL_PROJECTS_CHECK = '%s or %s or %s' % (base.ADMIN, base.SERVICE,
                                          base.SERVICE_TOKEN)
 LEGACY = base.LEGACY_ADMIN_OR_OWNER

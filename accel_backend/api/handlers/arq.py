@@ -99,6 +99,9 @@ def show(req, arq_uuid):
     """``GET /{uuid}``; a malformed UUID is 400 ``accel.invalid_uuid``."""
     util.check_uuid(arq_uuid)
     ctx = util.context(req)
+    # Before the lookup (as Cyborg's authorize_wsgi): a caller the rule
+    # refuses outright (a system-scoped token) gets 403, not 404.
+    ctx.can(arq_policy.GET_ONE)
     with util.service(req).db.transaction() as session:
         arq = _get_visible(session, ctx, arq_uuid)
         ctx.can(arq_policy.GET_ONE, _target(arq))
@@ -161,6 +164,7 @@ def delete(req, arq_uuid=None):
     (a service token by default: 403, and nothing is deleted).
     """
     ctx = util.context(req)
+    ctx.can(arq_policy.DELETE)
     owner = _project_filter(ctx)
     instance = util.query_uuid(req, 'instance')
     arqs_param = req.GET.get('arqs') if arq_uuid is None else arq_uuid

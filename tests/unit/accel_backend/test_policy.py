@@ -56,10 +56,10 @@ EXPECTED_DEFAULTS = {
         'rule:project_reader_or_admin or rule:service_api',
     'accelerator:device_profile:create': 'rule:admin_api',
     'accelerator:device_profile:delete': 'rule:admin_api',
-    'accelerator:arq:get_all':
-        'rule:project_reader_or_admin or rule:service_api',
-    'accelerator:arq:get_one':
-        'rule:project_reader_or_admin or rule:service_api',
+    'accelerator:arq:get_all': 'rule:project_reader_or_admin or '
+                               'rule:service_api or rule:service_token_api',
+    'accelerator:arq:get_one': 'rule:project_reader_or_admin or '
+                               'rule:service_api or rule:service_token_api',
     'accelerator:arq:all_projects':
         'rule:admin_api or rule:service_api or rule:service_token_api',
     'accelerator:arq:create': 'rule:project_member_or_service',
