@@ -687,6 +687,54 @@ def _cell(text, n=110):
     return text.replace('|', '\\|')
 
 
+#: Deviations kept on purpose, beyond the measured bad-input cases: each is
+#: allowed because upstream answers 500 or loses data, or because a feature
+#: of accel_backend needs it.  Written into every regenerated document.
+DELIBERATE = """## Deviations on purpose (contract and policy)
+
+Each is allowed because Cyborg 17 answers 500 or loses data there, or
+because a feature of accel_backend needs it.  The conformance suite
+(`tox -e cyborg-tempest`: cyborg-tempest-plugin 2.8.0 behind a real
+Keystone) passes everything else.
+
+1. **4xx instead of 500 for bad input** (the tables below).  Three upstream
+   API tests demand those 500s and are the expected failures of
+   `tox -e cyborg-tempest` in both policy modes:
+   `test_create_device_profile_name_is_null` (empty name: 400),
+   `test_create_device_profile_name_to_long` (256 characters: 400) and
+   `test_create_device_profile_server_fault` (a `uuid` that is taken: 409
+   `accel.device_profile.duplicate_uuid`).
+2. **Binding more ARQs to a server that already has ARQs** answers 202 and
+   binds them; Cyborg answers 400.  Hot-add (`nova-accel
+   attach-accelerator`) binds new ARQs to a running server.
+3. **ARQs are scoped to their project**: list, show and delete see only
+   the caller's project's ARQs (filtered in SQL); another project's ARQ is
+   404.  Cyborg 17 lists every project's ARQs to any reader.
+   Administrators and services (`accelerator:arq:all_projects`) see all.
+4. **The service-token requirement is a policy rule**
+   (`accelerator:arq:update`, `accelerator:arq:delete_bound`, default
+   `rule:service_token_api`, no deprecated legacy default); in Cyborg 17
+   it is hard-coded.  The default behaviour is Cyborg's: bind, unbind and
+   deleting a bound ARQ need an `X-Service-Token` with the `service` role
+   for every caller.  A service token may also read the ARQs of any
+   project and delete ARQs that hold no device (Nova cleaning up a failed
+   build with an administrator's token of another project).
+5. **`DELETE ?instance=` without a service token** is allowed while the
+   instance's ARQs hold no device; Cyborg 17 always requires the service
+   token there.  The ARQs of an instance are bound, so in practice both
+   refuse it.
+6. **Rule names** are `accelerator:<resource>:<op>`, not
+   `cyborg:<resource>:<op>`; base rules have Cyborg's names and check
+   strings (`admin_api`, `project_reader_or_admin`,
+   `project_manager_or_admin`, `project_member_or_service`...).
+7. **`auth_strategy = noauth`** follows Placement's `noauth2`: token
+   `admin` is an administrator, any other token `user[:project]` a member
+   and reader of its project, an `X-Service-Token` the `service` role, and
+   a request without a token 401 (Cyborg without Keystone reads identity
+   headers only).  Local use only.
+"""
+
+
 def write_doc(path, results, sides, vers, notes, started, elapsed):
     info = bench_run.machine_info()
     have_cyborg = any(s.name == 'cyborg' for s in sides)
@@ -727,6 +775,7 @@ def write_doc(path, results, sides, vers, notes, started, elapsed):
                                            vers.get('sqlite')),
         '',
     ]
+    lines += DELIBERATE.splitlines() + ['']
     for n in notes:
         lines += ['**%s**' % n, '']
     if not have_cyborg:
