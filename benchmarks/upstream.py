@@ -1,8 +1,8 @@
 """Measure 3: the same client against upstream openstack-cyborg 17.0.0 and
 accel_backend, in the same run.
 
-Upstream is started as /work/shared/recipes/cyborg17-side-by-side.md
-describes: its own venv (created here under
+Upstream is started much as its devstack plugin does (openstack/cyborg
+17.0.0, ``devstack/lib/cyborg``): its own venv (created here under
 ``~/.cache/nova-accel-bench/cyborg-venv`` when missing), RabbitMQ from
 Debian's ``rabbitmq-server`` with its own environment, SQLite
 (``cyborg-dbsync create_schema`` + a unique index on

@@ -5,8 +5,8 @@ and write what each answered to ``doc/cyborg-deviations.md``.
     tox -e compare-cyborg
 
 The services are started with the benchmark suite's code
-(``benchmarks.common`` and ``benchmarks.upstream``; see
-``/work/shared/recipes/cyborg17-side-by-side.md`` for how upstream is run):
+(``benchmarks.common`` and ``benchmarks.upstream``, which say how
+upstream is run):
 one Placement server, one Nova stub, RabbitMQ, Cyborg 17 (API under
 gunicorn without keystone, conductor, agent with the fake driver, SQLite)
 and an ``accel-backend`` process over two recorded GPUs (noauth).

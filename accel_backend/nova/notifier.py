@@ -1,6 +1,7 @@
 """Deliver ``accelerator-request-bound`` events to Nova.
 
-Wire contract (REFERENCE.md "Event that tells Nova the binding is done"):
+Wire contract (nova 34.0.0, ``nova/api/openstack/compute/
+server_external_events.py`` and ``nova/compute/manager.py``):
 ``POST /os-server-external-events`` at compute microversion >= 2.82 with
 ``{"events": [{"name": "accelerator-request-bound", "server_uuid",
 "tag": <arq uuid>, "status": "completed"|"failed"}]}``.  Nova answers 200,

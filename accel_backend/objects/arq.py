@@ -1,6 +1,7 @@
 """Accelerator requests (ARQs) and their binding state machine.
 
-States (Cyborg's names, REFERENCE.md)::
+States (Cyborg's names, openstack-cyborg 17.0.0,
+``cyborg/common/constants.py``)::
 
     Initial --bind--> BindStarted --worker--> Bound | BindFailed
     Bound/BindFailed/BindStarted --unbind--> Unbound --bind--> BindStarted

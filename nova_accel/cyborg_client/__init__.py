@@ -12,8 +12,11 @@
 
 """Client of the accelerator (Cyborg v2) API for nova-accel.
 
-See REFERENCE.md (wire contract) and the nova-cyborg-interaction spec,
-sections "Accelerator Requests" and ``match-rp``.
+The wire contract is that of Nova 34's own client (nova 34.0.0,
+``nova/accelerator/cyborg.py``); the behaviour that of the
+nova-cyborg-interaction spec (nova-specs,
+``specs/ussuri/approved/nova-cyborg-interaction.rst``), sections "Accelerator
+Requests" and ``match-rp``.
 """
 
 from nova_accel.cyborg_client.client import AcceleratorClient

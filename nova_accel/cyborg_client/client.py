@@ -12,8 +12,8 @@
 
 """Keystoneauth client of the accelerator (Cyborg v2) API.
 
-Implements the wire contract of REFERENCE.md ("Wire contract that Nova 34's
-in-tree Cyborg client expects") and the "Accelerator Requests" / ``match-rp``
+Implements the wire contract Nova 34's in-tree client expects (nova 34.0.0,
+``nova/accelerator/cyborg.py``) and the "Accelerator Requests" / ``match-rp``
 sections of the nova-cyborg-interaction spec. Every failure is raised as a
 typed exception of :mod:`nova_accel.cyborg_client.exception`; nothing returns
 ``(resp, msg)`` tuples.
@@ -34,9 +34,10 @@ LOG = logging.getLogger(__name__)
 
 CONF_GROUP = 'cyborg'
 SERVICE_TYPE = 'accelerator'
-# REFERENCE.md: ARQ states Nova treats as "binding finished".
+# ARQ states Nova treats as "binding finished" (nova/accelerator/cyborg.py).
 RESOLVED_STATES = frozenset(('Bound', 'BindFailed', 'Deleting'))
-# REFERENCE.md: microversion 2.1 adds project_id to the bind PATCH.
+# Cyborg microversion 2.1 adds project_id to the bind PATCH (cyborg 17.0.0,
+# cyborg/api/controllers/v2/versions.py).
 PROJECT_ID_MICROVERSION = '2.1'
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 OPTIONAL_BIND_FIELDS = ('project_id',)
@@ -199,8 +200,8 @@ class AcceleratorClient(object):
 
         Wire: ``GET /v2/device_profiles?name=<name>`` -> 200
         ``{"device_profiles": [...]}``; exactly one profile must match
-        (REFERENCE.md). Profiles whose ``name`` differs are ignored, in case
-        a server does not filter.
+        (nova/accelerator/cyborg.py). Profiles whose ``name`` differs are
+        ignored, in case a server does not filter.
 
         :param name: non-empty str.
         :returns: dict ``{"name", "uuid", "groups": [group dict], ...}``.
@@ -325,11 +326,11 @@ class AcceleratorClient(object):
     def bind_arqs(self, bindings):
         """Bind ARQs to a host, device RP and instance.
 
-        Wire: ``PATCH /v2/accelerator_requests`` with body
-        ``{arq_uuid: [{"path": "/hostname", "op": "add", "value": h},
-        {"path": "/device_rp_uuid", ...}, {"path": "/instance_uuid", ...},
-        ({"path": "/project_id", ...})], ...}`` (RFC 6902, REFERENCE.md)
-        -> 202. A ``project_id`` binding is sent with microversion 2.1.
+        Wire: ``PATCH /v2/accelerator_requests`` with body ``{arq_uuid:
+        [{"path": "/hostname", "op": "add", "value": h}, {"path":
+        "/device_rp_uuid", ...}, {"path": "/instance_uuid", ...}, ({"path":
+        "/project_id", ...})], ...}`` (RFC 6902, nova/accelerator/cyborg.py) ->
+        202. A ``project_id`` binding is sent with microversion 2.1.
 
         :param bindings: ``{arq_uuid: {"hostname": str, "device_rp_uuid":
             str, "instance_uuid": str, optional "project_id": str}}``;
@@ -376,8 +377,9 @@ class AcceleratorClient(object):
 
         Wire: ``PATCH /v2/accelerator_requests`` with ``remove`` ops on
         ``/hostname``, ``/device_rp_uuid`` and ``/instance_uuid`` for every
-        ARQ (REFERENCE.md: all ``remove`` = unbind; spec "Accelerator
-        Requests": a failed spawn unbinds without deleting).
+        ARQ (cyborg/api/controllers/v2/arqs.py: all ``remove`` = unbind;
+        spec "Accelerator Requests": a failed spawn unbinds without
+        deleting).
 
         :param arq_uuids: iterable of ARQ UUID strings; empty sends nothing.
         :raises: ARQUnbindFailed (4xx), AcceleratorServiceUnavailable.
@@ -399,7 +401,8 @@ class AcceleratorClient(object):
         Wire: ``GET /v2/accelerator_requests/<uuid>`` -> 200 ARQ dict.
 
         :param arq_uuid: str.
-        :returns: dict with the ARQ fields of REFERENCE.md.
+        :returns: dict with the ARQ fields of Cyborg 17's API
+            (cyborg/api/controllers/v2/arqs.py).
         :raises: ARQNotFound (404), AcceleratorServiceUnavailable,
             AcceleratorClientError (other statuses, malformed body).
         """

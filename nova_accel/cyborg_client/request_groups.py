@@ -14,8 +14,9 @@
 
 Pure functions, no HTTP. They implement the "Accelerator Requests" and
 ``match-rp`` sections of the nova-cyborg-interaction spec and the device
-profile group format of the wire contract (REFERENCE.md, "Device profile
-groups"): a group is a dict whose keys are
+profile group format of Cyborg 17 (openstack-cyborg 17.0.0,
+``cyborg/common/utils.py``, device profile groups): a group is a dict
+whose keys are
 
 * ``resources:<RC>``: an integer amount (Cyborg stores it as a string);
 * ``trait:<TRAIT>``: ``required`` or ``forbidden``;
@@ -237,7 +238,7 @@ def device_profile_request_groups(device_profile_groups, owner=None,
 def device_count(device_profile_groups, name=None):
     """Return how many ARQs Cyborg creates for these groups.
 
-    REFERENCE.md: ``POST /v2/accelerator_requests`` creates one ARQ per
+    Cyborg 17: ``POST /v2/accelerator_requests`` creates one ARQ per
     unit of every ``resources:*`` value in every group (spec "Accelerator
     Requests": N groups of M accelerators give N * M ARQs).
 

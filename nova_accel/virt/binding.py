@@ -1,7 +1,7 @@
 """Wait until the accelerator requests (ARQs) of an instance are bound.
 
-Upstream contract (nova-cyborg-interaction spec; REFERENCE.md "Event that
-tells Nova the binding is done"): the conductor starts binding
+Upstream contract (nova-cyborg-interaction spec; nova 34.0.0,
+``nova/compute/manager.py`` waits for the event): the conductor starts binding
 asynchronously; when a binding resolves, the accelerator service posts the
 Nova external event ``accelerator-request-bound`` with ``tag`` = the ARQ
 UUID and ``status`` ``completed`` or ``failed``.  Nova's compute manager

@@ -3,8 +3,8 @@
 Upstream contract (nova-cyborg-interaction spec, "The Nova virt driver uses
 the attach handles to generate the necessary XML"): once an accelerator
 request (ARQ) is ``Bound`` it carries an attach handle, and the virt driver
-turns it into guest configuration.  The handle shapes (see
-``/work/shared/REFERENCE.md``):
+turns it into guest configuration.  The handle shapes (openstack-cyborg
+17.0.0, ``cyborg/objects/attach_handle.py`` and its drivers):
 
 * ``PCI``: ``attach_handle_info`` is ``{"domain": "0000", "bus": "af",
   "device": "00", "function": "0"}``: hexadecimal strings, optionally

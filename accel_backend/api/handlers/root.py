@@ -2,7 +2,8 @@
 
 Nova's client (openstacksdk/keystoneauth) discovers the endpoint with
 ``GET {endpoint}`` and then follows the ``self`` link of the ``/v2``
-document, so that link must be the URL actually served (REFERENCE.md).
+document, so that link must be the URL actually served (openstacksdk,
+``openstack/proxy.py``, and keystoneauth version discovery).
 """
 
 from accel_backend.api import microversion

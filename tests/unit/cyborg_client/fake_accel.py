@@ -12,7 +12,8 @@
 
 """A tiny in-memory accelerator (Cyborg v2) WSGI app for client tests.
 
-It records every request and answers as the wire contract of REFERENCE.md
+It records every request and answers as the wire contract of
+nova/accelerator/cyborg.py (nova 34.0.0)
 says; ``inject()`` queues canned answers (error statuses, odd bodies) that
 take precedence over the normal behaviour.
 """

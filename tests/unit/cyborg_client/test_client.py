@@ -14,7 +14,8 @@
 
 A real keystoneauth Session + Adapter talks HTTP (through wsgi-intercept) to
 the in-memory service of ``fake_accel``; the tests assert the exact requests
-on the wire (REFERENCE.md wire contract) and the typed exceptions.
+on the wire (the wire contract of
+nova 34.0.0's nova/accelerator/cyborg.py) and the typed exceptions.
 """
 
 import logging

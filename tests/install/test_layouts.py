@@ -1,0 +1,173 @@
+"""The compute driver reachable as ``nova.virt.accel`` in each common
+install layout of Nova 34, for real (``tox -e install-layouts``, in CI).
+
+Each test builds a fresh environment with openstack-nova 34 from PyPI,
+installs this bundle's wheel, runs ``nova-accel-driver-shim install`` with
+the environment's Python, and then, in a fresh interpreter, loads the
+driver the way nova-compute does (``nova.virt.driver.
+load_compute_driver(None, 'accel.FakeDriver')``) and checks that ``nova``
+is still Nova (a stray ``nova/`` directory would make it a namespace
+package that shadows Nova).
+
+Layouts:
+
+* **wheel**: Nova and the bundle from wheels in one venv (kolla,
+  OpenStack-Ansible);
+* **editable**: Nova installed editable (``pip install -e``, what devstack's
+  ``setup_develop`` does) from its unpacked sdist;
+* **dist-packages**: Nova in one site directory (as a distribution's
+  ``dist-packages``) and the bundle in a venv that sees it
+  (``--system-site-packages`` style, a ``.pth`` entry here).
+
+A layout where the shim cannot be imported fails; nothing is skipped.
+"""
+
+import glob
+import os
+import subprocess
+import sys
+import tarfile
+
+import fixtures
+import testtools
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+NOVA = 'nova==34.0.0'
+# SQLAlchemy 2.1 turns deprecation warnings Nova triggers into errors.
+PINS = ['SQLAlchemy>=2.0,<2.1']
+TIMEOUT = 1200
+
+CHECK = '''
+import json, sys
+import nova
+from nova.virt import driver
+drv = driver.load_compute_driver(None, 'accel.FakeDriver')
+import nova.virt.accel as shim
+print(json.dumps({'nova': nova.__file__, 'driver': type(drv).__module__,
+                  'shim': shim.__file__}))
+'''
+
+
+def _run(argv, **kw):
+    proc = subprocess.run(argv, capture_output=True, text=True,
+                          timeout=TIMEOUT, stdin=subprocess.DEVNULL, **kw)
+    if proc.returncode != 0:
+        raise AssertionError('%s failed (%d):\n%s\n%s' % (
+            ' '.join(argv), proc.returncode, proc.stdout[-3000:],
+            proc.stderr[-3000:]))
+    return proc.stdout
+
+
+class _Layout(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.wheel = self.build_wheel()
+
+    def build_wheel(self):
+        out = os.path.join(self.tmp, 'dist')
+        _run([sys.executable, '-m', 'pip', 'wheel', '--no-deps',
+              '--quiet', '-w', out, REPO])
+        return glob.glob(os.path.join(out, 'nova_accel-*.whl'))[0]
+
+    def venv(self, name, system_site=False):
+        path = os.path.join(self.tmp, name)
+        argv = [sys.executable, '-m', 'venv', path]
+        if system_site:
+            argv.append('--system-site-packages')
+        _run(argv)
+        return path
+
+    @staticmethod
+    def pip(venv, *args):
+        return _run([os.path.join(venv, 'bin', 'python'), '-m', 'pip',
+                     'install', '--quiet', '--disable-pip-version-check']
+                    + list(args))
+
+    def install_shim_and_check(self, venv):
+        """Run the install step, check it, and load the driver in a fresh
+        interpreter; returns the check's JSON."""
+        import json
+        shim = os.path.join(venv, 'bin', 'nova-accel-driver-shim')
+        out = _run([shim, 'install'])
+        self.assertIn('installed', out)
+        # Idempotent, and check agrees.
+        self.assertIn('already installed', _run([shim, 'install']))
+        self.assertIn(': installed', _run([shim, 'check']))
+        got = json.loads(_run([os.path.join(venv, 'bin', 'python'), '-c',
+                               CHECK], cwd=self.tmp).strip().splitlines()[-1])
+        self.assertEqual('nova_accel.virt.fake', got['driver'])
+        self.assertTrue(got['nova'].endswith(os.path.join('nova',
+                                                          '__init__.py')))
+        self.assertEqual(os.path.join(os.path.dirname(got['nova']), 'virt',
+                                      'accel', '__init__.py'), got['shim'])
+        # remove undoes it; Nova still imports.
+        _run([shim, 'remove'])
+        proc = subprocess.run([shim, 'check'], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL)
+        self.assertEqual(2, proc.returncode, proc.stdout + proc.stderr)
+        _run([os.path.join(venv, 'bin', 'python'), '-c',
+              'import nova.virt.driver'])
+        return got
+
+    def assert_bundle_ships_no_nova_dir(self, venv):
+        site = glob.glob(os.path.join(venv, 'lib', 'python3*',
+                                      'site-packages'))[0]
+        record = glob.glob(os.path.join(site, 'nova_accel-*.dist-info',
+                                        'RECORD'))[0]
+        with open(record) as f:
+            shipped = [line.split(',')[0] for line in f]
+        self.assertEqual([], [p for p in shipped if p.startswith('nova/')])
+
+
+class WheelLayoutTest(_Layout):
+
+    def test_nova_and_bundle_wheels_in_one_venv(self):
+        venv = self.venv('venv')
+        self.pip(venv, NOVA, *PINS)
+        self.pip(venv, self.wheel)
+        self.assert_bundle_ships_no_nova_dir(venv)
+        got = self.install_shim_and_check(venv)
+        self.assertIn(os.path.join(venv, 'lib'), got['nova'])
+
+
+class EditableLayoutTest(_Layout):
+
+    def test_nova_editable_from_its_sdist(self):
+        sdists = os.path.join(self.tmp, 'sdist')
+        _run([sys.executable, '-m', 'pip', 'download', '--quiet',
+              '--no-deps', '--no-binary', ':all:', '-d', sdists, NOVA])
+        archive = glob.glob(os.path.join(sdists, 'nova-*.tar.gz'))[0]
+        with tarfile.open(archive) as tar:
+            tar.extractall(self.tmp, filter='data')
+        src = glob.glob(os.path.join(self.tmp, 'nova-34.0.0'))[0]
+        venv = self.venv('venv')
+        self.pip(venv, *PINS)
+        self.pip(venv, '-e', src)
+        self.pip(venv, self.wheel)
+        got = self.install_shim_and_check(venv)
+        # The shim lands in the checkout, where Nova is imported from.
+        self.assertEqual(os.path.join(src, 'nova', '__init__.py'),
+                         got['nova'])
+
+
+class DistPackagesLayoutTest(_Layout):
+
+    def test_nova_in_another_site_directory(self):
+        # Nova where a distribution puts it, the bundle in a venv that
+        # sees that directory (as --system-site-packages sees
+        # dist-packages).
+        dist = os.path.join(self.tmp, 'dist-packages')
+        _run([sys.executable, '-m', 'pip', 'install', '--quiet',
+              '--disable-pip-version-check', '--target', dist, NOVA]
+             + PINS)
+        venv = self.venv('venv')
+        site = glob.glob(os.path.join(venv, 'lib', 'python3*',
+                                      'site-packages'))[0]
+        with open(os.path.join(site, 'dist-packages.pth'), 'w') as f:
+            f.write(dist + '\n')
+        self.pip(venv, self.wheel)
+        got = self.install_shim_and_check(venv)
+        self.assertEqual(os.path.join(dist, 'nova', '__init__.py'),
+                         got['nova'])
