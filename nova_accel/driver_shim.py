@@ -27,6 +27,10 @@ import shutil
 import sys
 
 MARKER = '# nova-accel driver shim: written by nova-accel-driver-shim'
+# The first line of the shim that nova-accel 0.1.0 shipped in its wheel:
+# an upgrade replaces it.
+LEGACY_FIRST_LINE = ('"""In-tree-style shim: ``[DEFAULT] compute_driver = '
+                     'accel.<Driver>``.')
 
 SHIM = '''%s
 """In-tree-style shim of nova-accel: ``[DEFAULT] compute_driver =
@@ -87,16 +91,18 @@ def _ours(path):
     init = os.path.join(path, '__init__.py')
     try:
         with open(init) as f:
-            return f.readline().rstrip('\n') == MARKER
+            return f.readline().rstrip('\n') in (MARKER, LEGACY_FIRST_LINE)
     except OSError:
         return False
 
 
 def status():
-    """``'absent'``, ``'installed'``, ``'outdated'`` (ours, other text)
-    or ``'foreign'`` (a ``nova/virt/accel`` we did not write)."""
+    """``'absent'``, ``'installed'``, ``'outdated'`` (ours, other text,
+    e.g. the one nova-accel 0.1.0 shipped) or ``'foreign'`` (a
+    ``nova/virt/accel`` we did not write).  A directory left without
+    ``__init__.py`` (only byte code) counts as absent."""
     path = shim_dir()
-    if not os.path.exists(path):
+    if not os.path.isfile(os.path.join(path, '__init__.py')):
         return 'absent'
     if not _ours(path):
         return 'foreign'

@@ -71,6 +71,8 @@ def ensure(venv, repo, say, log_path):
     else:
         say('venv: %s is up to date; reinstalling this bundle' % venv)
         _run(pip + ['--no-deps', '--force-reinstall', repo], log_path)
+    # compute_driver = accel.FakeDriver: the shim goes into the venv's Nova.
+    _run([program(venv, 'nova-accel-driver-shim'), 'install'], log_path)
 
 
 def _run(argv, log_path):
