@@ -66,11 +66,12 @@ DISCOVERY_OPTS = [
     cfg.MultiStrOpt(
         'device_spec', default=[],
         help='JSON object selecting PCI devices to manage, one per '
-             'option line: {"vendor_id": "10de", "product_id": "1eb8", '
-             '"address": "0000:af:*" (optional glob), "class": "0302" '
-             '(optional prefix), "resource_class": "PGPU", "traits": '
-             '["CUSTOM_NVIDIA_T4"], "device_type": "GPU", '
-             '"attach_handle_type": "PCI"}.'),
+             'option line: ``{"vendor_id": "10de", "product_id": "1eb8", '
+             '"address": "0000:af:*", "class": "0302", '
+             '"resource_class": "PGPU", "traits": ["CUSTOM_NVIDIA_T4"], '
+             '"device_type": "GPU", "attach_handle_type": "PCI"}`` '
+             '(``address`` is an optional glob, ``class`` an optional '
+             'prefix).'),
     cfg.ListOpt('enabled_drivers', default=['generic_pci'],
                 help='Discovery drivers (entry point group '
                      '``accel_backend.discovery.drivers``).'),
@@ -108,7 +109,7 @@ DISCOVERY_OPTS = [
                      'Agilex ids.'),
     cfg.StrOpt('mdev_resource_class', default='VGPU',
                help='mdev driver: resource class of mediated device '
-                    'inventories (VGPU or a CUSTOM_ class).'),
+                    'inventories (``VGPU`` or a ``CUSTOM_`` class).'),
     cfg.ListOpt('mdev_types', default=[],
                 help='mdev driver: mdev type names to report (e.g. '
                      'nvidia-222); empty reports every type.'),

@@ -14,7 +14,10 @@ Layouts:
 * **wheel**: Nova and the bundle from wheels in one venv (kolla,
   OpenStack-Ansible);
 * **editable**: Nova installed editable (``pip install -e``, what devstack's
-  ``setup_develop`` does) from its unpacked sdist;
+  ``setup_develop`` does) from its unpacked sdist, and the bundle installed
+  by the devstack plugin's ``stack install`` phase (``devstack/plugin.sh``)
+  with devstack's ``setup_package`` doing what devstack's does (``pip
+  install -e``) and ``$PYTHON`` the venv's;
 * **dist-packages**: Nova in one site directory (as a distribution's
   ``dist-packages``) and the bundle in a venv that sees it
   (``--system-site-packages`` style, a ``.pth`` entry here).
@@ -24,6 +27,7 @@ A layout where the shim cannot be imported fails; nothing is skipped.
 
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -65,10 +69,31 @@ class _Layout(testtools.TestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.wheel = self.build_wheel()
 
+    def copy_tree(self):
+        """A copy of the tracked files of the checkout; returns its path."""
+        src = os.path.join(self.tmp, 'src')
+        if os.path.isdir(src):
+            return src
+        # Tracked and new files (not ignored ones), as in the work tree.
+        files = _run(['git', 'ls-files', '-z', '--cached', '--others',
+                      '--exclude-standard'], cwd=REPO).split('\0')
+        for rel in filter(None, files):
+            if not os.path.lexists(os.path.join(REPO, rel)):
+                continue  # deleted, not yet committed
+            dest = os.path.join(src, rel)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            # The recorded sysfs trees hold (dangling) symlinks.
+            shutil.copy2(os.path.join(REPO, rel), dest,
+                         follow_symlinks=False)
+        return src
+
     def build_wheel(self):
+        # From a copy of the tracked files: a build/ directory left in the
+        # checkout by an older build would leak its files into the wheel.
+        src = self.copy_tree()
         out = os.path.join(self.tmp, 'dist')
         _run([sys.executable, '-m', 'pip', 'wheel', '--no-deps',
-              '--quiet', '-w', out, REPO])
+              '--quiet', '-w', out, src])
         return glob.glob(os.path.join(out, 'nova_accel-*.whl'))[0]
 
     def venv(self, name, system_site=False):
@@ -145,11 +170,30 @@ class EditableLayoutTest(_Layout):
         venv = self.venv('venv')
         self.pip(venv, *PINS)
         self.pip(venv, '-e', src)
-        self.pip(venv, self.wheel)
+        self.devstack_install(venv)
         got = self.install_shim_and_check(venv)
         # The shim lands in the checkout, where Nova is imported from.
         self.assertEqual(os.path.join(src, 'nova', '__init__.py'),
                          got['nova'])
+
+
+    def devstack_install(self, venv):
+        """devstack/plugin.sh ``stack install`` with a real
+        setup_package (editable install of the bundle) and $PYTHON."""
+        bundle = self.copy_tree()
+        python = os.path.join(venv, 'bin', 'python')
+        script = '\n'.join([
+            'set -eu',
+            'function echo_summary { :; }',
+            # devstack's setup_package -> pip_install -e <dir>.
+            'function setup_package { "$PYTHON" -m pip install --quiet '
+            '--disable-pip-version-check -e "$1"; }',
+            'NOVA_ACCEL_DIR=%s' % bundle,
+            'source "$NOVA_ACCEL_DIR/devstack/plugin.sh" stack install'])
+        out = _run(['bash', '-c', script],
+                   env=dict(os.environ, PYTHON=python, DEST=self.tmp))
+        self.assertIn('installed %s' % os.path.join(
+            self.tmp, 'nova-34.0.0', 'nova', 'virt', 'accel'), out)
 
 
 class DistPackagesLayoutTest(_Layout):
