@@ -17,6 +17,9 @@ elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
     echo_summary "Starting accel_backend"
     init_accel_backend
     start_accel_backend
+elif [[ "$1" == "stack" && "$2" == "test-config" ]]; then
+    echo_summary "Configuring tempest for nova-accel"
+    configure_tempest_for_accel
 fi
 
 if [[ "$1" == "unstack" ]]; then

@@ -55,6 +55,7 @@ class TestDevstackPlugin(unittest.TestCase):
         self.conf_dir = os.path.join(self.tmp, 'etc', 'accel-backend')
         self.nova_conf = os.path.join(self.tmp, 'nova.conf')
         self.nova_cpu_conf = os.path.join(self.tmp, 'nova-cpu.conf')
+        self.tempest_conf = os.path.join(self.tmp, 'tempest.conf')
         self.env = {
             'PATH': bindir + os.pathsep + os.environ.get('PATH', ''),
             'STUB_DIR': HERE, 'STUB_CALLS': self.calls,
@@ -66,6 +67,7 @@ class TestDevstackPlugin(unittest.TestCase):
                 ['id', '-un'], text=True).strip(),
             'NOVA_CONF': self.nova_conf,
             'NOVA_CPU_CONF': self.nova_cpu_conf,
+            'TEMPEST_CONFIG': self.tempest_conf,
             'KEYSTONE_SERVICE_URI': 'http://192.0.2.10/identity',
             'SERVICE_PASSWORD': 'secretpw',
             'SERVICE_PROJECT_NAME': 'service',
@@ -178,6 +180,23 @@ class TestDevstackPlugin(unittest.TestCase):
                       'Accelerator service (nova-accel)', calls)
         self.assertIn('get_or_create_endpoint accelerator RegionOne '
                       'http://192.0.2.10:6666/v2', calls)
+
+    def test_test_config_writes_tempest_conf(self):
+        group = json.dumps({'resources:PGPU': '1',
+                            'trait:CUSTOM_NVIDIA_T4': 'required'})
+        self.devstack('stack test-config', NOVA_ACCEL_TEMPEST_GROUP=group,
+                      NOVA_ACCEL_TEMPEST_RESOURCE_CLASS='PGPU')
+        tempest = self.ini(self.tempest_conf)
+        self.assertEqual('True', self.value(tempest, 'service_available',
+                                            'accelerator'))
+        self.assertEqual('True', self.value(tempest, 'service_available',
+                                            'cyborg'))
+        self.assertEqual(group, self.value(tempest, 'accelerator',
+                                           'device_profile_group'))
+        self.assertEqual('PGPU', self.value(tempest, 'accelerator',
+                                            'resource_class'))
+        self.assertEqual('True', self.value(tempest, 'cyborg_policy',
+                                            'enforce_new_defaults'))
 
     def test_install_extra_unstack_clean(self):
         self.devstack('stack post-config')
