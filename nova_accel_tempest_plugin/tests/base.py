@@ -60,9 +60,10 @@ class AcceleratorMixin:
 
 
 class AcceleratorAPITest(AcceleratorMixin, test.BaseTestCase):
-    """accel_backend's API as an administrator and as a project member."""
+    """accel_backend's API as an administrator, a project member and a
+    project reader."""
 
-    credentials = ['primary', 'admin']
+    credentials = ['primary', 'admin', 'project_reader']
 
     @classmethod
     def skip_checks(cls):
@@ -76,6 +77,7 @@ class AcceleratorAPITest(AcceleratorMixin, test.BaseTestCase):
         cls.accel_admin = cls.accel_client(cls.os_admin)
         cls.accel_admin_22 = cls.accel_client(cls.os_admin, '2.2')
         cls.accel = cls.accel_client(cls.os_primary)
+        cls.accel_reader = cls.accel_client(cls.os_project_reader)
 
 
 class ServerAcceleratorTest(AcceleratorMixin,

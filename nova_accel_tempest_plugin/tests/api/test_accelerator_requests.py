@@ -82,3 +82,8 @@ class AcceleratorRequestsTest(base.AcceleratorAPITest):
                               'accelerator_requests', json.dumps(body))
             self.assertEqual('Initial',
                              client.show_arq(arq['uuid'])['state'])
+        # A reader may not create ARQs, nor bind the member's.
+        self.assertRaises(lib_exc.Forbidden, self.accel_reader.create_arqs,
+                          dp['name'])
+        self.assertRaises(lib_exc.Forbidden, self.accel_reader.patch,
+                          'accelerator_requests', json.dumps(body))
