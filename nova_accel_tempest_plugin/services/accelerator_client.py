@@ -34,11 +34,12 @@ class AcceleratorClient(rest_client.RestClient):
     # -- device profiles ---------------------------------------------------
 
     def create_device_profile(self, name, groups, description=None):
-        """POST /device_profiles; returns the profile (201)."""
+        """POST /device_profiles with a list holding the profile (as
+        Cyborg 17 takes it); returns the profile (201)."""
         body = {'name': name, 'groups': groups}
         if description is not None:
             body['description'] = description
-        resp, body = self.post('device_profiles', json.dumps(body))
+        resp, body = self.post('device_profiles', json.dumps([body]))
         return self._json(resp, body, 201)
 
     def list_device_profiles(self, **params):
