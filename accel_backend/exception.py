@@ -204,3 +204,25 @@ class DeviceSpecError(AccelBackendError):
 
     code = 'accel.config.device_spec'
     msg_fmt = 'Invalid device_spec %(spec)r: %(reason)s'
+
+
+class SysfsRootUnavailable(AccelBackendError):
+    """Discovery refuses to act on a sysfs root it cannot read: an absent
+    root would look like a host without devices and remove them all."""
+    status = 503
+    code = 'accel.discovery.root_unavailable'
+    msg_fmt = ('Cannot read the PCI devices under %(root)s (%(reason)s): '
+               'check [discovery] sysfs_root; nothing was discovered, '
+               'reported or removed')
+
+
+class MassRemovalRefused(AccelBackendError):
+    """One discovery or report pass would remove more than
+    ``[discovery] max_removal_share`` of a host's devices."""
+    status = 409
+    code = 'accel.discovery.mass_removal_refused'
+    msg_fmt = ('Refusing to remove %(removing)d of the %(total)d '
+               '%(what)s of host %(host)s in one pass (more than '
+               '[discovery] max_removal_share = %(share)s); kept: '
+               '%(kept)s. If they are really gone, run '
+               '`accel-backend-manage discovery sync --force`')

@@ -31,6 +31,7 @@ from accel_backend.binding import dispatcher as dispatcher_mod
 from accel_backend import cleaning
 from accel_backend.db import api as db_api
 from accel_backend.discovery import drivers as drivers_mod
+from accel_backend import exception
 from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import device as device_obj
 from accel_backend.placement import client as placement_client
@@ -75,9 +76,10 @@ class Service:
             notifier_mod.adapter_from_conf(conf, auth=nova_auth))
         self.placement = placement_client.PlacementClient(
             placement_client.adapter_from_conf(conf, auth=placement_auth))
-        self.reporter = report.Reporter(self.placement,
-                                        report.compute_rp_names(conf),
-                                        reserved_for=self._reserved_for)
+        self.reporter = report.Reporter(
+            self.placement, report.compute_rp_names(conf),
+            reserved_for=self._reserved_for,
+            max_removal_share=conf.discovery.max_removal_share)
         self.binder = self.cleaner = self.auditor = None
         self.drivers = []
         binds_here = role == AGENT or conf.binding.mode == 'rpc'
@@ -113,17 +115,27 @@ class Service:
         self._stop = threading.Event()
         self._thread = None
 
-    def discover_and_report(self):
+    def discover_and_report(self, force=False):
         """Discover devices, store them, report them to Placement.
 
+        :param force: remove whatever vanished, even more than ``[discovery]
+            max_removal_share`` of the host's devices (the operator's
+            ``accel-backend-manage discovery sync --force``).
         :returns: list of ``ProviderRecord`` reported.
+        :raises SysfsRootUnavailable: the sysfs root cannot be read;
+            nothing changed.
+        :raises MassRemovalRefused: too many devices or providers would be
+            removed; none was.
         :raises ComputeNodeProviderNotFound: nova-compute has not created
             the compute node RP yet.
         :raises PlacementError: Placement failed.
         """
         found = drivers_mod.discover_all(self.drivers)
         with self.db.transaction() as session:
-            deps = device_obj.sync_host(session, self.conf.host, found)
+            deps = device_obj.sync_host(
+                session, self.conf.host, found,
+                max_removal_share=self.conf.discovery.max_removal_share,
+                force=force)
             records = [report.ProviderRecord(
                 rp_uuid=d.rp_uuid, address=d.device.address,
                 resource_class=d.resource_class, total=d.num_accelerators,
@@ -131,7 +143,7 @@ class Service:
                 reserved=device_obj.reserved_units(d),
                 subname=self._subname(d))
                 for d in deps]
-        self.reporter.report(records)
+        self.reporter.report(records, force=force)
         return records
 
     def _subname(self, dep):
@@ -174,6 +186,11 @@ class Service:
             try:
                 self.discover_and_report()
                 done_once = True
+            except (exception.SysfsRootUnavailable,
+                    exception.MassRemovalRefused) as e:
+                # A misconfiguration: one clear line per pass, nothing
+                # changed.
+                LOG.error('Discovery refused: %s', e)
             except Exception as e:
                 LOG.warning('Discovery/report failed, will retry: %s', e)
             if done_once and interval == 0:

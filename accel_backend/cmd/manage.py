@@ -1,5 +1,14 @@
-"""``accel-backend-manage db sync``: create or upgrade the database schema
-(SQLite, PostgreSQL, MySQL) with alembic."""
+"""``accel-backend-manage``:
+
+* ``db sync``: create or upgrade the database schema (SQLite, PostgreSQL,
+  MySQL) with alembic;
+* ``discovery sync [--force]``: one discovery and Placement report pass
+  of this host (``[DEFAULT] host``), now; ``--force`` removes the devices
+  and providers that vanished even when they are more than ``[discovery]
+  max_removal_share`` of the host's (after the operator checked that they
+  are really gone). Exit status 1 with the reason when the pass is
+  refused.
+"""
 
 import sys
 
@@ -7,6 +16,7 @@ from oslo_config import cfg
 
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
+from accel_backend import exception
 
 
 def _db_sync(conf):
@@ -14,11 +24,35 @@ def _db_sync(conf):
     print('Database at revision head')
 
 
+def _discovery_sync(conf):
+    # The agent's role: discovery, no API, no schema change.
+    from accel_backend import service as service_mod
+    svc = service_mod.Service(conf, role=service_mod.AGENT)
+    try:
+        records = svc.discover_and_report(force=conf.category.force)
+    except (exception.SysfsRootUnavailable,
+            exception.MassRemovalRefused) as e:
+        print('Refused: %s' % e, file=sys.stderr)
+        return 1
+    finally:
+        svc.stop()
+    print('%d deployables of host %s reported' % (len(records), conf.host))
+    return 0
+
+
 def _add_commands(subparsers):
     db = subparsers.add_parser('db', help='database schema')
     db_sub = db.add_subparsers(dest='action', required=True)
     sync = db_sub.add_parser('sync', help='create or upgrade the schema')
     sync.set_defaults(func=_db_sync)
+    disc = subparsers.add_parser('discovery', help='device discovery')
+    disc_sub = disc.add_subparsers(dest='action', required=True)
+    dsync = disc_sub.add_parser(
+        'sync', help='discover and report this host\'s devices now')
+    dsync.add_argument('--force', action='store_true',
+                       help='remove vanished devices even beyond '
+                            '[discovery] max_removal_share')
+    dsync.set_defaults(func=_discovery_sync)
 
 
 def main(argv=None):
@@ -28,8 +62,7 @@ def main(argv=None):
     conf.register_cli_opt(cfg.SubCommandOpt('category',
                                             handler=_add_commands))
     conf(sys.argv[1:] if argv is None else argv, project='accel-backend')
-    conf.category.func(conf)
-    return 0
+    return conf.category.func(conf) or 0
 
 
 if __name__ == '__main__':

@@ -119,6 +119,14 @@ DISCOVERY_OPTS = [
     cfg.BoolOpt('health_check', default=True,
                 help='Mark a device unhealthy when sysfs shows fatal PCIe '
                      'AER errors (``aer_dev_fatal``).'),
+    cfg.FloatOpt('max_removal_share', default=0.5, min=0.0, max=1.0,
+                 help='Largest share of a host\'s devices (and of its '
+                      'resource providers in Placement) that one discovery '
+                      'pass may remove. A pass that would remove more (a '
+                      'typo in ``sysfs_root`` or a device spec, a PCI bus '
+                      'that did not come up) removes nothing and logs '
+                      'what it kept; ``accel-backend-manage discovery sync '
+                      '--force`` removes them once. 1.0 never refuses.'),
 ]
 
 CLEANING_GROUP = cfg.OptGroup(

@@ -12,6 +12,8 @@ import dataclasses
 import os
 import re
 
+from accel_backend import exception
+
 ADDRESS_RE = re.compile(
     r'^(?P<domain>[0-9a-f]{4}):(?P<bus>[0-9a-f]{2}):'
     r'(?P<slot>[0-1][0-9a-f])\.(?P<function>[0-7])$')
@@ -100,13 +102,16 @@ def read_function(root, address):
 def scan(root):
     """Every PCI function under ``root``, sorted by address.
 
-    :param root: sysfs directory (str); a missing directory yields [].
+    :param root: sysfs directory (str).
     :returns: list of ``PCIFunction``.
+    :raises SysfsRootUnavailable: ``root`` is absent, not a directory or
+        unreadable: never taken for a host without devices.
     """
     try:
         names = sorted(os.listdir(root))
-    except FileNotFoundError:
-        return []
+    except OSError as e:
+        raise exception.SysfsRootUnavailable(root=root,
+                                             reason=e.strerror or str(e))
     functions = []
     for name in names:
         if not ADDRESS_RE.match(name):

@@ -13,6 +13,7 @@ from sqlalchemy import orm
 
 from accel_backend.db import models
 from accel_backend import exception
+from accel_backend.discovery import removal
 from accel_backend.objects import attribute as attribute_obj
 from accel_backend.objects import paging
 from accel_backend import utils
@@ -72,7 +73,8 @@ def _dep_ids(hostname, address, subname):
             '_'.join(parts))
 
 
-def sync_host(session, hostname, discovered):
+def sync_host(session, hostname, discovered, max_removal_share=1.0,
+              force=False):
     """Make the rows of ``hostname`` equal to ``discovered``.
 
     New devices are inserted, changed ones updated, vanished ones deleted
@@ -83,7 +85,12 @@ def sync_host(session, hostname, discovered):
     stored on the device.
 
     :param discovered: list of ``DiscoveredDeployable``.
+    :param max_removal_share: largest share (0.0 to 1.0) of the host's
+        devices this call may delete (``discovery.removal``); 1.0 never
+        refuses.
+    :param force: delete whatever vanished (an operator's ``--force``).
     :returns: list of ``models.Deployable`` present on the host.
+    :raises MassRemovalRefused: more would be deleted; nothing changed.
     """
     existing = {d.address: d for d in session.scalars(
         sa.select(models.Device).where(models.Device.hostname == hostname)
@@ -94,6 +101,11 @@ def sync_host(session, hostname, discovered):
     by_address = {}
     for item in discovered:
         by_address.setdefault(item.address, []).append(item)
+    removal.check(hostname, 'devices', len(existing), [
+        address for address, dev in existing.items()
+        if address not in by_address and not any(
+            h.in_use for dep in dev.deployables for h in dep.attach_handles)],
+        max_removal_share, force)
     present = []
     for address, items in by_address.items():
         first = items[0]

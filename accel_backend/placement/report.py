@@ -24,6 +24,7 @@ import os_resource_classes as orc
 import os_traits
 from oslo_log import log as logging
 
+from accel_backend.discovery import removal
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
 
@@ -94,8 +95,10 @@ class Reporter:
         ``set_reserved(rp, False)`` uses it.
     """
 
-    def __init__(self, client, rp_names, reserved_for=None):
+    def __init__(self, client, rp_names, reserved_for=None,
+                 max_removal_share=1.0):
         self.client = client
+        self.max_removal_share = max_removal_share
         self.rp_names = rp_names
         self.reserved_for = reserved_for
         self._known_rcs = set(orc.STANDARDS)
@@ -149,12 +152,18 @@ class Reporter:
             self._cache.clear()
         raise exception.ComputeNodeProviderNotFound(names=self.rp_names)
 
-    def report(self, providers):
+    def report(self, providers, force=False):
         """Create/update our child RPs; delete ours that are gone.
 
         :param providers: list of ``ProviderRecord`` (one per deployable
             of this host).
+        :param force: delete every provider of ours that is gone, even
+            more than ``max_removal_share`` of them (operator's
+            ``--force``).
         :returns: ``(compute_rp_uuid, compute_rp_name)``.
+        :raises MassRemovalRefused: more than ``max_removal_share`` of our
+            providers would be deleted: none is (the others are still
+            created and updated first).
         """
         with self._lock:
             root_uuid, root_name, tree = self._tree()
@@ -186,12 +195,16 @@ class Reporter:
                                 'under us; retried on the next report',
                                 prov.rp_uuid)
                     contended.append(e)
-            for rp_uuid, rp in tree.items():
-                if rp_uuid == root_uuid or rp_uuid in wanted:
-                    continue
-                if rp['name'].startswith(root_name + '_') and \
-                        self._is_ours(rp_uuid, rp['generation']):
-                    self._delete_rp(rp_uuid, rp['generation'])
+            ours = {rp_uuid: rp for rp_uuid, rp in tree.items()
+                    if rp_uuid != root_uuid and
+                    rp['name'].startswith(root_name + '_') and
+                    self._is_ours(rp_uuid, rp['generation'])}
+            gone = {u: rp for u, rp in ours.items() if u not in wanted}
+            removal.check(root_name, 'resource providers', len(ours),
+                          [rp['name'] for rp in gone.values()],
+                          self.max_removal_share, force)
+            for rp_uuid, rp in gone.items():
+                self._delete_rp(rp_uuid, rp['generation'])
             for gone in set(self._cache) - set(tree) - wanted:
                 del self._cache[gone]
             if contended:

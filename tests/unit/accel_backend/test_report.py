@@ -233,6 +233,25 @@ class TestReport(ReporterTestBase):
         self.assertEqual({}, self.children())
         self.assertTrue(self.rp_exists(self.compute_uuid))
 
+    def test_mass_removal_of_providers_is_refused(self):
+        # The reporter's own guard (the database's is in
+        # test_removal_guard): more than the share, nothing is deleted.
+        reporter = report.Reporter(self.client, [COMPUTE],
+                                   max_removal_share=0.5)
+        af, d8 = self.two_t4s()
+        reporter.report([af, d8])
+        del self.client.log[:]
+        err = self.assertRaises(exception.MassRemovalRefused,
+                                reporter.report, [])
+        self.assertIn('2 of the 2 resource providers', str(err))
+        self.assertEqual({af.rp_uuid, d8.rp_uuid}, set(self.children()))
+        self.assertEqual([], [c for c in self.client.log
+                              if c[0] == 'DELETE'])
+        reporter.report([af])   # half: allowed
+        self.assertEqual({af.rp_uuid}, set(self.children()))
+        reporter.report([], force=True)
+        self.assertEqual({}, self.children())
+
     def test_vanished_device_with_allocations_kept(self):
         af, d8 = self.two_t4s()
         self.reporter.report([af, d8])

@@ -1,0 +1,137 @@
+"""A misconfiguration never wipes a host's devices (issue: a typo in the
+sysfs root deleted every provider of the host from Placement).
+
+Services over the recorded ``two-gpus`` tree report to a real Placement
+(openstack-placement's fixture) and share one SQLite database; the second
+service of each test has a broken configuration. The database and
+Placement must keep both GPUs, until the operator forces the removal.
+"""
+
+import os
+
+import fixtures
+from oslo_utils import uuidutils
+import testtools
+
+from accel_backend.cmd import manage
+from accel_backend.discovery import removal
+from accel_backend.discovery import sysfs
+from accel_backend import exception
+from accel_backend.objects import device as device_obj
+from accel_backend.placement import client as pclient
+from accel_backend import service as service_mod
+from tests import placement_fixture
+from tests.unit.accel_backend import base
+
+COMPUTE = 'compute1'
+AF, D8 = base.T4_ADDRESSES
+TYPO_SPEC = dict(base.T4_SPEC, product_id='1eb9')
+
+
+class RemovalGuardTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.FakeLogger())
+        self.placement = self.useFixture(
+            placement_fixture.PlacementFixture())
+        self.db_url = 'sqlite:///%s' % os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'accel.sqlite')
+        first = self.service()
+        self.raw = pclient.PlacementClient(pclient.adapter_from_conf(
+            first.conf))
+        self.compute_uuid = uuidutils.generate_uuid()
+        self.raw.post('/resource_providers',
+                      {'uuid': self.compute_uuid, 'name': COMPUTE})
+        first.discover_and_report()
+        self.assert_both_gpus_kept()
+
+    def make_conf(self, sysfs_root=base.TWO_GPUS, specs=(base.T4_SPEC,)):
+        endpoint = self.placement.endpoint
+        return base.make_conf(
+            self, sysfs_root=sysfs_root, specs=specs,
+            DEFAULT={'host': COMPUTE},
+            database={'connection': self.db_url},
+            binding={'workers': '1'},
+            placement={'auth_type': 'admin_token', 'token': 'admin',
+                       'endpoint': endpoint, 'endpoint_override': endpoint},
+            nova={'auth_type': 'admin_token', 'token': 'admin',
+                  'endpoint': 'http://nova.invalid/v2.1',
+                  'endpoint_override': 'http://nova.invalid/v2.1'})
+
+    def service(self, **kw):
+        svc = service_mod.Service(self.make_conf(**kw))
+        self.addCleanup(svc.stop)
+        return svc
+
+    def providers(self):
+        rps = self.raw.get('/resource_providers?in_tree=%s' %
+                           self.compute_uuid).json()['resource_providers']
+        return sorted(rp['name'] for rp in rps
+                      if rp['uuid'] != self.compute_uuid)
+
+    def devices(self, svc):
+        with svc.db.transaction() as session:
+            return sorted(d.address for d in device_obj.list_(session))
+
+    def assert_both_gpus_kept(self, svc=None):
+        self.assertEqual(['%s_%s' % (COMPUTE, a) for a in (AF, D8)],
+                         self.providers())
+        if svc is not None:
+            self.assertEqual([AF, D8], self.devices(svc))
+
+    def test_absent_sysfs_root_is_refused(self):
+        missing = os.path.join(base.TWO_GPUS, 'no-such-dir')
+        self.assertRaises(exception.SysfsRootUnavailable, sysfs.scan,
+                          missing)
+        svc = self.service(sysfs_root=missing)
+        err = self.assertRaises(exception.SysfsRootUnavailable,
+                                svc.discover_and_report)
+        self.assertIn(missing, str(err))
+        self.assertIn('[discovery] sysfs_root', str(err))
+        self.assert_both_gpus_kept(svc)
+
+    def test_spec_that_matches_nothing_removes_nothing(self):
+        svc = self.service(specs=(TYPO_SPEC,))
+        err = self.assertRaises(exception.MassRemovalRefused,
+                                svc.discover_and_report)
+        # One line that says what was kept and how to force it.
+        self.assertIn('2 of the 2 devices of host compute1', str(err))
+        self.assertIn('%s, %s' % (AF, D8), str(err))
+        self.assertIn('discovery sync --force', str(err))
+        self.assert_both_gpus_kept(svc)
+        # The next periodic pass refuses again, still changing nothing.
+        self.assertRaises(exception.MassRemovalRefused,
+                          svc.discover_and_report)
+        self.assert_both_gpus_kept(svc)
+
+    def test_operator_forces_the_removal(self):
+        conf = self.make_conf(specs=(TYPO_SPEC,))
+        argv = ['--config-file', conf.config_file[0], 'discovery', 'sync']
+        self.assertEqual(1, manage.main(argv))
+        self.assert_both_gpus_kept()
+        self.assertEqual(0, manage.main(argv + ['--force']))
+        self.assertEqual([], self.providers())
+        svc = self.service(specs=(TYPO_SPEC,))
+        self.assertEqual([], self.devices(svc))
+
+    def test_removing_up_to_the_share_goes_ahead(self):
+        # One of two GPUs taken out of the spec: half, not more than half.
+        svc = self.service(specs=(dict(base.T4_SPEC,
+                                       address='0000:af:*'),))
+        svc.discover_and_report()
+        self.assertEqual(['%s_%s' % (COMPUTE, AF)], self.providers())
+        self.assertEqual([AF], self.devices(svc))
+
+
+class RemovalRuleTest(testtools.TestCase):
+
+    def test_share(self):
+        removal.check('h', 'devices', 4, ['a', 'b'], 0.5)
+        self.assertRaises(exception.MassRemovalRefused, removal.check,
+                          'h', 'devices', 4, ['a', 'b', 'c'], 0.5)
+        removal.check('h', 'devices', 4, ['a', 'b', 'c'], 0.5, force=True)
+        removal.check('h', 'devices', 1, ['a'], 1.0)
+        self.assertRaises(exception.MassRemovalRefused, removal.check,
+                          'h', 'devices', 1, ['a'], 0.0)
+        removal.check('h', 'devices', 0, [], 0.0)
