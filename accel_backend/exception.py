@@ -226,3 +226,15 @@ class MassRemovalRefused(AccelBackendError):
                '[discovery] max_removal_share = %(share)s); kept: '
                '%(kept)s. If they are really gone, run '
                '`accel-backend-manage discovery sync --force`')
+
+
+class NovaPCIConfigUnusable(AccelBackendError):
+    """Nova's ``[pci] device_spec`` cannot be read or holds a line from
+    which not even a vendor id can be told: accel_backend cannot know
+    which devices Nova's PCI passthrough claims, so it refuses to guess
+    (it would offer them twice)."""
+    status = 503
+    code = 'accel.discovery.nova_pci_unusable'
+    msg_fmt = ('Nova\'s [pci] device_spec cannot be used (%(reason)s): '
+               'fix %(source)s; accel_backend will not guess which devices '
+               'Nova claims')

@@ -216,3 +216,18 @@ class Service:
             self.transport.cleanup()
             self._owns_transport = False
         self.db.dispose()
+
+
+def build_or_refuse(conf, role, name):
+    """``Service(conf, role=role)``, or None after one clear log line when
+    the configuration is unusable (Nova's ``[pci] device_spec`` cannot be
+    read, an unknown discovery driver option...): the service refuses to
+    start rather than guess.
+
+    :param name: the program's name, for the message.
+    """
+    try:
+        return Service(conf, role=role)
+    except (exception.AccelBackendError, ValueError) as e:
+        LOG.error('%s refuses to start: %s', name, e)
+        return None

@@ -29,7 +29,10 @@ def main(argv=None):
     """Console script entry point; returns the exit status (int)."""
     conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
     logging.setup(conf, 'accel-backend-agent')
-    svc = service_mod.Service(conf, role=service_mod.AGENT)
+    svc = service_mod.build_or_refuse(conf, service_mod.AGENT,
+                                      'accel-backend-agent')
+    if svc is None:
+        return 1
     stop = threading.Event()
     started = threading.Event()
 

@@ -27,7 +27,9 @@ def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
     """
     conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
     logging.setup(conf, name)
-    svc = service_mod.Service(conf, role=role)
+    svc = service_mod.build_or_refuse(conf, role, name)
+    if svc is None:
+        return 1
     server = cheroot_wsgi.Server((conf.api.host_ip, conf.api.port), svc.app,
                                 numthreads=conf.api.workers,
                                 request_queue_size=conf.api.backlog)

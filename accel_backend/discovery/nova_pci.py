@@ -16,12 +16,14 @@ drivers refuse every device that one of these specs selects.
 """
 
 import json
+import os
 import re
 
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from accel_backend.discovery import sysfs
+from accel_backend import exception
 
 LOG = logging.getLogger(__name__)
 ANY = None
@@ -127,12 +129,35 @@ class NovaPCISpec:
         return bool(fn.physfn) and self._address_matches(fn.physfn)
 
 
+_ID_IN_TEXT = {
+    key: re.compile(r'"%s"\s*:\s*"\s*(?:0x)?([0-9a-fA-F]{1,4})\s*"' % key)
+    for key in ('vendor_id', 'product_id')}
+
+
+def _conservative(text):
+    """The spec to apply for a value that does not parse: every function
+    of the vendor (and product) ids it names, whatever else it says.
+
+    :raises NovaPCIConfigUnusable: it names no vendor id.
+    """
+    ids = {key: m.group(1) for key, rx in _ID_IN_TEXT.items()
+           for m in [rx.search(text)] if m}
+    if 'vendor_id' not in ids:
+        raise exception.NovaPCIConfigUnusable(
+            reason='%r names no vendor_id' % text, source='nova.conf')
+    return NovaPCISpec(ids, text.strip())
+
+
 def parse(texts):
     """Parse Nova ``device_spec`` values (list of str) into specs.
 
-    A value may hold one JSON object or a list of them.  A value that
-    does not parse is logged and skipped: Nova itself would refuse to
-    start with it, and guessing what it meant is worse.
+    A value may hold one JSON object or a list of them.  Fail closed: a
+    value that does not parse (Nova itself would refuse to start with
+    it) still claims, for Nova, every function of the vendor and product
+    ids it names, with an error logged; one that names no vendor id
+    stops discovery.
+
+    :raises NovaPCIConfigUnusable: a value names no vendor id.
     """
     specs = []
     for text in texts:
@@ -144,8 +169,16 @@ def parse(texts):
             else:
                 specs.append(NovaPCISpec(raw, text.strip()))
         except (ValueError, NovaSpecError) as e:
-            LOG.error('Ignoring Nova [pci] device_spec %r: %s', text, e)
+            spec = _conservative(text)
+            LOG.error('Cannot parse Nova [pci] device_spec %r (%s): every '
+                      'device %s:%s is left to Nova', text, e,
+                      _id_text(spec.vendor), _id_text(spec.product))
+            specs.append(spec)
     return specs
+
+
+def _id_text(value):
+    return '*' if value is ANY else '%04x' % value
 
 
 def read_nova_conf(path):
@@ -174,15 +207,23 @@ class NovaClaims:
     @classmethod
     def from_conf(cls, conf):
         """From ``[discovery] nova_pci_device_spec`` and the nova.conf
-        named by ``[discovery] nova_config_file``."""
+        named by ``[discovery] nova_config_file``.
+
+        :raises NovaPCIConfigUnusable: that nova.conf cannot be read or
+            parsed, or a value names no vendor id (the drivers, and so
+            the service, do not start).
+        """
         texts = list(conf.discovery.nova_pci_device_spec)
         path = conf.discovery.nova_config_file
         if path:
+            if not os.access(path, os.R_OK):
+                raise exception.NovaPCIConfigUnusable(
+                    reason='it cannot be read', source=path)
             try:
                 texts.extend(read_nova_conf(path))
             except (OSError, cfg.Error) as e:
-                LOG.error('Cannot read [pci] device_spec from %s: %s', path,
-                          e)
+                raise exception.NovaPCIConfigUnusable(reason=str(e),
+                                                      source=path)
         return cls(parse(texts))
 
     def claimed_by(self, fn):

@@ -11,6 +11,7 @@ import testtools
 from accel_backend.discovery import drivers
 from accel_backend.discovery.drivers import base as drv_base
 from accel_backend.discovery import nova_pci
+from accel_backend import exception
 from accel_backend.discovery import pci_ids
 from accel_backend.discovery import sysfs
 from tests.unit.accel_backend import base
@@ -402,11 +403,43 @@ class TestNovaPCICoexistence(testtools.TestCase):
         drv.discover()
         self.assertEqual(1, self.logger.output.count('0000:17:00.0'))
 
-    def test_bad_nova_spec_logged_and_ignored(self):
-        specs = nova_pci.parse(['{"vendor_id": "zz"}', 'not json',
-                                '{"address": "1:2:3:4"}'])
-        self.assertEqual([], specs)
-        self.assertEqual(3, self.logger.output.count('Ignoring Nova'))
+    def test_unparsable_nova_spec_fails_closed(self):
+        # What Nova would refuse to start with still claims the ids it
+        # names: the A100s are left to Nova, not offered twice.
+        for spec in ('{"vendor_id": "10de", "product_id": "20b5", '
+                     '"address": "1:2:3:4"}',
+                     '{"vendor_id": "10de", "product_id": "20b5",'):
+            self.assertEqual([], self.addresses(nova_pci_device_spec=[spec]))
+            self.assertIn('Cannot parse Nova [pci] device_spec',
+                          self.logger.output)
+            self.assertIn('every device 10de:20b5 is left to Nova',
+                          self.logger.output)
+        # A vendor alone claims every device of the vendor.
+        self.assertEqual([], self.addresses(nova_pci_device_spec=[
+            '{"vendor_id": "10de", "address": {"bus": "("}}']))
+
+    def test_spec_naming_no_vendor_stops_the_drivers(self):
+        for spec in ('{"vendor_id": "zz"}', 'not json',
+                     '{"address": "1:2:3:4"}'):
+            err = self.assertRaises(
+                exception.NovaPCIConfigUnusable, load, self, 'nvidia_gpu',
+                base.GPU_SERVER, discovery={'nova_pci_device_spec': [spec]})
+            self.assertIn('names no vendor_id', str(err))
+
+    def test_unreadable_nova_conf_stops_the_drivers(self):
+        missing = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'nova.conf')
+        err = self.assertRaises(
+            exception.NovaPCIConfigUnusable, load, self, 'generic_pci',
+            base.TWO_GPUS, (base.T4_SPEC,),
+            discovery={'nova_config_file': missing})
+        self.assertIn(missing, str(err))
+        with open(missing, 'w') as f:
+            f.write('[pci\ndevice_spec = {}\n')  # not ini
+        self.assertRaises(
+            exception.NovaPCIConfigUnusable, load, self, 'generic_pci',
+            base.TWO_GPUS, (base.T4_SPEC,),
+            discovery={'nova_config_file': missing})
 
     def test_unclaimed_devices_not_warned(self):
         spec = json.dumps({'vendor_id': '15b3'})

@@ -124,6 +124,19 @@ class RemovalGuardTest(testtools.TestCase):
         self.assertEqual([AF], self.devices(svc))
 
 
+class UnusableNovaConfigTest(testtools.TestCase):
+
+    def test_service_refuses_to_start(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        conf = base.make_conf(self, discovery={
+            'nova_config_file': os.path.join(tmp, 'nova.conf')})
+        logger = self.useFixture(fixtures.FakeLogger())
+        self.assertIsNone(service_mod.build_or_refuse(
+            conf, service_mod.EMBEDDED, 'accel-backend'))
+        self.assertIn('accel-backend refuses to start: Nova\'s [pci] '
+                      'device_spec cannot be used', logger.output)
+
+
 class RemovalRuleTest(testtools.TestCase):
 
     def test_share(self):
