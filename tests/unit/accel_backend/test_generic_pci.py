@@ -118,8 +118,9 @@ class TestGenericPCI(testtools.TestCase):
                           base.make_conf(self, specs=[json.dumps(
                               dict(base.T4_SPEC, traits=['BOGUS']))]))
 
-    def test_missing_root(self):
-        self.assertEqual([], self._discover(root='/nonexistent/sysfs'))
+    def test_missing_root_is_refused(self):
+        self.assertRaises(exception.SysfsRootUnavailable, self._discover,
+                          root='/nonexistent/sysfs')
 
     def test_loaded_by_entry_point(self):
         conf = base.make_conf(self)

@@ -6,6 +6,7 @@ import fixtures
 import testtools
 
 from accel_backend.discovery import sysfs
+from accel_backend import exception
 from tests.unit.accel_backend import base
 
 
@@ -88,8 +89,13 @@ class TestScanOddTrees(testtools.TestCase):
             with open(os.path.join(d, name), 'w') as f:
                 f.write(value + '\n')
 
-    def test_missing_root(self):
-        self.assertEqual([], sysfs.scan(os.path.join(self.root, 'nope')))
+    def test_missing_or_unreadable_root_is_refused(self):
+        # Never "a host without devices": that would remove them all.
+        for root in (os.path.join(self.root, 'nope'),
+                     os.path.join(base.TWO_GPUS, '0000:af:00.0', 'vendor')):
+            err = self.assertRaises(exception.SysfsRootUnavailable,
+                                    sysfs.scan, root)
+            self.assertIn(root, str(err))
 
     def test_skips_non_addresses_and_unreadable(self):
         self._write('0000:02:00.0', vendor='0x10DE', device='0x1EB8',
