@@ -119,6 +119,13 @@ DISCOVERY_OPTS = [
     cfg.BoolOpt('health_check', default=True,
                 help='Mark a device unhealthy when sysfs shows fatal PCIe '
                      'AER errors (``aer_dev_fatal``).'),
+    cfg.StrOpt('pci_slots_path',
+               help='Directory of the physical PCI slots (one entry per '
+                    'slot with an ``address`` file). Default: ``slots`` '
+                    'beside ``sysfs_root`` (``/sys/bus/pci/slots``). A '
+                    'device in a slot shows the slot\'s name (e.g. ``CPU2 '
+                    'SLOT2``) as ``slot`` in its ``std_board_info`` and '
+                    'as the deployable attribute ``slot``.'),
     cfg.FloatOpt('max_removal_share', default=0.5, min=0.0, max=1.0,
                  help='Largest share of a host\'s devices (and of its '
                       'resource providers in Placement) that one discovery '

@@ -1,5 +1,6 @@
-"""Names of PCI vendors and devices: the pci.ids database, or a small
-built-in table of accelerators when the database is not installed.
+"""Names of PCI vendors and devices: the system's pci.ids database, with a
+small built-in table of accelerators for the ids it lacks (or when it is
+not installed).
 
 pci.ids (https://pci-ids.ucw.cz, Debian's ``pci.ids`` / ``hwdata``
 packages) lists vendors as ``vvvv  Name`` lines, their devices as
@@ -15,8 +16,10 @@ from oslo_log import log as logging
 LOG = logging.getLogger(__name__)
 SEARCH_PATHS = ('/usr/share/misc/pci.ids', '/usr/share/hwdata/pci.ids')
 
-#: Used when no pci.ids is installed: (vendor, device) -> name as pci.ids
-#: writes it.
+#: (vendor, device) -> name, for ids pci.ids lacks or when it is not
+#: installed: as pci.ids writes them where it lists them, ours otherwise
+#: (the Alveo user functions, which carry the accelerator, next to their
+#: management functions).
 BUILTIN = {
     ('10de', '1b38'): 'GP102GL [Tesla P40]',
     ('10de', '1db4'): 'GV100GL [Tesla V100 PCIe 16GB]',
@@ -35,8 +38,13 @@ BUILTIN = {
     ('10de', '2330'): 'GH100 [H100 SXM5 80GB]',
     ('10de', '2331'): 'GH100 [H100 PCIe]',
     ('10ee', '5000'): 'Alveo U200 XDMA Platform',
+    ('10ee', '5001'): 'Alveo U200 (user function)',
     ('10ee', '5004'): 'Alveo U250 XDMA Platform',
+    ('10ee', '5005'): 'Alveo U250 (user function)',
     ('10ee', '500c'): 'Alveo U280 XDMA Platform',
+    ('10ee', '500d'): 'Alveo U280 (user function)',
+    ('10ee', '5020'): 'Alveo U50 XDMA Platform',
+    ('10ee', '5021'): 'Alveo U50 (user function)',
     ('8086', '09c4'): 'Intel Programmable Acceleration Card with Intel '
                       'Arria 10 GX FPGA',
     ('8086', '0b2b'): 'Intel FPGA Programmable Acceleration Card D5005',
@@ -52,8 +60,8 @@ _DEVICE = re.compile(r'^\t([0-9a-f]{4})\s+(.+)$')
 class PCIIds:
     """Vendor and device names.
 
-    :param path: a pci.ids file; None searches ``SEARCH_PATHS`` and falls
-        back to the built-in table.
+    :param path: a pci.ids file; None searches ``SEARCH_PATHS``. Its names
+        win; the built-in table names what it lacks.
     """
 
     def __init__(self, path=None):
@@ -65,7 +73,7 @@ class PCIIds:
         if path is not None:
             try:
                 self._load(path)
-                self.source = path
+                self.source = '%s + built-in' % path
             except OSError as e:
                 LOG.warning('Cannot read %s (%s); using built-in PCI names',
                             path, e)
@@ -88,7 +96,8 @@ class PCIIds:
                 m = _DEVICE.match(line)
                 if m and vendor is not None:
                     devices[(vendor, m.group(1))] = m.group(2).strip()
-        self.vendors, self.devices = vendors, devices
+        self.vendors.update(vendors)
+        self.devices.update(devices)
 
     def vendor_name(self, vendor_id):
         return self.vendors.get(vendor_id)

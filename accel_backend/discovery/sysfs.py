@@ -186,6 +186,37 @@ def fatal_aer_errors(root, address):
     return None
 
 
+def slots(slots_root):
+    """Physical slots: ``{"DDDD:BB:SS": slot name}`` from
+    ``<slots_root>/<name>/address`` (``/sys/bus/pci/slots``, filled by the
+    platform's hot-plug or ACPI slot drivers; the names are what the board
+    prints, e.g. ``CPU2 SLOT2`` or ``7``).
+
+    :param slots_root: directory (str); absent or unreadable: ``{}``
+        (slots are optional information, many platforms publish none).
+    """
+    try:
+        names = os.listdir(slots_root)
+    except OSError:
+        return {}
+    found = {}
+    for name in names:
+        address = _read(os.path.join(slots_root, name, 'address'))
+        if address:
+            # Either DDDD:BB:SS or BB:SS (domain 0000).
+            address = address.lower()
+            if address.count(':') == 1:
+                address = '0000:' + address
+            found[address] = name
+    return found
+
+
+def slot_of(slot_map, address):
+    """The slot name of PCI function ``address`` (``DDDD:BB:SS.F``), or
+    None; ``slot_map`` from ``slots()``."""
+    return slot_map.get(address.rsplit('.', 1)[0])
+
+
 def exists(root, address):
     """True when the function is (still) present under ``root``."""
     return os.path.isdir(os.path.join(root, address))

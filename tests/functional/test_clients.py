@@ -138,7 +138,8 @@ class ClientsTestCase(testtools.TestCase):
                              (dev['type'], dev['vendor'], dev['hostname']))
         shown = run('accelerator', 'device', 'show', devices[0]['uuid'])
         self.assertEqual(devices[0]['uuid'], shown['uuid'])
-        self.assertEqual('10de:1eb8', shown['model'])
+        self.assertEqual('NVIDIA Corporation TU104GL [Tesla T4]',
+                         shown['model'])
         deployables = run('accelerator', 'deployable', 'list')
         self.assertEqual(
             sorted(d['uuid'] for d in self.stack.gpus.values()),

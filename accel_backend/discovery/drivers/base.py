@@ -1,5 +1,7 @@
 """What every PCI discovery driver shares."""
 
+import os
+
 from oslo_log import log as logging
 
 from accel_backend.discovery import drivers
@@ -60,6 +62,7 @@ class PCIDriverBase:
                                             CLEANING_METHODS))
         self.health_check = conf.discovery.health_check
         self._ids = None
+        self._slots = None
 
     @property
     def pci_ids(self):
@@ -68,7 +71,9 @@ class PCIDriverBase:
         return self._ids
 
     def functions(self):
-        """Every PCI function under the sysfs root."""
+        """Every PCI function under the sysfs root (a new pass: the slots
+        are read again)."""
+        self._slots = None
         return sysfs.scan(self.root)
 
     def refused(self, fn):
@@ -85,16 +90,29 @@ class PCIDriverBase:
                     '%d fatal PCIe AER errors (aer_dev_fatal)' % fatal)
         return drivers.HEALTHY, None
 
+    def slot(self, fn):
+        """The physical slot name of ``fn`` (``[discovery]
+        pci_slots_path``), or None."""
+        if self._slots is None:
+            path = self.conf.discovery.pci_slots_path or os.path.join(
+                os.path.dirname(os.path.normpath(self.root)), 'slots')
+            self._slots = sysfs.slots(path)
+        return sysfs.slot_of(self._slots, fn.address)
+
     def deployable(self, fn, **kw):
         """A ``DiscoveredDeployable`` for ``fn`` with the shared fields
         filled in (keywords override or add)."""
         health, reason = self.health(fn)
+        info = board_info(fn)
+        slot = self.slot(fn)
+        if slot is not None:
+            info['slot'] = slot
         values = dict(
             address=fn.address, vendor_id=fn.vendor_id,
             product_id=fn.product_id,
             model=self.pci_ids.model(fn.vendor_id, fn.product_id),
             driver_name=self.name, numa_node=fn.numa_node,
-            std_board_info=board_info(fn), cleaning=self.cleaning,
+            std_board_info=info, cleaning=self.cleaning,
             health=health, health_reason=reason)
         values.update(kw)
         return drivers.DiscoveredDeployable(**values)

@@ -43,7 +43,7 @@ class GenericPCIDriver(base.PCIDriverBase):
                 continue
             found.append(self.deployable(
                 fn, device_type=spec.device_type,
-                model='%s:%s' % (fn.vendor_id, fn.product_id),
+                model=self.pci_ids.model(fn.vendor_id, fn.product_id),
                 resource_class=spec.resource_class,
                 traits=set(spec.traits) | base.pci_traits(fn),
                 attach_handles=[(spec.attach_handle_type,

@@ -78,6 +78,21 @@ class TestNvidiaGPU(testtools.TestCase):
             self.assertEqual(1, len([t for t in dep.traits
                                      if t.startswith('CUSTOM_NUMA_')]))
 
+    def test_physical_slot_from_sysfs_slots(self):
+        slots = os.path.join(os.path.dirname(base.FIXTURES),
+                             'sysfs-slots', 'gpu-server')
+        found = load(self, 'nvidia_gpu', base.GPU_SERVER,
+                     discovery={'pci_slots_path': slots}).discover()
+        self.assertEqual(
+            {'0000:17:00.0': 'CPU1 SLOT2', '0000:65:00.0': '7',
+             '0000:ca:00.0': 'CPU2 SLOT4', '0000:e3:00.0': None},
+            {d.address: d.std_board_info.get('slot') for d in found})
+        # Default: the slots beside the sysfs root, absent for the
+        # recorded tree: no slot, no error.
+        found = load(self, 'nvidia_gpu', base.GPU_SERVER).discover()
+        self.assertEqual({None}, {d.std_board_info.get('slot')
+                                  for d in found})
+
     def test_no_numa_no_trait(self):
         (pf,) = load(self, 'nvidia_gpu', base.SRIOV_GPU).discover()
         self.assertIsNone(pf.std_board_info['numa_node'])
@@ -104,16 +119,26 @@ class TestNvidiaGPU(testtools.TestCase):
                          found[0].model)
         self.assertIn('CUSTOM_NVIDIA_T4', found[0].traits)
 
-    def test_unknown_product_falls_back_to_its_id(self):
+    def test_pci_ids_without_the_product_keeps_the_builtin_name(self):
+        # A system pci.ids that lacks an id does not erase what the
+        # built-in table knows of it.
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'pci.ids')
         with open(path, 'w') as f:
-            f.write('10de  NVIDIA Corporation\n')
+            f.write('10de  NVIDIA Corp.\n')
         drv = load(self, 'nvidia_gpu', base.TWO_GPUS,
                    discovery={'pci_ids_path': path})
         (dep, _) = drv.discover()
-        self.assertIn('CUSTOM_NVIDIA_1EB8', dep.traits)
-        self.assertEqual('NVIDIA Corporation 10de:1eb8', dep.model)
+        self.assertIn('CUSTOM_NVIDIA_T4', dep.traits)
+        # The file's vendor name wins, the table fills the device.
+        self.assertEqual('NVIDIA Corp. TU104GL [Tesla T4]', dep.model)
+
+    def test_unknown_product_falls_back_to_its_id(self):
+        ids = pci_ids.PCIIds(os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'none.ids'))
+        self.assertEqual('NVIDIA Corporation 10de:ffff',
+                         ids.model('10de', 'ffff'))
+        self.assertEqual('abcd:0001', ids.model('abcd', '0001'))
 
 
 class TestPCIIds(testtools.TestCase):
@@ -124,7 +149,10 @@ class TestPCIIds(testtools.TestCase):
         with open(path, 'w') as f:
             f.write(PCI_IDS)
         ids = pci_ids.PCIIds(path)
-        self.assertEqual(path, ids.source)
+        self.assertEqual(path + ' + built-in', ids.source)
+        # The built-in table fills what the file lacks.
+        self.assertEqual('Intel FPGA Programmable Acceleration Card N3000',
+                         ids.device_name('8086', '0b30'))
         self.assertEqual('Xilinx Corporation', ids.vendor_name('10ee'))
         self.assertEqual('GB999 [Imaginary X1]',
                          ids.device_name('10de', '2bad'))
