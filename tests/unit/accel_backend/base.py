@@ -21,6 +21,19 @@ T4_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
            'device_type': 'GPU'}
 
 
+#: ``[nova]`` of a service whose events go nowhere (no Nova in the test).
+NO_NOVA = {'auth_type': 'admin_token', 'token': 'admin',
+           'endpoint': 'http://nova.invalid/v2.1',
+           'endpoint_override': 'http://nova.invalid/v2.1'}
+
+
+def placement_opts(endpoint):
+    """``[placement]`` of a service reporting to the Placement at
+    ``endpoint`` (its noauth2 token ``admin``)."""
+    return {'auth_type': 'admin_token', 'token': 'admin',
+            'endpoint': endpoint, 'endpoint_override': endpoint}
+
+
 def make_conf(test, sysfs_root=TWO_GPUS, specs=(T4_SPEC,), **groups):
     """A fresh accel_backend ConfigOpts read from a config file.
 

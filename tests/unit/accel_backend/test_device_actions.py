@@ -38,16 +38,12 @@ class DeviceActionsTest(testtools.TestCase):
         super().setUp()
         self.placement = self.useFixture(
             placement_fixture.PlacementFixture())
-        endpoint = self.placement.endpoint
         conf = base.make_conf(
             self, DEFAULT={'host': COMPUTE},
             api={'auth_strategy': 'noauth'},
             binding={'workers': '1'},
-            placement={'auth_type': 'admin_token', 'token': 'admin',
-                       'endpoint': endpoint, 'endpoint_override': endpoint},
-            nova={'auth_type': 'admin_token', 'token': 'admin',
-                  'endpoint': 'http://nova.invalid/v2.1',
-                  'endpoint_override': 'http://nova.invalid/v2.1'})
+            placement=base.placement_opts(self.placement.endpoint),
+            nova=base.NO_NOVA)
         # The test's own view of Placement.
         self.raw = pclient.PlacementClient(pclient.adapter_from_conf(conf))
         self.compute_uuid = uuidutils.generate_uuid()

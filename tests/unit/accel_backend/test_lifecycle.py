@@ -55,10 +55,7 @@ class ServiceTestBase(testtools.TestCase):
             shutil.copytree(self.TREE, self.root, symlinks=True)
         else:
             os.makedirs(self.root)
-        endpoint = self.placement.endpoint
-        self.placement_opts = {
-            'auth_type': 'admin_token', 'token': 'admin',
-            'endpoint': endpoint, 'endpoint_override': endpoint}
+        self.placement_opts = base.placement_opts(self.placement.endpoint)
         self.raw = pclient.PlacementClient(pclient.adapter_from_conf(
             self.make_conf()))
         self.compute_uuid = uuidutils.generate_uuid()
@@ -73,9 +70,7 @@ class ServiceTestBase(testtools.TestCase):
                 'host': COMPUTE, 'state_path': self.tmp},
             api={'auth_strategy': 'noauth'}, binding={'workers': '1'},
             placement=self.placement_opts,
-            nova={'auth_type': 'admin_token', 'token': 'admin',
-                  'endpoint': 'http://nova.invalid/v2.1',
-                  'endpoint_override': 'http://nova.invalid/v2.1'},
+            nova=base.NO_NOVA,
             discovery=discovery, cleaning=cleaning or {})
 
     def make_service(self, conf=None, recording=True):

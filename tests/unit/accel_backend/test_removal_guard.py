@@ -47,17 +47,13 @@ class RemovalGuardTest(testtools.TestCase):
         self.assert_both_gpus_kept()
 
     def make_conf(self, sysfs_root=base.TWO_GPUS, specs=(base.T4_SPEC,)):
-        endpoint = self.placement.endpoint
         return base.make_conf(
             self, sysfs_root=sysfs_root, specs=specs,
             DEFAULT={'host': COMPUTE},
             database={'connection': self.db_url},
             binding={'workers': '1'},
-            placement={'auth_type': 'admin_token', 'token': 'admin',
-                       'endpoint': endpoint, 'endpoint_override': endpoint},
-            nova={'auth_type': 'admin_token', 'token': 'admin',
-                  'endpoint': 'http://nova.invalid/v2.1',
-                  'endpoint_override': 'http://nova.invalid/v2.1'})
+            placement=base.placement_opts(self.placement.endpoint),
+            nova=base.NO_NOVA)
 
     def service(self, **kw):
         svc = service_mod.Service(self.make_conf(**kw))
