@@ -102,11 +102,22 @@ DISCOVERY_OPTS = [
                      'functions (each as a PGPU of its own).'),
     cfg.ListOpt('fpga_ids',
                 default=['10ee:*', '8086:09c4', '8086:09c5', '8086:0b2b',
-                         '8086:0b2c', '8086:0b30', '8086:bcc0', '8086:bcc1'],
+                         '8086:0b2c', '8086:0b30', '8086:0b31', '8086:bcc0',
+                         '8086:bcc1'],
                 help='fpga driver: ``vendor:product`` ids (product may be '
                      '``*``) of FPGA cards; by default every Xilinx (10ee) '
                      'function and Intel PAC Arria 10 / D5005 / N3000 / '
-                     'Agilex ids.'),
+                     'Agilex ids. The management functions of the known '
+                     'cards are left out unless '
+                     '``fpga_management_functions``.'),
+    cfg.BoolOpt('fpga_management_functions', default=False,
+                help='fpga driver: also report the management functions '
+                     'of the known cards (Alveo U200/U250/U280/U50 '
+                     'management PFs 10ee:5000/5004/500c/5020, Intel PAC '
+                     'PFs 8086:09c4/0b2b/0b30). A guest given one could '
+                     'reflash the card\'s shell; by default only the user '
+                     'functions (Alveo user PFs, Intel PAC VFs) are '
+                     'accelerators.'),
     cfg.StrOpt('mdev_resource_class', default='VGPU',
                help='mdev driver: resource class of mediated device '
                     'inventories (``VGPU`` or a ``CUSTOM_`` class).'),

@@ -8,7 +8,15 @@ A spec is a JSON object (``[discovery] device_spec``, one per line)::
      "resource_class": "PGPU",                       # default PGPU
      "traits": ["CUSTOM_NVIDIA_T4"],                 # optional
      "device_type": "GPU",                           # default GPU
-     "attach_handle_type": "PCI"}                    # PCI | TEST_PCI
+     "attach_handle_type": "PCI",                    # PCI | TEST_PCI
+     "vf": false}                                    # optional, see below
+
+SR-IOV virtual functions are whole devices only on request: a spec
+matches VFs when it says ``"vf": true`` (then only VFs), or when the
+product id it names is a VF's own id, different from its PF's (QAT C62x
+VFs are ``8086:37c9``, their PF ``8086:37c8``).  ``"vf": false`` never
+matches a VF.  A PF whose VFs are reported is withheld: its VFs are the
+units.
 """
 
 import dataclasses
@@ -49,6 +57,7 @@ class DeviceSpec:
     traits: tuple = ()
     device_type: str = 'GPU'
     attach_handle_type: str = 'PCI'
+    vf: bool = None
 
     def matches(self, fn):
         """True when PCI function ``fn`` (``sysfs.PCIFunction``) is ours."""
@@ -61,6 +70,14 @@ class DeviceSpec:
                 self.class_prefix):
             return False
         return True
+
+    def takes_vf(self, fn, pf):
+        """True when this spec, which ``matches(fn)``, takes the SR-IOV VF
+        ``fn`` (``pf``: its PF's ``PCIFunction``, or None when the PF is
+        not in the scan).  See the module docstring."""
+        if self.vf is not None:
+            return self.vf
+        return pf is not None and pf.product_id != fn.product_id
 
 
 def parse(text):
@@ -77,7 +94,8 @@ def parse(text):
     if not isinstance(raw, dict):
         raise exception.DeviceSpecError(spec=text, reason='not an object')
     known = {'vendor_id', 'product_id', 'address', 'class',
-             'resource_class', 'traits', 'device_type', 'attach_handle_type'}
+             'resource_class', 'traits', 'device_type', 'attach_handle_type',
+             'vf'}
     unknown = set(raw) - known
     if unknown:
         raise exception.DeviceSpecError(
@@ -119,13 +137,17 @@ def parse(text):
         raise exception.DeviceSpecError(
             spec=text, reason='attach_handle_type must be one of %s' %
             (ATTACH_TYPES,))
+    vf = raw.get('vf')
+    if vf is not None and not isinstance(vf, bool):
+        raise exception.DeviceSpecError(
+            spec=text, reason='vf must be true or false')
     return DeviceSpec(
         vendor_id=ids['vendor_id'], product_id=ids['product_id'],
         address=raw.get('address'),
         class_prefix=(str(raw['class']).lower().replace('0x', '')
                       if raw.get('class') else None),
         resource_class=rc, traits=traits, device_type=dtype,
-        attach_handle_type=ahtype)
+        attach_handle_type=ahtype, vf=vf)
 
 
 def parse_all(texts):

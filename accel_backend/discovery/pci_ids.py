@@ -47,8 +47,15 @@ BUILTIN = {
     ('10ee', '5021'): 'Alveo U50 (user function)',
     ('8086', '09c4'): 'Intel Programmable Acceleration Card with Intel '
                       'Arria 10 GX FPGA',
+    ('8086', '09c5'): 'Intel Programmable Acceleration Card with Intel '
+                      'Arria 10 GX FPGA (VF)',
     ('8086', '0b2b'): 'Intel FPGA Programmable Acceleration Card D5005',
+    ('8086', '0b2c'): 'Intel FPGA Programmable Acceleration Card D5005 (VF)',
     ('8086', '0b30'): 'Intel FPGA Programmable Acceleration Card N3000',
+    ('8086', '0b31'): 'Intel FPGA Programmable Acceleration Card N3000 (VF)',
+    ('8086', '37c8'): 'C62x Chipset QuickAssist Technology',
+    ('8086', '37c9'): 'C62x Chipset QuickAssist Technology Virtual '
+                      'Function',
 }
 BUILTIN_VENDORS = {'10de': 'NVIDIA Corporation', '10ee': 'Xilinx Corporation',
                    '8086': 'Intel Corporation'}

@@ -128,7 +128,9 @@ class MdevType:
 
     ``created`` counts the mediated devices of this type that exist
     already (``devices/``): they are part of the capacity, which sysfs's
-    ``available_instances`` no longer includes.
+    ``available_instances`` no longer includes.  ``max_instance`` is the
+    number of such devices one physical GPU can hold when the vendor's
+    ``description`` says it (NVIDIA's ``..., max_instance=8``), else None.
     """
 
     type_id: str
@@ -136,6 +138,7 @@ class MdevType:
     available_instances: int
     device_api: str
     created: int = 0
+    max_instance: int = None
 
     @property
     def capacity(self):
@@ -168,8 +171,20 @@ def mdev_types(root, address):
             type_id=type_id, name=_read(os.path.join(tdir, 'name')) or
             type_id, available_instances=int(avail),
             device_api=_read(os.path.join(tdir, 'device_api')) or '',
-            created=created))
+            created=created,
+            max_instance=_max_instance(
+                _read(os.path.join(tdir, 'description')))))
     return found
+
+
+def _max_instance(description):
+    """``max_instance=<N>`` of an mdev type's ``description``
+    (comma-separated ``key=value`` pairs), or None."""
+    for part in (description or '').split(','):
+        key, _, value = part.strip().partition('=')
+        if key == 'max_instance' and value.isdigit():
+            return int(value)
+    return None
 
 
 def fatal_aer_errors(root, address):

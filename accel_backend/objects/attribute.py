@@ -61,20 +61,25 @@ DISCOVERED_RC = 'rc'
 DISCOVERED_TRAIT_PREFIX = 'traits'
 #: The physical slot of the device (``/sys/bus/pci/slots``), when known.
 DISCOVERED_SLOT = 'slot'
+#: The IOMMU group of the device: devices of one group go to one guest.
+DISCOVERED_IOMMU_GROUP = 'iommu_group'
 
 
-def discovered(resource_class, traits, slot=None):
+def discovered(resource_class, traits, slot=None, iommu_group=None):
     """The attributes discovery publishes for a deployable.
 
     :param resource_class: str, the deployable's resource class.
     :param traits: iterable of trait names; ``OWNER_CYBORG`` (on every
         provider of ours) is left out.
     :param slot: the device's physical slot name (str) or None.
+    :param iommu_group: the device's IOMMU group number (str) or None.
     :returns: dict key -> value (str).
     """
     published = {DISCOVERED_RC: resource_class}
     if slot:
         published[DISCOVERED_SLOT] = slot
+    if iommu_group is not None:
+        published[DISCOVERED_IOMMU_GROUP] = str(iommu_group)
     for index, trait in enumerate(
             sorted(t for t in traits if t != 'OWNER_CYBORG'), start=1):
         published['%s%d' % (DISCOVERED_TRAIT_PREFIX, index)] = trait
@@ -93,7 +98,8 @@ def sync_discovered(dep, published, make_uuid):
     :param make_uuid: callable(key) -> a stable UUID str for a new row.
     """
     owned = {a.key: a for a in dep.attributes
-             if a.key in (DISCOVERED_RC, DISCOVERED_SLOT) or
+             if a.key in (DISCOVERED_RC, DISCOVERED_SLOT,
+                          DISCOVERED_IOMMU_GROUP) or
              a.key.startswith(DISCOVERED_TRAIT_PREFIX)}
     for key, value in published.items():
         attr = owned.pop(key, None)

@@ -145,10 +145,11 @@ def sync_host(session, hostname, discovered, max_removal_share=1.0,
             dep.traits = sorted(item.traits)
             dep.cleaning = item.cleaning
             _sync_handles(dep, hostname, item.attach_handles)
+            board = dev.std_board_info or {}
             attribute_obj.sync_discovered(
                 dep, attribute_obj.discovered(
-                    dep.resource_class, dep.traits,
-                    (dev.std_board_info or {}).get('slot')),
+                    dep.resource_class, dep.traits, board.get('slot'),
+                    board.get('iommu_group')),
                 lambda key, d=dep: stable_uuid('attribute', d.uuid, key))
             dep.num_accelerators = len(dep.attach_handles)
             present.append(dep)

@@ -12,6 +12,20 @@ from accel_backend import keystone
 
 LOG = logging.getLogger(__name__)
 MICROVERSION = '1.36'
+#: Placement's stable error codes (openstack-placement 16,
+#: ``placement/errors.py``) that callers tell apart.
+INVENTORY_INUSE = 'placement.inventory.inuse'
+CONCURRENT_UPDATE = 'placement.concurrent_update'
+
+
+def error_code(resp):
+    """The ``code`` of the first error in a Placement error response
+    (microversion >= 1.23), or None when the body has none."""
+    try:
+        errors = resp.json().get('errors') or [{}]
+    except ValueError:
+        return None
+    return errors[0].get('code')
 
 
 def adapter_from_conf(conf, group='placement', auth=None):

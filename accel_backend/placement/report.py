@@ -26,6 +26,7 @@ from oslo_log import log as logging
 
 from accel_backend.discovery import removal
 from accel_backend import exception
+from accel_backend.placement import client as pclient
 from accel_backend.objects import device as device_obj
 
 LOG = logging.getLogger(__name__)
@@ -112,6 +113,10 @@ class Reporter:
         # Providers of removed devices whose DELETE got a 409 (they have
         # allocations): deleted once their usages are zero.
         self._undeletable = {}
+        # Providers whose inventory of some classes could not be removed
+        # (placement.inventory.inuse): uuid -> those classes, kept and
+        # reserved until their usages are zero.
+        self._in_use = {}
 
     def find_compute_rp(self):
         """:returns: ``(uuid, name)`` of the compute node RP.
@@ -132,6 +137,7 @@ class Reporter:
             self._cache.clear()
             self._foreign.clear()
             self._undeletable.clear()
+            self._in_use.clear()
 
     def _tree(self):
         """``(root_uuid, root_name, {uuid: rp})``; one GET when the
@@ -281,14 +287,19 @@ class Reporter:
             self.client.put('/traits/%s' % trait)
             self._known_traits.add(trait)
 
-    def _put(self, rp_uuid, what, make_body, done):
+    def _put(self, rp_uuid, what, make_body, done, in_use=None):
         """Generation-safe PUT of ``/resource_providers/<rp>/<what>``.
 
         :param make_body: ``(cached) -> body`` without the generation, or
             None when the cache already shows what is wanted.
         :param done: ``(cached, response json)`` updating the cache.
-        :returns: True when Placement shows the wanted state, False when
-            the provider does not exist.
+        :param in_use: for inventories, ``(cached) -> body`` to send
+            instead once Placement answered ``placement.inventory.inuse``
+            (the body removed a resource class that has allocations):
+            never retried as if it were a generation conflict.
+        :returns: True when Placement shows the wanted state (or, after
+            ``inventory.inuse``, the ``in_use`` body), False when the
+            provider does not exist.
         :raises PlacementError: failure, or conflicts ``RETRIES`` times.
         """
         url = '/resource_providers/%s/%s' % (rp_uuid, what)
@@ -307,6 +318,10 @@ class Reporter:
             if resp.status_code == 404:
                 self._cache.pop(rp_uuid, None)
                 return False
+            if in_use is not None and pclient.error_code(resp) == \
+                    pclient.INVENTORY_INUSE:
+                make_body, in_use = in_use, None
+                continue
             cached = self._refresh(rp_uuid)
         raise exception.PlacementError(method='PUT', url=url, status=409,
                                        body='generation conflicts')
@@ -327,11 +342,50 @@ class Reporter:
             'min_unit': 1, 'max_unit': total, 'step_size': 1,
             'allocation_ratio': 1.0}} if total > 0 else {}
 
+        def kept(cached):
+            # ``want`` plus, reserved in full, the classes that still have
+            # allocations but are no longer wanted.
+            merged = dict(want, **{
+                rc: dict(inv, reserved=inv['total'])
+                for rc, inv in cached.inventories.items()
+                if rc not in want and rc in self._in_use[dep.rp_uuid]})
+            return None if merged == cached.inventories else {
+                'inventories': merged}
+
         def body(cached):
+            if dep.rp_uuid in self._in_use:
+                if self._still_allocated(dep.rp_uuid):
+                    return kept(cached)
+                del self._in_use[dep.rp_uuid]
             have = {rc: {k: inv.get(k) for k in want.get(rc, inv)}
                     for rc, inv in cached.inventories.items()}
             return None if have == want else {'inventories': want}
-        self._put(dep.rp_uuid, 'inventories', body, self._took_inventories)
+
+        def keep_allocated(cached):
+            # A class that has allocations cannot be removed (the device
+            # lost capacity: e.g. the kernel lowered an mdev type's
+            # available_instances to 0): keep its inventory, reserve all
+            # of it so nothing new lands, and try again once they are
+            # freed (never in a loop: a 409 of this kind is no conflict).
+            gone = sorted(set(cached.inventories) - set(want))
+            LOG.warning('Resource provider %s (device %s) still has '
+                        'allocations of %s, which it can no longer hold; '
+                        'that inventory is kept and reserved until they '
+                        'are freed', dep.rp_uuid, dep.address,
+                        ', '.join(gone))
+            self._in_use[dep.rp_uuid] = set(gone)
+            return kept(cached)
+        self._put(dep.rp_uuid, 'inventories', body, self._took_inventories,
+                  in_use=keep_allocated)
+
+    def _still_allocated(self, rp_uuid):
+        """True while a provider still has allocations of the classes
+        kept in ``_in_use`` (freeing allocations does not bump its
+        generation, so its usages are asked: one GET)."""
+        usages = self.client.get('/resource_providers/%s/usages' % rp_uuid,
+                                 ok=(200, 404))
+        return usages.status_code == 200 and any(
+            usages.json()['usages'].get(rc) for rc in self._in_use[rp_uuid])
 
     def set_reserved(self, rp_uuid, reserved):
         """Set the reserved units of one of our providers at once, as

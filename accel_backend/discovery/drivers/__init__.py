@@ -12,6 +12,8 @@ import dataclasses
 from oslo_log import log as logging
 from stevedore import driver as sv_driver
 
+from accel_backend.discovery import iommu
+
 LOG = logging.getLogger(__name__)
 NAMESPACE = 'accel_backend.discovery.drivers'
 HEALTHY = 'healthy'
@@ -65,7 +67,9 @@ def load(conf, names):
 
 def discover_all(drivers):
     """Run every driver; a device reported by two drivers goes to the
-    first one (in ``enabled_drivers`` order), with a warning.
+    first one (in ``enabled_drivers`` order), with a warning, and of two
+    passthrough devices in one IOMMU group only the first is kept
+    (``discovery.iommu.exclusive``).
 
     :returns: list of ``DiscoveredDeployable``.
     """
@@ -79,4 +83,4 @@ def discover_all(drivers):
                             item.driver_name, first)
                 continue
             found.append(item)
-    return found
+    return iommu.exclusive(found)

@@ -5,6 +5,7 @@ import os
 from oslo_log import log as logging
 
 from accel_backend.discovery import drivers
+from accel_backend.discovery import iommu
 from accel_backend.discovery import nova_pci
 from accel_backend.discovery import pci_ids
 from accel_backend.discovery import sysfs
@@ -20,8 +21,14 @@ def numa_trait(numa_node):
     return None if numa_node is None else 'CUSTOM_NUMA_NODE_%d' % numa_node
 
 
+#: Trait of a deployable that is an SR-IOV virtual function (os-traits has
+#: SR-IOV traits for NICs only).
+VF_TRAIT = 'CUSTOM_PCI_VF'
+
+
 def pci_traits(fn):
-    """Traits every PCI deployable gets: owner, vendor/product, NUMA."""
+    """Traits every PCI deployable gets: owner, vendor/product, NUMA, and
+    ``CUSTOM_PCI_VF`` for an SR-IOV virtual function."""
     traits = {'OWNER_CYBORG',
               'CUSTOM_PCI_VENDOR_%s' % fn.vendor_id.upper(),
               'CUSTOM_PCI_PRODUCT_%s_%s' % (fn.vendor_id.upper(),
@@ -29,6 +36,8 @@ def pci_traits(fn):
     numa = numa_trait(fn.numa_node)
     if numa:
         traits.add(numa)
+    if fn.physfn:
+        traits.add(VF_TRAIT)
     return traits
 
 
@@ -50,6 +59,9 @@ class PCIDriverBase:
     """
 
     name = None
+    #: Passthrough drivers assign whole functions, hence whole IOMMU
+    #: groups (``discovery.iommu``); the mdev driver does not.
+    assigns_iommu_group = True
 
     def __init__(self, conf):
         self.conf = conf
@@ -63,6 +75,7 @@ class PCIDriverBase:
         self.health_check = conf.discovery.health_check
         self._ids = None
         self._slots = None
+        self._groups = iommu.Groups([])
 
     @property
     def pci_ids(self):
@@ -74,7 +87,9 @@ class PCIDriverBase:
         """Every PCI function under the sysfs root (a new pass: the slots
         are read again)."""
         self._slots = None
-        return sysfs.scan(self.root)
+        found = sysfs.scan(self.root)
+        self._groups = iommu.Groups(found)
+        return found
 
     def refused(self, fn):
         """True (with a warning, once) when Nova's PCI passthrough claims
@@ -82,7 +97,14 @@ class PCIDriverBase:
         return self.nova.refuse(fn, self.name)
 
     def health(self, fn):
-        """``(health, reason)`` of a function from what sysfs shows."""
+        """``(health, reason)`` of a function from what sysfs shows: a
+        function whose IOMMU group holds an endpoint the host uses cannot
+        be assigned (``iommu.Groups.blocker``), one with fatal AER errors
+        is broken."""
+        if self.assigns_iommu_group:
+            blocker = self._groups.blocker(fn)
+            if blocker:
+                return drivers.UNHEALTHY, blocker
         if self.health_check:
             fatal = sysfs.fatal_aer_errors(self.root, fn.address)
             if fatal:

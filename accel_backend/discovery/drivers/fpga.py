@@ -8,14 +8,39 @@ from accel_backend.discovery.drivers import base
 
 LOG = logging.getLogger(__name__)
 
+#: Management function -> (card, user function) of the common cards.  A
+#: guest given the management function could reflash the card's shell
+#: (Alveo: ``xclmgmt``; Intel PAC: the FPGA Management Engine of the PF),
+#: so only the user function is an accelerator.  Alveo cards pair two PFs
+#: (Xilinx XRT's supported platforms: U200 5000/5001, U250 5004/5005, U280
+#: 500c/500d, U50 5020/5021); Intel PACs offer their accelerator function
+#: units on SR-IOV VFs of the management PF (Intel OPAE, "virtualization"
+#: guide: PAC Arria 10 GX 09c4/09c5, D5005 0b2b/0b2c, N3000 0b30/0b31).
+CARDS = {
+    ('10ee', '5000'): ('Alveo U200', ('10ee', '5001')),
+    ('10ee', '5004'): ('Alveo U250', ('10ee', '5005')),
+    ('10ee', '500c'): ('Alveo U280', ('10ee', '500d')),
+    ('10ee', '5020'): ('Alveo U50', ('10ee', '5021')),
+    ('8086', '09c4'): ('Intel PAC Arria 10 GX', ('8086', '09c5')),
+    ('8086', '0b2b'): ('Intel PAC D5005', ('8086', '0b2c')),
+    ('8086', '0b30'): ('Intel PAC N3000', ('8086', '0b31')),
+}
+#: User functions that are SR-IOV VFs: reported although they are VFs.
+USER_VFS = frozenset(user for card, user in CARDS.values()
+                     if user[0] == '8086')
+
 
 class FPGADriver(base.PCIDriverBase):
     """Each PCI function whose ``vendor:product`` is in ``[discovery]
     fpga_ids`` (globs allowed: ``10ee:*``) is one FPGA.
 
+    The management function of a known card (``CARDS``) is left out
+    unless ``[discovery] fpga_management_functions``: its user function
+    is the accelerator.  SR-IOV VFs are skipped, except the user VFs of
+    Intel PACs (their PF is then the management function).
+
     Traits: ``CUSTOM_FPGA_XILINX`` / ``CUSTOM_FPGA_INTEL`` (other vendors
-    ``CUSTOM_FPGA_<vendor id>``), vendor/product and NUMA traits.  SR-IOV
-    VFs are skipped.
+    ``CUSTOM_FPGA_<vendor id>``), vendor/product, VF and NUMA traits.
 
     :param conf: accel_backend ``ConfigOpts``.
     :raises ValueError: a malformed ``fpga_ids`` entry.
@@ -27,6 +52,7 @@ class FPGADriver(base.PCIDriverBase):
 
     def __init__(self, conf):
         super().__init__(conf)
+        self.management = conf.discovery.fpga_management_functions
         self.ids = []
         for entry in conf.discovery.fpga_ids:
             vendor, sep, product = entry.strip().lower().partition(':')
@@ -39,15 +65,25 @@ class FPGADriver(base.PCIDriverBase):
         return any(fn.vendor_id == v and fnmatch.fnmatch(fn.product_id, p)
                    for v, p in self.ids)
 
+    def _skipped(self, fn):
+        ids = (fn.vendor_id, fn.product_id)
+        if ids in CARDS and not self.management:
+            card, user = CARDS[ids]
+            LOG.debug('Skipping %s: management function of an %s (its '
+                      'user function %s:%s is the accelerator)',
+                      fn.address, card, *user)
+            return True
+        if fn.physfn and ids not in USER_VFS:
+            LOG.debug('Skipping %s: SR-IOV VF of %s', fn.address,
+                      fn.physfn)
+            return True
+        return False
+
     def discover(self):
         """:returns: list of ``DiscoveredDeployable``, sorted by address."""
         found = []
         for fn in self.functions():
-            if not self._selected(fn):
-                continue
-            if fn.physfn:
-                LOG.debug('Skipping %s: SR-IOV VF of %s', fn.address,
-                          fn.physfn)
+            if not self._selected(fn) or self._skipped(fn):
                 continue
             if self.refused(fn):
                 continue

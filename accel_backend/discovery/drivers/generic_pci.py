@@ -13,8 +13,10 @@ class GenericPCIDriver(base.PCIDriverBase):
 
     Each match becomes one deployable with inventory 1 of the spec's
     resource class and one attach handle (the function's address).  SR-IOV
-    virtual functions are skipped: a VF is not a whole device.  Functions
-    Nova's PCI passthrough claims are refused (``PCIDriverBase``).
+    virtual functions are reported only when a spec asks for them
+    (``device_spec.DeviceSpec.takes_vf``), with the ``CUSTOM_PCI_VF``
+    trait, and their PF is then withheld.  Functions Nova's PCI
+    passthrough claims are refused (``PCIDriverBase``).
 
     :param conf: accel_backend ``ConfigOpts``.
     :raises DeviceSpecError: at construction, for a malformed spec.
@@ -26,24 +28,39 @@ class GenericPCIDriver(base.PCIDriverBase):
         super().__init__(conf)
         self.specs = device_spec.parse_all(conf.discovery.device_spec)
 
-    def discover(self):
-        """:returns: list of ``DiscoveredDeployable``, sorted by address."""
-        found = []
-        if not self.specs:
-            return found
-        for fn in self.functions():
-            spec = next((s for s in self.specs if s.matches(fn)), None)
-            if spec is None:
+    def _spec_for(self, fn, by_address):
+        """The first spec that takes ``fn``, or None."""
+        for spec in self.specs:
+            if not spec.matches(fn):
                 continue
             if fn.physfn:
-                LOG.info('Skipping %s: SR-IOV VF of %s', fn.address,
-                         fn.physfn)
-                continue
-            if self.refused(fn):
+                if spec.takes_vf(fn, by_address.get(fn.physfn)):
+                    return spec
+            elif not spec.vf:
+                return spec
+        if fn.physfn and any(s.matches(fn) for s in self.specs):
+            LOG.debug('Skipping %s: SR-IOV VF of %s (no device_spec asks '
+                      'for VFs)', fn.address, fn.physfn)
+        return None
+
+    def discover(self):
+        """:returns: list of ``DiscoveredDeployable``, sorted by address."""
+        if not self.specs:
+            return []
+        functions = self.functions()
+        by_address = {fn.address: fn for fn in functions}
+        chosen = [(fn, spec) for fn, spec in
+                  ((fn, self._spec_for(fn, by_address)) for fn in functions)
+                  if spec is not None and not self.refused(fn)]
+        pfs_of_vfs = {fn.physfn for fn, _ in chosen if fn.physfn}
+        found = []
+        for fn, spec in chosen:
+            if fn.address in pfs_of_vfs:
+                LOG.debug('Skipping %s: its SR-IOV VFs are reported',
+                          fn.address)
                 continue
             found.append(self.deployable(
                 fn, device_type=spec.device_type,
-                model=self.pci_ids.model(fn.vendor_id, fn.product_id),
                 resource_class=spec.resource_class,
                 traits=set(spec.traits) | base.pci_traits(fn),
                 attach_handles=[(spec.attach_handle_type,

@@ -60,16 +60,20 @@ def write_function(root, address, vendor, device, klass, numa=-1,
 
 
 def write_mdev_type(root, address, type_id, name, available,
-                    device_api='vfio-pci', created=()):
+                    device_api='vfio-pci', created=(), max_instance=None):
     """``<address>/mdev_supported_types/<type_id>/``; ``created`` are
-    UUIDs of existing mdevs of that type (links under ``devices/``)."""
+    UUIDs of existing mdevs of that type (links under ``devices/``);
+    ``max_instance`` is written into ``description`` as NVIDIA's driver
+    does."""
     base = os.path.join(root, address, 'mdev_supported_types', type_id)
     os.makedirs(os.path.join(base, 'devices'), exist_ok=True)
+    description = 'num_heads=4, frl_config=60, framebuffer=%s' % name
+    if max_instance is not None:
+        description += ', max_instance=%d' % max_instance
     for fname, text in (('name', name), ('available_instances',
                                          str(available)),
                         ('device_api', device_api),
-                        ('description', 'num_heads=4, frl_config=60, '
-                                        'framebuffer=%s' % name)):
+                        ('description', description)):
         with open(os.path.join(base, fname), 'w') as f:
             f.write(text + '\n')
     for mdev in created:

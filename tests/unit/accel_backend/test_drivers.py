@@ -180,8 +180,16 @@ class TestPCIIds(testtools.TestCase):
 
 class TestFPGA(testtools.TestCase):
 
-    def test_xilinx_and_intel(self):
+    def test_only_user_functions_by_default(self):
+        # The U250's management PF (10ee:5004) and the N3000's PF
+        # (8086:0b30, its FPGA Management Engine) are left out.
         found = load(self, 'fpga', base.FPGA_CARD).discover()
+        self.assertEqual(['0000:3b:00.1'], [d.address for d in found])
+        self.assertIn('U250', found[0].model)
+
+    def test_xilinx_and_intel(self):
+        found = load(self, 'fpga', base.FPGA_CARD, discovery={
+            'fpga_management_functions': 'true'}).discover()
         self.assertEqual(['0000:3b:00.0', '0000:3b:00.1', '0000:86:00.0'],
                          [d.address for d in found])
         u250, _, n3000 = found
@@ -212,18 +220,16 @@ class TestFPGA(testtools.TestCase):
 
 class TestMdev(testtools.TestCase):
 
-    def test_one_deployable_per_type(self):
-        found = load(self, 'mdev', base.MDEV_GPU).discover()
-        self.assertEqual(['nvidia-222', 'nvidia-223', 'nvidia-230'],
-                         [d.subname for d in found])
-        self.assertEqual({'0000:41:00.0'}, {d.address for d in found})
-        by_type = {d.subname: d for d in found}
+    def test_one_type_per_gpu(self):
+        # Several types enabled without device_addresses: the first one
+        # is every GPU's type (Nova's [devices] enabled_mdev_types rule).
+        found = load(self, 'mdev', base.MDEV_GPU, discovery={
+            'mdev_types': 'nvidia-223,nvidia-222'}).discover()
+        self.assertEqual([('0000:41:00.0', 'nvidia-223')],
+                         [(d.address, d.subname) for d in found])
+        (dep,) = found
         # Capacity = available_instances + mdevs that exist already.
-        self.assertEqual({'nvidia-222': 16, 'nvidia-223': 8,
-                          'nvidia-230': 0},
-                         {t: len(d.attach_handles)
-                          for t, d in by_type.items()})
-        dep = by_type['nvidia-223']
+        self.assertEqual(8, len(dep.attach_handles))
         self.assertEqual(('VGPU', 'GPU', 'mdev'),
                          (dep.resource_class, dep.device_type,
                           dep.driver_name))
@@ -396,7 +402,8 @@ class TestNovaPCICoexistence(testtools.TestCase):
                            {'vendor_id': '10ee', 'product_id': '5005'}])
         self.assertEqual(['0000:3b:00.0', '0000:86:00.0'],
                          self.addresses('fpga', base.FPGA_CARD,
-                                        nova_pci_device_spec=[spec]))
+                                        nova_pci_device_spec=[spec],
+                                        fpga_management_functions='true'))
 
     def test_nova_conf_file(self):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,

@@ -470,19 +470,19 @@ class TestMdevAndFake(ServiceTestBase):
     DRIVERS = 'mdev,fake'
 
     def test_reported_and_bound(self):
-        svc = self.make_service()
+        # The T4 holds one nvidia-223 mdev already: that type is enabled.
+        svc = self.make_service(self.make_conf(mdev_types='nvidia-223'))
         svc.discover_and_report()
         parent = '0000:41:00.0'
         kids = {rp['name']: rp for rp in self.raw.get(
             '/resource_providers?in_tree=%s' % self.compute_uuid
         ).json()['resource_providers']}
-        for t, total in (('nvidia-222', 16), ('nvidia-223', 8)):
-            name = '%s_%s_%s' % (COMPUTE, parent, t)
-            self.assertEqual(rp_uuid(parent, t), kids[name]['uuid'])
-            inv = self.inventory(kids[name]['uuid'])['VGPU']
-            self.assertEqual((total, 0), (inv['total'], inv['reserved']))
-        # A type with no capacity has a provider without inventory.
-        self.assertEqual({}, self.inventory(rp_uuid(parent, 'nvidia-230')))
+        name = '%s_%s_nvidia-223' % (COMPUTE, parent)
+        self.assertEqual(rp_uuid(parent, 'nvidia-223'), kids[name]['uuid'])
+        inv = self.inventory(kids[name]['uuid'])['VGPU']
+        self.assertEqual((8, 0), (inv['total'], inv['reserved']))
+        # The GPU offers no other type: it is sold once.
+        self.assertEqual([name], [n for n in kids if parent in n])
         fake = kids['%s_0000:0c:00.0' % COMPUTE]['uuid']
         self.assertEqual(16, self.inventory(fake)['FPGA']['total'])
         self.assertIn('CUSTOM_FAKE_DEVICE', self.raw.get(

@@ -1,0 +1,402 @@
+"""Device layouts of real servers, end to end: a ``Service`` discovers a
+copy of a recorded tree (``real_servers``) and reports to a real
+Placement (openstack-placement's fixture); the tests assert what Placement
+holds afterwards (providers, inventories, traits, allocation candidates)
+and how many writes it took."""
+
+import os
+
+import fixtures
+from oslo_utils import uuidutils
+import testtools
+
+from tests.unit.accel_backend import base
+from tests.unit.accel_backend import real_servers
+from tests.unit.accel_backend import test_lifecycle
+
+COMPUTE = test_lifecycle.COMPUTE
+rp_uuid = test_lifecycle.rp_uuid
+
+
+def tree(name):
+    return os.path.join(base.FIXTURES, name)
+
+
+class RealServerTest(test_lifecycle.ServiceTestBase):
+    """``make_conf(groups={...}, **discovery)``: extra option groups
+    (e.g. ``mdev_<type>``) besides ``[discovery]``."""
+
+    def make_conf(self, groups=None, **discovery):
+        discovery.setdefault('enabled_drivers', self.DRIVERS)
+        discovery.setdefault('report_interval', '0')
+        return base.make_conf(
+            self, self.root, (), DEFAULT={
+                'host': COMPUTE, 'state_path': self.tmp},
+            api={'auth_strategy': 'noauth'}, binding={'workers': '1'},
+            placement=self.placement_opts, nova=base.NO_NOVA,
+            discovery=discovery, **(groups or {}))
+
+    def report(self, **kw):
+        svc = self.make_service(self.make_conf(**kw))
+        svc.discover_and_report()
+        return svc
+
+    def providers(self):
+        """``{name without the host prefix: rp}`` of the host's children."""
+        rps = self.raw.get('/resource_providers?in_tree=%s' %
+                           self.compute_uuid).json()['resource_providers']
+        return {rp['name'][len(COMPUTE) + 1:]: rp for rp in rps
+                if rp['uuid'] != self.compute_uuid}
+
+    def traits(self, rp):
+        return set(self.raw.get('/resource_providers/%s/traits' % rp
+                                ).json()['traits'])
+
+    def inv(self, name, rc):
+        """``(total, reserved, max_unit)`` of a provider's inventory, or
+        None when it has none of ``rc``."""
+        inv = self.inventory(self.providers()[name]['uuid']).get(rc)
+        return inv and (inv['total'], inv['reserved'], inv['max_unit'])
+
+    def candidates(self, query):
+        """Names of the providers the allocation candidates of
+        ``query`` would take from."""
+        body = self.raw.get('/allocation_candidates?%s' % query).json()
+        names = {rp['uuid']: n for n, rp in self.providers().items()}
+        return sorted({names[u] for ar in body['allocation_requests']
+                       for u in ar['allocations']})
+
+    def allocate(self, name, rc, amount=1):
+        consumer = uuidutils.generate_uuid()
+        self.raw.put('/allocations/%s' % consumer, {
+            'allocations': {self.providers()[name]['uuid']: {
+                'resources': {rc: amount}}},
+            'project_id': uuidutils.generate_uuid(),
+            'user_id': uuidutils.generate_uuid(),
+            'consumer_generation': None})
+        return consumer
+
+    def writes(self, svc):
+        """Writes of the service's reporter since the last call."""
+        done = svc.placement.writes()
+        svc.placement.log.clear()
+        return done
+
+
+class TestTreesAreRecorded(testtools.TestCase):
+
+    def test_committed_trees_match_their_writer(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        for name in real_servers.TREES:
+            fresh = os.path.join(tmp, name)
+            real_servers.write(name, fresh)
+            self.assertEqual(self.snapshot(fresh), self.snapshot(tree(name)),
+                             name)
+
+    @staticmethod
+    def snapshot(root):
+        """``{relative path: file text or link target}`` (links are not
+        followed: ``physfn``/``virtfn*`` make cycles)."""
+        found = {}
+        for dirpath, dirnames, filenames in os.walk(root):
+            for entry in dirnames + filenames:
+                path = os.path.join(dirpath, entry)
+                rel = os.path.relpath(path, root)
+                if os.path.islink(path):
+                    found[rel] = '-> ' + os.readlink(path)
+                elif os.path.isfile(path):
+                    with open(path) as f:
+                        found[rel] = f.read()
+        return found
+
+
+class TestGPUWithItsAudioFunction(RealServerTest):
+    """An IOMMU group holding an endpoint the host uses."""
+
+    TREE = tree('gpu-audio-group')
+
+    def test_blocked_gpu_is_never_offered_until_freed(self):
+        svc = self.report()
+        self.assertEqual(['0000:01:00.0', '0000:41:00.0'],
+                         sorted(self.providers()))
+        # The audio function on snd_hda_intel blocks group 14; group 30
+        # (GPU, its audio on vfio-pci and a root port) is fine.
+        self.assertEqual((1, 1, 1), self.inv('0000:01:00.0', 'PGPU'))
+        self.assertEqual((1, 0, 1), self.inv('0000:41:00.0', 'PGPU'))
+        self.assertEqual(['0000:41:00.0'], self.candidates(
+            'resources=PGPU:1'))
+        view = self.device_view(svc, '0000:01:00.0')
+        self.assertEqual('unhealthy', view['status'])
+        self.assertIn('IOMMU group 14 also holds 0000:01:00.1 (driver '
+                      'snd_hda_intel)', view['status_reason'])
+        attrs = {a['key']: a['value'] for a in self.call(
+            svc, '/v2/attributes').json['attributes']
+            if a['deployable_uuid'] == self.deployable_uuid(svc,
+                                                            '0000:41:00.0')}
+        self.assertEqual('30', attrs['iommu_group'])
+        self.writes(svc)
+        svc.discover_and_report()
+        self.assertEqual([], self.writes(svc))
+
+        # The operator binds the audio function to vfio-pci.
+        link = os.path.join(self.root, '0000:01:00.1', 'driver')
+        os.unlink(link)
+        os.symlink('../../../bus/pci/drivers/vfio-pci', link)
+        svc.discover_and_report()
+        self.assertEqual((1, 0, 1), self.inv('0000:01:00.0', 'PGPU'))
+        self.assertEqual(1, len(self.writes(svc)))
+        self.assertEqual(['0000:01:00.0', '0000:41:00.0'], self.candidates(
+            'resources=PGPU:1&group_policy=none'))
+
+    def deployable_uuid(self, svc, address):
+        deps = self.call(svc, '/v2/deployables').json['deployables']
+        return next(d['uuid'] for d in deps if address in d['name'])
+
+
+class TestTwoGPUsBehindOneSwitch(RealServerTest):
+
+    TREE = tree('switch-group')
+
+    def test_one_device_per_group(self):
+        svc = self.report()
+        self.assertEqual(['0000:19:00.0', '0000:af:00.0'],
+                         sorted(self.providers()))
+        self.assertEqual((1, 0, 1), self.inv('0000:19:00.0', 'PGPU'))
+        self.assertIn('Device 0000:1a:00.0 shares IOMMU group 40 with '
+                      'device 0000:19:00.0', self.logger.output)
+        # Both offered devices have a group of their own.
+        self.assertEqual(['0000:19:00.0', '0000:af:00.0'], self.candidates(
+            'resources=PGPU:1'))
+        writes = self.writes(svc)
+        # Per provider: create, inventory, traits.
+        self.assertEqual(6, len([w for w in writes
+                                 if '/resource_providers' in w[1]]))
+        svc.discover_and_report()
+        self.assertEqual([], self.writes(svc))
+
+
+class TestQATVirtualFunctions(RealServerTest):
+
+    TREE = tree('qat-vfs')
+    DRIVERS = 'generic_pci'
+    QAT = {'vendor_id': '8086', 'resource_class': 'CUSTOM_QAT',
+           'device_type': 'QAT', 'traits': ['CUSTOM_QAT_C62X']}
+
+    def spec(self, **kw):
+        return base.json.dumps(dict(self.QAT, **kw))
+
+    def test_vf_product_id_opts_in(self):
+        svc = self.report(device_spec=[self.spec(product_id='37c9')])
+        vfs = ['0000:3d:01.%d' % i for i in range(4)]
+        self.assertEqual(vfs, sorted(self.providers()))
+        for vf in vfs:
+            self.assertEqual((1, 0, 1), self.inv(vf, 'CUSTOM_QAT'))
+            self.assertEqual(
+                {'OWNER_CYBORG', 'CUSTOM_QAT_C62X', 'CUSTOM_PCI_VF',
+                 'CUSTOM_PCI_VENDOR_8086', 'CUSTOM_PCI_PRODUCT_8086_37C9',
+                 'CUSTOM_NUMA_NODE_0'},
+                self.traits(self.providers()[vf]['uuid']))
+        self.assertEqual(vfs, self.candidates(
+            'resources=CUSTOM_QAT:1&required=CUSTOM_PCI_VF'))
+        self.writes(svc)
+        svc.discover_and_report()
+        self.assertEqual([], self.writes(svc))
+
+    def test_pf_with_reported_vfs_is_withheld(self):
+        self.report(device_spec=[self.spec(product_id='37c9'),
+                                 self.spec(product_id='37c8')])
+        # 0000:3d:00.0 gives its VFs; 0000:3f:00.0 has none enabled.
+        self.assertEqual(['0000:3d:01.0', '0000:3d:01.1', '0000:3d:01.2',
+                          '0000:3d:01.3', '0000:3f:00.0'],
+                         sorted(self.providers()))
+        self.assertNotIn('CUSTOM_PCI_VF', self.traits(
+            self.providers()['0000:3f:00.0']['uuid']))
+
+    def test_vfs_of_the_pf_id_only_with_the_flag(self):
+        self.report(device_spec=[self.spec(product_id='37c8', vf=False)])
+        self.assertEqual(['0000:3d:00.0', '0000:3f:00.0'],
+                         sorted(self.providers()))
+
+
+class TestSameIdVFsByFlag(RealServerTest):
+    """A100 VFs carry the PF's product id: only ``"vf": true`` asks."""
+
+    TREE = base.GPU_SERVER
+    DRIVERS = 'generic_pci'
+    A100 = {'vendor_id': '10de', 'product_id': '20b5'}
+
+    def test_flag(self):
+        self.report(device_spec=[base.json.dumps(dict(self.A100, vf=True))])
+        self.assertEqual(['0000:17:00.4', '0000:17:00.5', '0000:65:00.4',
+                          '0000:65:00.5'], sorted(self.providers()))
+
+    def test_default_is_whole_functions(self):
+        self.report(device_spec=[base.json.dumps(self.A100)])
+        self.assertEqual(['0000:17:00.0', '0000:65:00.0', '0000:ca:00.0',
+                          '0000:e3:00.0'], sorted(self.providers()))
+
+
+class TestFPGAManagementAndUserFunctions(RealServerTest):
+
+    TREE = tree('fpga-pairs')
+    DRIVERS = 'fpga'
+
+    def test_only_user_functions(self):
+        svc = self.report()
+        self.assertEqual(['0000:3b:00.1', '0000:b2:00.1', '0000:b2:00.2',
+                          '0000:d8:00.1'], sorted(self.providers()))
+        for name in self.providers():
+            self.assertEqual((1, 0, 1), self.inv(name, 'FPGA'))
+        self.assertIn('CUSTOM_PCI_VF', self.traits(
+            self.providers()['0000:b2:00.1']['uuid']))
+        self.assertNotIn('CUSTOM_PCI_VF', self.traits(
+            self.providers()['0000:3b:00.1']['uuid']))
+        self.assertIn('U250', self.device_view(svc, '0000:3b:00.1')['model'])
+        self.assertIn('N3000',
+                      self.device_view(svc, '0000:b2:00.1')['model'])
+
+    def test_management_functions_on_request(self):
+        self.report(fpga_management_functions='true')
+        self.assertEqual(['0000:3b:00.0', '0000:3b:00.1', '0000:b2:00.0',
+                          '0000:b2:00.1', '0000:b2:00.2', '0000:d8:00.0',
+                          '0000:d8:00.1'], sorted(self.providers()))
+
+
+class TestT4TypesAreNotSoldTwice(RealServerTest):
+    """vGPU types of one T4 share it: one type per GPU."""
+
+    TREE = tree('t4-mdev-in-use')
+    DRIVERS = 'mdev'
+    BUSY, FREE = '0000:41:00.0', '0000:c1:00.0'
+
+    def conf_types(self):
+        # Two types enabled; the GPU that runs T4-2B already keeps it.
+        return dict(mdev_types='nvidia-222,nvidia-223', groups={
+            'mdev_nvidia-223': {'device_addresses': self.BUSY}})
+
+    def test_one_type_per_gpu_end_to_end(self):
+        svc = self.report(**self.conf_types())
+        self.assertEqual(['%s_nvidia-223' % self.BUSY,
+                          '%s_nvidia-222' % self.FREE],
+                         sorted(self.providers()))
+        # Capacity: 6 more T4-2B + the 2 that exist; 16 T4-1B.
+        self.assertEqual((8, 0, 8), self.inv('%s_nvidia-223' % self.BUSY,
+                                             'VGPU'))
+        self.assertEqual((16, 0, 16), self.inv('%s_nvidia-222' % self.FREE,
+                                               'VGPU'))
+        # A T4-1B allocated on the free card ...
+        self.allocate('%s_nvidia-222' % self.FREE, 'VGPU')
+        # ... leaves no T4-2B candidate on that card: only on the GPU
+        # that already runs T4-2B.
+        self.assertEqual(['%s_nvidia-223' % self.BUSY], self.candidates(
+            'resources=VGPU:1&required=CUSTOM_MDEV_NVIDIA_223'))
+        self.raw.put('/traits/CUSTOM_MDEV_NVIDIA_230')
+        self.assertEqual([], self.candidates(
+            'resources=VGPU:1&required=CUSTOM_MDEV_NVIDIA_230'))
+        self.writes(svc)
+        svc.discover_and_report()
+        self.assertEqual([], self.writes(svc))
+
+    def test_an_address_for_two_types_stops_the_driver(self):
+        conf = self.make_conf(mdev_types='nvidia-222,nvidia-223', groups={
+            'mdev_nvidia-222': {'device_addresses': self.BUSY},
+            'mdev_nvidia-223': {'device_addresses': self.BUSY}})
+        from accel_backend import service as service_mod
+        self.assertIsNone(service_mod.build_or_refuse(conf, 'embedded',
+                                                      'test'))
+        self.assertIn('both list 0000:41:00.0', self.logger.output)
+
+    def test_no_enabled_type_reports_nothing(self):
+        self.report()
+        self.assertEqual({}, self.providers())
+        self.assertIn('enables no type', self.logger.output)
+
+    def test_lost_capacity_that_is_allocated_is_kept_reserved(self):
+        svc = self.report(mdev_types='nvidia-222')
+        name = '%s_nvidia-222' % self.FREE
+        self.assertEqual((16, 0, 16), self.inv(name, 'VGPU'))
+        consumer = self.allocate(name, 'VGPU', 2)
+        # Someone creates a T4-16Q on that card behind our back: the
+        # kernel shows no T4-1B left.
+        types = os.path.join(self.root, self.FREE, 'mdev_supported_types')
+        with open(os.path.join(types, 'nvidia-222',
+                               'available_instances'), 'w') as f:
+            f.write('0\n')
+        self.writes(svc)
+        svc.discover_and_report()
+        # Placement refused to drop the allocated inventory (inventory.
+        # inuse): it is kept and reserved, not retried as a conflict.
+        self.assertEqual((16, 16, 16), self.inv(name, 'VGPU'))
+        self.assertEqual(2, len(self.writes(svc)))
+        self.assertIn('still has allocations of VGPU', self.logger.output)
+        svc.discover_and_report()
+        self.assertEqual([], self.writes(svc))
+        # Freed: the inventory goes at the next report.
+        self.raw.delete('/allocations/%s' % consumer)
+        svc.discover_and_report()
+        self.assertIsNone(self.inv(name, 'VGPU'))
+        self.assertEqual(1, len(self.writes(svc)))
+
+
+class TestA100TypesOnVFs(RealServerTest):
+    """Ampere: one vGPU per VF, the GPU's maximum across its VFs."""
+
+    TREE = tree('a100-vgpu-vfs')
+    DRIVERS = 'mdev'
+    FREE, FULL = '0000:ca:00.0', '0000:e3:00.0'
+
+    def test_one_provider_per_gpu_capped_by_the_type(self):
+        # A100D-80C: one per GPU, although all four VFs offer it.
+        svc = self.report(mdev_types='nvidia-694')
+        self.assertEqual(['%s_nvidia-694' % self.FREE,
+                          '%s_nvidia-694' % self.FULL],
+                         sorted(self.providers()))
+        self.assertEqual((1, 0, 1), self.inv('%s_nvidia-694' % self.FREE,
+                                             'VGPU'))
+        # The other GPU is full of A100D-40C: nothing to offer.
+        self.assertIsNone(self.inv('%s_nvidia-694' % self.FULL, 'VGPU'))
+        handles = self.handles(svc, self.FREE)
+        self.assertEqual([('0000:ca:00.4', 'nvidia-694')], handles)
+
+    def test_types_per_gpu_and_handles_on_vfs(self):
+        svc = self.report(mdev_types='nvidia-692,nvidia-693', groups={
+            'mdev_nvidia-693': {'device_addresses': self.FULL}})
+        self.assertEqual((4, 0, 4), self.inv('%s_nvidia-692' % self.FREE,
+                                             'VGPU'))
+        self.assertEqual((2, 0, 2), self.inv('%s_nvidia-693' % self.FULL,
+                                             'VGPU'))
+        self.assertEqual(['0000:ca:00.%d' % i for i in range(4, 8)],
+                         [p for p, _ in self.handles(svc, self.FREE)])
+        # The two VFs that hold the GPU's A100D-40C vGPUs.
+        self.assertEqual([('0000:e3:00.4', 'nvidia-693'),
+                          ('0000:e3:00.5', 'nvidia-693')],
+                         self.handles(svc, self.FULL))
+        self.assertIn('CUSTOM_MDEV_NVIDIA_692', self.traits(
+            self.providers()['%s_nvidia-692' % self.FREE]['uuid']))
+
+    def test_unknown_maximum_is_not_guessed(self):
+        for vf in range(4, 8):
+            path = os.path.join(self.root, '0000:ca:00.%d' % vf,
+                                'mdev_supported_types', 'nvidia-692',
+                                'description')
+            with open(path, 'w') as f:
+                f.write('num_heads=1, framebuffer=20480M\n')
+        self.report(mdev_types='nvidia-692')
+        self.assertNotIn('%s_nvidia-692' % self.FREE, self.providers())
+        self.assertIn('neither [mdev_nvidia-692] max_instances',
+                      self.logger.output)
+        # The operator says it.
+        self.report(mdev_types='nvidia-692', groups={
+            'mdev_nvidia-692': {'max_instances': '3'}})
+        self.assertEqual((3, 0, 3), self.inv('%s_nvidia-692' % self.FREE,
+                                             'VGPU'))
+
+    def handles(self, svc, pf):
+        from accel_backend.objects import device as device_obj
+        with svc.db.transaction() as session:
+            (dev,) = [d for d in device_obj.list_(session)
+                      if d.address == pf]
+            return sorted((h.attach_info['parent'],
+                           h.attach_info['asked_type'])
+                          for dep in dev.deployables
+                          for h in dep.attach_handles)
