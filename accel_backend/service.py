@@ -34,7 +34,9 @@ from accel_backend.discovery import drivers as drivers_mod
 from accel_backend import exception
 from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import device as device_obj
+from accel_backend.objects import host_status
 from accel_backend.placement import client as placement_client
+from accel_backend.placement import records
 from accel_backend.placement import report
 
 LOG = logging.getLogger(__name__)
@@ -77,7 +79,7 @@ class Service:
         self.placement = placement_client.PlacementClient(
             placement_client.adapter_from_conf(conf, auth=placement_auth))
         self.reporter = report.Reporter(
-            self.placement, report.compute_rp_names(conf),
+            self.placement, records.compute_rp_names(conf),
             reserved_for=self._reserved_for,
             max_removal_share=conf.discovery.max_removal_share)
         self.binder = self.cleaner = self.auditor = None
@@ -136,15 +138,48 @@ class Service:
                 session, self.conf.host, found,
                 max_removal_share=self.conf.discovery.max_removal_share,
                 force=force)
-            records = [report.ProviderRecord(
+            reported = [records.ProviderRecord(
                 rp_uuid=d.rp_uuid, address=d.device.address,
                 resource_class=d.resource_class, total=d.num_accelerators,
                 traits=tuple(d.traits),
                 reserved=device_obj.reserved_units(d),
                 subname=self._subname(d))
                 for d in deps]
-        self.reporter.report(records, force=force)
-        return records
+        self.reporter.report(reported, force=force)
+        return reported
+
+    def report_pass(self, force=False):
+        """``discover_and_report`` once, its outcome recorded as this
+        host's status (``objects.host_status``): what the API's health
+        check and ``accel-backend-manage discovery status`` show.
+
+        :returns: list of ``ProviderRecord`` reported.
+        :raises: whatever ``discover_and_report`` raises, after recording
+            it (``refused`` for a misconfiguration, else ``failing``).
+        """
+        try:
+            reported = self.discover_and_report(force=force)
+        except (exception.SysfsRootUnavailable,
+                exception.MassRemovalRefused) as e:
+            self._record(host_status.REFUSED, e)
+            raise
+        except Exception as e:
+            self._record(host_status.FAILING, e)
+            raise
+        self._record(host_status.OK)
+        return reported
+
+    def _record(self, state, error=None):
+        try:
+            with self.db.transaction() as session:
+                host_status.record(
+                    session, self.conf.host, state,
+                    reason=str(error) if error is not None else None,
+                    code=getattr(error, 'code', None) or (
+                        type(error).__name__ if error is not None else None))
+        except Exception as e:
+            LOG.warning('Cannot record the status of host %s: %s',
+                        self.conf.host, e)
 
     def _subname(self, dep):
         # Deployables of a device with several are named
@@ -184,7 +219,7 @@ class Service:
         done_once = False
         while not self._stop.is_set():
             try:
-                self.discover_and_report()
+                self.report_pass()
                 done_once = True
             except (exception.SysfsRootUnavailable,
                     exception.MassRemovalRefused) as e:
@@ -230,4 +265,26 @@ def build_or_refuse(conf, role, name):
         return Service(conf, role=role)
     except (exception.AccelBackendError, ValueError) as e:
         LOG.error('%s refuses to start: %s', name, e)
+        if role != API:
+            _record_refusal(conf, e)
         return None
+
+
+def _record_refusal(conf, error):
+    """Best effort: record in the database that this host's service
+    refused to start, so the API's health check says why."""
+    try:
+        db = db_api.Database(conf.database.connection)
+    except Exception as e:
+        LOG.warning('Cannot record the refusal of host %s: %s', conf.host, e)
+        return
+    try:
+        with db.transaction() as session:
+            host_status.record(session, conf.host, host_status.REFUSED,
+                               reason=str(error),
+                               code=getattr(error, 'code', None) or
+                               type(error).__name__)
+    except Exception as e:
+        LOG.warning('Cannot record the refusal of host %s: %s', conf.host, e)
+    finally:
+        db.dispose()

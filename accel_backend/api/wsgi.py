@@ -19,6 +19,7 @@ from oslo_middleware import request_id as request_id_mw
 from oslo_middleware import sizelimit
 
 from accel_backend.api import context as context_mod
+from accel_backend.api import health
 from accel_backend.api import microversion
 from accel_backend.api import routes
 from accel_backend.api import util
@@ -187,5 +188,23 @@ def make_app(conf, service):
     app = sizelimit.RequestBodySizeLimiter(app, conf)
     app = _JSONRequestTooLarge(app,
                                conf.oslo_middleware.max_request_body_size)
+    app = _HealthcheckPath(health.make_app(conf, service), app)
     app = request_id_mw.RequestId(app)
     return app
+
+
+class _HealthcheckPath:
+    """Sends ``/healthcheck`` to oslo.middleware's health check
+    (``accel_backend.api.health``), served without a token as load
+    balancers call it; everything else to ``app``."""
+
+    PATH = '/healthcheck'
+
+    def __init__(self, healthcheck, app):
+        self.healthcheck = healthcheck
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        if environ.get('PATH_INFO', '').rstrip('/') == self.PATH:
+            return self.healthcheck(environ, start_response)
+        return self.app(environ, start_response)

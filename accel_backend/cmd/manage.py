@@ -7,7 +7,10 @@
   and providers that vanished even when they are more than ``[discovery]
   max_removal_share`` of the host's (after the operator checked that they
   are really gone). Exit status 1 with the reason when the pass is
-  refused.
+  refused;
+* ``discovery status``: the last discovery pass of every host (``ok``,
+  ``refused`` or ``failing``, when, why); exit status 1 when a host is
+  not ``ok``, for monitoring.
 """
 
 import sys
@@ -29,7 +32,7 @@ def _discovery_sync(conf):
     from accel_backend import service as service_mod
     svc = service_mod.Service(conf, role=service_mod.AGENT)
     try:
-        records = svc.discover_and_report(force=conf.category.force)
+        records = svc.report_pass(force=conf.category.force)
     except (exception.SysfsRootUnavailable,
             exception.MassRemovalRefused) as e:
         print('Refused: %s' % e, file=sys.stderr)
@@ -38,6 +41,21 @@ def _discovery_sync(conf):
         svc.stop()
     print('%d deployables of host %s reported' % (len(records), conf.host))
     return 0
+
+
+def _discovery_status(conf):
+    from accel_backend.objects import host_status
+    db = db_api.Database(conf.database.connection)
+    try:
+        with db.transaction() as session:
+            rows = [host_status.to_dict(r)
+                    for r in host_status.list_(session)]
+    finally:
+        db.dispose()
+    for r in rows:
+        print('%s\t%s\t%s\t%s' % (r['host'], r['state'], r['updated_at'],
+                                   r['reason'] or ''))
+    return 0 if all(r['state'] == host_status.OK for r in rows) else 1
 
 
 def _add_commands(subparsers):
@@ -53,6 +71,9 @@ def _add_commands(subparsers):
                        help='remove vanished devices even beyond '
                             '[discovery] max_removal_share')
     dsync.set_defaults(func=_discovery_sync)
+    dstatus = disc_sub.add_parser(
+        'status', help='last discovery pass of every host')
+    dstatus.set_defaults(func=_discovery_status)
 
 
 def main(argv=None):

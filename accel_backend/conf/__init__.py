@@ -13,6 +13,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_db import options as db_options
 from oslo_log import log as logging
+from oslo_middleware.healthcheck import opts as healthcheck_opts
 
 DEFAULT_OPTS = [
     cfg.StrOpt('host', default=socket.gethostname(),
@@ -255,6 +256,11 @@ def register_opts(conf):
     conf.register_opts(CLEANING_OPTS, group=CLEANING_GROUP.name)
     conf.register_group(_own(AUDIT_GROUP))
     conf.register_opts(AUDIT_OPTS, group=AUDIT_GROUP.name)
+    # oslo.middleware's /healthcheck (accel_backend.api.health): our
+    # checks by default; an operator's [healthcheck] backends wins.
+    conf.register_opts(healthcheck_opts.HEALTHCHECK_OPTS, group='healthcheck')
+    conf.set_default('backends', ['accel_database', 'accel_discovery'],
+                     group='healthcheck')
 
 
 def new_conf(args=None, config_files=None):

@@ -146,3 +146,17 @@ class ARQ(TimestampMixin, Base):
     # restart re-sends it.
     pending_event = sa.Column(sa.String(16))
     attach_handle = orm.relationship('AttachHandle')
+
+
+class HostStatus(Base):
+    """The last discovery pass of each host: ``state`` ``ok``, ``refused``
+    (a misconfiguration: nothing was reported or removed) or ``failing``
+    (e.g. Placement unreachable), with the reason and the error code."""
+
+    __tablename__ = 'host_status'
+    hostname = sa.Column(sa.String(255), primary_key=True)
+    state = sa.Column(sa.String(16), nullable=False)
+    code = sa.Column(sa.String(64))
+    reason = sa.Column(sa.Text)
+    updated_at = sa.Column(sa.DateTime, default=_utcnow, onupdate=_utcnow,
+                           nullable=False)

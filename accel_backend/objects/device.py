@@ -200,9 +200,10 @@ def find_free_handle(session, rp_uuid, hostname):
     """Claim a free attach handle of the deployable behind ``rp_uuid``.
 
     Only ``available`` handles of enabled, healthy devices are claimed
-    (never one that is dirty or being cleaned).  The claim is a conditional UPDATE (``in_use`` false -> true) checked
-    by row count, so two binders never get the same handle even on
-    several API workers.
+    (never one that is dirty or being cleaned).  The claim is a
+    conditional UPDATE (``in_use`` false -> true) checked by row count,
+    so two binders never get the same handle even on several API
+    workers.
 
     :returns: the claimed ``models.AttachHandle`` or None (no deployable
         on that RP and host, or all its handles are in use).

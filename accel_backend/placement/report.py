@@ -16,8 +16,6 @@ no-change resync costs one GET and no write; a changed provider is
 re-read, as is one whose write got a 409.
 """
 
-import collections
-import socket
 import threading
 
 import os_resource_classes as orc
@@ -27,61 +25,12 @@ from oslo_log import log as logging
 from accel_backend.discovery import removal
 from accel_backend import exception
 from accel_backend.placement import client as pclient
+from accel_backend.placement import records
 from accel_backend.objects import device as device_obj
 
 LOG = logging.getLogger(__name__)
 OWNER_TRAIT = 'OWNER_CYBORG'
 RETRIES = 4
-
-ProviderRecord = collections.namedtuple(
-    'ProviderRecord',
-    ['rp_uuid', 'address', 'resource_class', 'total', 'traits', 'reserved',
-     'subname'], defaults=(None,))
-ProviderRecord.__doc__ = """What Placement must show for one deployable.
-
-``address`` is the device's PCI address (names the RP, with ``subname``
-when a device has several deployables), ``total`` the number of
-accelerators (int), ``traits`` an iterable of names, ``reserved`` the
-units that must not be scheduled: an int, or True for all of them
-(disabled, missing, unhealthy) and False for none."""
-
-
-def reserved_units(reserved, total):
-    """``ProviderRecord.reserved`` (bool or int) as a unit count."""
-    if reserved is True:
-        return total
-    if reserved is False or reserved is None:
-        return 0
-    return max(0, min(int(reserved), total))
-
-
-class _Cached:
-    """What Placement showed for one of our providers."""
-
-    __slots__ = ('generation', 'inventories', 'traits')
-
-    def __init__(self, generation, inventories, traits):
-        self.generation = generation
-        self.inventories = inventories
-        self.traits = traits
-
-
-def compute_rp_names(conf):
-    """Names to try for the compute node RP, most specific first."""
-    if conf.discovery.resource_provider_name:
-        return [conf.discovery.resource_provider_name]
-    host = conf.host
-    names = [host, host.split('.')[0]]
-    try:
-        names.append(socket.getfqdn(host))
-    except OSError:
-        pass
-    seen = []
-    for n in names:
-        if n and n not in seen:
-            seen.append(n)
-    return seen
-
 
 class Reporter:
     """Keeps Placement in step with the deployables of one host.
@@ -220,7 +169,8 @@ class Reporter:
     def _refresh(self, rp_uuid):
         """Re-read inventories and traits of one provider into the cache.
 
-        :returns: the ``_Cached`` entry, or None when it does not exist.
+        :returns: the ``records.Cached`` entry, or None when it does not
+            exist.
         """
         inv = self.client.get('/resource_providers/%s/inventories' %
                               rp_uuid, ok=(200, 404))
@@ -234,7 +184,8 @@ class Reporter:
         # as a mismatch, and the lower one makes the next write 409.
         gen = min(inv['resource_provider_generation'],
                   traits['resource_provider_generation'])
-        entry = _Cached(gen, inv['inventories'], set(traits['traits']))
+        entry = records.Cached(gen, inv['inventories'],
+                               set(traits['traits']))
         self._cache[rp_uuid] = entry
         return entry
 
@@ -264,7 +215,7 @@ class Reporter:
             {'uuid': dep.rp_uuid, 'name': name,
              'parent_provider_uuid': root_uuid}, ok=(200, 409))
         if resp.status_code == 200:
-            self._cache[dep.rp_uuid] = _Cached(
+            self._cache[dep.rp_uuid] = records.Cached(
                 resp.json()['generation'], {}, set())
             return True
         # Created by an earlier run of ours that crashed before it could
@@ -338,7 +289,7 @@ class Reporter:
         # instance left): such a provider has no inventory.
         want = {dep.resource_class: {
             'total': total,
-            'reserved': reserved_units(dep.reserved, total),
+            'reserved': records.reserved_units(dep.reserved, total),
             'min_unit': 1, 'max_unit': total, 'step_size': 1,
             'allocation_ratio': 1.0}} if total > 0 else {}
 
@@ -412,7 +363,8 @@ class Reporter:
                 want = {}
                 for rc, inv in cached.inventories.items():
                     inv = dict(inv)
-                    inv['reserved'] = reserved_units(reserved, inv['total'])
+                    inv['reserved'] = records.reserved_units(
+                        reserved, inv['total'])
                     want[rc] = inv
                 if want == cached.inventories:
                     return None

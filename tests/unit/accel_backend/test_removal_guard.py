@@ -12,6 +12,7 @@ import os
 import fixtures
 from oslo_utils import uuidutils
 import testtools
+import webob
 
 from accel_backend.cmd import manage
 from accel_backend.discovery import removal
@@ -87,6 +88,49 @@ class RemovalGuardTest(testtools.TestCase):
         self.assertIn('[discovery] sysfs_root', str(err))
         self.assert_both_gpus_kept(svc)
 
+    def health(self, svc, status):
+        resp = webob.Request.blank(
+            '/healthcheck', headers={'Accept': 'application/json'}
+        ).get_response(svc.app)
+        self.assertEqual(status, resp.status_int, resp.text)
+        return resp.json
+
+    def test_health_says_which_host_refuses_and_why(self):
+        good = self.service()
+        good.report_pass()
+        self.assertEqual(['ok'], [r['state'] for r in self.status(good)])
+        self.health(good, 200)
+        missing = os.path.join(base.TWO_GPUS, 'no-such-dir')
+        bad = self.service(sysfs_root=missing)
+        self.assertRaises(exception.SysfsRootUnavailable, bad.report_pass)
+        self.assert_both_gpus_kept(bad)
+        # The API (either service's: one database) tells what is wrong.
+        body = self.health(good, 503)
+        reasons = ' '.join(body['reasons'])
+        self.assertIn('host compute1: discovery refused: Cannot read the '
+                      'PCI devices under %s' % missing, reasons)
+        self.assertEqual(('refused', 'accel.discovery.root_unavailable'),
+                         (self.status(good)[0]['state'],
+                          self.status(good)[0]['code']))
+        # So does the operator's command, with exit status 1.
+        argv = ['--config-file', bad.conf.config_file[0], 'discovery',
+                'status']
+        out = self.useFixture(fixtures.StringStream('stdout'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        self.assertEqual(1, manage.main(argv))
+        self.assertIn('compute1\trefused', out.getDetails()[
+            'stdout'].as_text())
+        # Fixed: healthy again.
+        good.report_pass()
+        self.health(good, 200)
+        self.assertEqual(0, manage.main(argv))
+
+    def status(self, svc):
+        from accel_backend.objects import host_status
+        with svc.db.transaction() as session:
+            return [host_status.to_dict(r)
+                    for r in host_status.list_(session)]
+
     def test_spec_that_matches_nothing_removes_nothing(self):
         svc = self.service(specs=(TYPO_SPEC,))
         err = self.assertRaises(exception.MassRemovalRefused,
@@ -131,6 +175,27 @@ class UnusableNovaConfigTest(testtools.TestCase):
             conf, service_mod.EMBEDDED, 'accel-backend'))
         self.assertIn('accel-backend refuses to start: Nova\'s [pci] '
                       'device_spec cannot be used', logger.output)
+
+    def test_agent_refusal_is_in_the_api_health(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        db = 'sqlite:///%s' % os.path.join(tmp, 'accel.sqlite')
+        groups = dict(DEFAULT={'host': 'compute7'},
+                      database={'connection': db}, nova=base.NO_NOVA,
+                      placement=base.placement_opts('http://p.invalid'))
+        api = service_mod.Service(base.make_conf(self, **groups))
+        self.addCleanup(api.stop)
+        self.useFixture(fixtures.FakeLogger())
+        agent_conf = base.make_conf(self, discovery={
+            'nova_config_file': os.path.join(tmp, 'nova.conf')}, **groups)
+        self.assertIsNone(service_mod.build_or_refuse(
+            agent_conf, service_mod.AGENT, 'accel-backend-agent'))
+        resp = webob.Request.blank(
+            '/healthcheck', headers={'Accept': 'application/json'}
+        ).get_response(api.app)
+        self.assertEqual(503, resp.status_int)
+        self.assertIn('host compute7: discovery refused: Nova\'s [pci] '
+                      'device_spec cannot be used',
+                      ' '.join(resp.json['reasons']))
 
 
 class RemovalRuleTest(testtools.TestCase):

@@ -15,6 +15,7 @@ import testtools
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
 from accel_backend.placement import client as pclient
+from accel_backend.placement import records
 from accel_backend.placement import report
 from tests import placement_fixture
 from tests.unit.accel_backend import base
@@ -123,7 +124,7 @@ class ReporterTestBase(testtools.TestCase):
                reserved=False, host=COMPUTE):
         traits = set(traits) | {'OWNER_CYBORG', 'CUSTOM_PCI_VENDOR_10DE',
                                 'CUSTOM_PCI_PRODUCT_10DE_1EB8'}
-        return report.ProviderRecord(
+        return records.ProviderRecord(
             rp_uuid=device_obj.stable_uuid('rp', host, address),
             address=address, resource_class=rc, total=total,
             traits=tuple(sorted(traits)), reserved=reserved)
@@ -348,7 +349,7 @@ class TestComputeRP(ReporterTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'socket.getfqdn', lambda name='': name))
         conf = base.make_conf(self, DEFAULT={'host': COMPUTE + '.example.org'})
-        names = report.compute_rp_names(conf)
+        names = records.compute_rp_names(conf)
         self.assertEqual([COMPUTE + '.example.org', COMPUTE], names)
         reporter = report.Reporter(self.client, names)
         self.assertEqual((self.compute_uuid, COMPUTE),
@@ -365,7 +366,7 @@ class TestComputeRP(ReporterTestBase):
             'socket.getfqdn', lambda name='': name))
         conf = base.make_conf(self, DEFAULT={'host': COMPUTE + '.example.org'})
         reporter = report.Reporter(self.client,
-                                   report.compute_rp_names(conf))
+                                   records.compute_rp_names(conf))
         self.assertEqual((fqdn_uuid, COMPUTE + '.example.org'),
                          reporter.find_compute_rp())
 
@@ -376,7 +377,7 @@ class TestComputeRP(ReporterTestBase):
             lambda name='': {'node7': 'node7.example.org'}.get(name, name)))
         conf = base.make_conf(self, DEFAULT={'host': 'node7'})
         reporter = report.Reporter(self.client,
-                                   report.compute_rp_names(conf))
+                                   records.compute_rp_names(conf))
         self.assertEqual((fqdn_uuid, 'node7.example.org'),
                          reporter.find_compute_rp())
 
@@ -384,14 +385,14 @@ class TestComputeRP(ReporterTestBase):
         conf = base.make_conf(
             self, DEFAULT={'host': COMPUTE},
             discovery={'resource_provider_name': 'custom-node'})
-        self.assertEqual(['custom-node'], report.compute_rp_names(conf))
+        self.assertEqual(['custom-node'], records.compute_rp_names(conf))
 
     def test_getfqdn_failure_ignored(self):
         def boom(name=''):
             raise socket.gaierror('no DNS')
         self.useFixture(fixtures.MonkeyPatch('socket.getfqdn', boom))
         conf = base.make_conf(self, DEFAULT={'host': 'a.b.c'})
-        self.assertEqual(['a.b.c', 'a'], report.compute_rp_names(conf))
+        self.assertEqual(['a.b.c', 'a'], records.compute_rp_names(conf))
 
 
 class TestGenerationConflicts(ReporterTestBase):

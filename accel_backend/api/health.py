@@ -1,0 +1,95 @@
+"""``GET /healthcheck``: oslo.middleware's health check with two backends
+of ours (entry points ``oslo.middleware.healthcheck``):
+
+* ``accel_database``: the database answers (``SELECT 1``);
+* ``accel_discovery``: no host's last discovery pass was refused or
+  failed (``objects.host_status``: a sysfs root that cannot be read, a
+  Nova ``[pci] device_spec`` that cannot be used, a refused mass removal,
+  Placement unreachable...); the reason names the hosts and why.
+
+``[healthcheck] backends`` chooses them (default: both); a load balancer
+that should only take an API node out when its own database is gone
+wants ``accel_database`` alone.  ``[healthcheck] detailed = true`` adds
+each host's status to the JSON answer.  The check is served without a
+token, as the version documents are.
+
+oslo.middleware builds its backends from the ``ConfigOpts`` alone
+(``HealthcheckBaseExtension(oslo_conf, conf)``); the service that owns a
+``ConfigOpts`` is found through ``register()``.
+"""
+
+import weakref
+
+from oslo_middleware import healthcheck
+from oslo_middleware.healthcheck import pluginbase
+import sqlalchemy as sa
+
+from accel_backend.objects import host_status
+
+# id(ConfigOpts) -> Service (a ConfigOpts is a Mapping: not hashable);
+# the service holds its ConfigOpts, so the id is not reused meanwhile.
+_SERVICES = weakref.WeakValueDictionary()
+
+
+def register(conf, service):
+    """Make ``service`` (``accel_backend.service.Service``) the one whose
+    database the backends of ``conf``'s health check read."""
+    _SERVICES[id(conf)] = service
+
+
+def make_app(conf, service):
+    """The ``/healthcheck`` WSGI app of ``service``.
+
+    :raises stevedore.exception.NoMatches: a ``[healthcheck] backends``
+        name that is no installed backend.
+    """
+    register(conf, service)
+    return healthcheck.Healthcheck(None, conf)
+
+
+class _ServiceCheck(pluginbase.HealthcheckBaseExtension):
+
+    def _db(self):
+        return _SERVICES[id(self.oslo_conf)].db
+
+
+class DatabaseCheck(_ServiceCheck):
+    """Available when the database answers ``SELECT 1``."""
+
+    def healthcheck(self, server_port):
+        """:returns: ``HealthcheckResult``."""
+        try:
+            with self._db().transaction() as session:
+                session.execute(sa.text('SELECT 1'))
+        except Exception as e:
+            return pluginbase.HealthcheckResult(
+                available=False, reason='database unreachable: %s' %
+                type(e).__name__, details=str(e))
+        return pluginbase.HealthcheckResult(available=True,
+                                            reason='database OK')
+
+
+class DiscoveryCheck(_ServiceCheck):
+    """Available when every host's last discovery pass succeeded."""
+
+    def healthcheck(self, server_port):
+        """:returns: ``HealthcheckResult`` whose reason names each host
+        that refuses or fails, with why."""
+        try:
+            with self._db().transaction() as session:
+                rows = [host_status.to_dict(r)
+                        for r in host_status.list_(session)]
+        except Exception as e:
+            return pluginbase.HealthcheckResult(
+                available=False, reason='host status unreadable: %s' %
+                type(e).__name__, details=str(e))
+        bad = [r for r in rows if r['state'] != host_status.OK]
+        if not bad:
+            return pluginbase.HealthcheckResult(
+                available=True, reason='discovery OK on %d hosts' %
+                len(rows), details=rows)
+        return pluginbase.HealthcheckResult(
+            available=False, reason='; '.join(
+                'host %s: discovery %s: %s' % (r['host'], r['state'],
+                                              r['reason']) for r in bad),
+            details=rows)

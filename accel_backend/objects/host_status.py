@@ -1,0 +1,48 @@
+"""Host status: the outcome of each host's last discovery pass.
+
+Written by the agent (or the embedded service) after every pass and when
+it refuses to start; read by the API's ``/healthcheck``
+(``accel_backend.api.health``) and ``accel-backend-manage discovery
+status``.
+"""
+
+import sqlalchemy as sa
+
+from accel_backend.db import models
+
+OK = 'ok'
+#: A misconfiguration (sysfs root, Nova's ``[pci] device_spec``, a mass
+#: removal): nothing was reported or removed.
+REFUSED = 'refused'
+#: Anything else that failed (Placement unreachable...): retried.
+FAILING = 'failing'
+
+
+def record(session, hostname, state, reason=None, code=None):
+    """Set the status of ``hostname`` (one row per host, upserted).
+
+    :param state: ``OK``, ``REFUSED`` or ``FAILING``.
+    :param reason: the error message (str) or None.
+    :param code: the error's stable code (``AccelBackendError.code``) or
+        None.
+    """
+    row = session.get(models.HostStatus, hostname)
+    if row is None:
+        row = models.HostStatus(hostname=hostname)
+        session.add(row)
+    row.state, row.reason, row.code = state, reason, code
+    # A pass that changes nothing still says the host is alive.
+    row.updated_at = models._utcnow()
+
+
+def list_(session):
+    """Every host's status, by host name (list of ``HostStatus``)."""
+    return list(session.scalars(sa.select(models.HostStatus).order_by(
+        models.HostStatus.hostname)))
+
+
+def to_dict(row):
+    """``{"host", "state", "code", "reason", "updated_at"}`` (ISO 8601)."""
+    return {'host': row.hostname, 'state': row.state, 'code': row.code,
+            'reason': row.reason,
+            'updated_at': row.updated_at.isoformat() + 'Z'}

@@ -1,0 +1,54 @@
+"""What the reporter keeps in step: one record per deployable, and the
+names of the compute node provider (``accel_backend.placement.report``)."""
+
+import collections
+import socket
+
+ProviderRecord = collections.namedtuple(
+    'ProviderRecord',
+    ['rp_uuid', 'address', 'resource_class', 'total', 'traits', 'reserved',
+     'subname'], defaults=(None,))
+ProviderRecord.__doc__ = """What Placement must show for one deployable.
+
+``address`` is the device's PCI address (names the RP, with ``subname``
+when a device has several deployables), ``total`` the number of
+accelerators (int), ``traits`` an iterable of names, ``reserved`` the
+units that must not be scheduled: an int, or True for all of them
+(disabled, missing, unhealthy) and False for none."""
+
+
+def reserved_units(reserved, total):
+    """``ProviderRecord.reserved`` (bool or int) as a unit count."""
+    if reserved is True:
+        return total
+    if reserved is False or reserved is None:
+        return 0
+    return max(0, min(int(reserved), total))
+
+
+class Cached:
+    """What Placement showed for one of our providers."""
+
+    __slots__ = ('generation', 'inventories', 'traits')
+
+    def __init__(self, generation, inventories, traits):
+        self.generation = generation
+        self.inventories = inventories
+        self.traits = traits
+
+
+def compute_rp_names(conf):
+    """Names to try for the compute node RP, most specific first."""
+    if conf.discovery.resource_provider_name:
+        return [conf.discovery.resource_provider_name]
+    host = conf.host
+    names = [host, host.split('.')[0]]
+    try:
+        names.append(socket.getfqdn(host))
+    except OSError:
+        pass
+    seen = []
+    for n in names:
+        if n and n not in seen:
+            seen.append(n)
+    return seen
