@@ -2,12 +2,14 @@
 of ours (entry points ``oslo.middleware.healthcheck``):
 
 * ``accel_database``: the database answers (``SELECT 1``);
+* ``accel_placement``: Placement answers its version document
+  (``GET /``);
 * ``accel_discovery``: no host's last discovery pass was refused or
   failed (``objects.host_status``: a sysfs root that cannot be read, a
   Nova ``[pci] device_spec`` that cannot be used, a refused mass removal,
   Placement unreachable...); the reason names the hosts and why.
 
-``[healthcheck] backends`` chooses them (default: both); a load balancer
+``[healthcheck] backends`` chooses them (default: all three); a load balancer
 that should only take an API node out when its own database is gone
 wants ``accel_database`` alone.  ``[healthcheck] detailed = true`` adds
 each host's status to the JSON answer.  The check is served without a
@@ -49,8 +51,11 @@ def make_app(conf, service):
 
 class _ServiceCheck(pluginbase.HealthcheckBaseExtension):
 
+    def _service(self):
+        return _SERVICES[id(self.oslo_conf)]
+
     def _db(self):
-        return _SERVICES[id(self.oslo_conf)].db
+        return self._service().db
 
 
 class DatabaseCheck(_ServiceCheck):
@@ -67,6 +72,27 @@ class DatabaseCheck(_ServiceCheck):
                 type(e).__name__, details=str(e))
         return pluginbase.HealthcheckResult(available=True,
                                             reason='database OK')
+
+
+class PlacementCheck(_ServiceCheck):
+    """Available when Placement answers ``GET /`` (its version document,
+    through the service's own keystoneauth adapter)."""
+
+    def healthcheck(self, server_port):
+        """:returns: ``HealthcheckResult``."""
+        try:
+            resp = self._service().placement.adapter.get(
+                '/', raise_exc=False)
+        except Exception as e:
+            return pluginbase.HealthcheckResult(
+                available=False, reason='placement unreachable: %s' %
+                type(e).__name__, details=str(e))
+        if resp.status_code != 200:
+            return pluginbase.HealthcheckResult(
+                available=False, reason='placement answered %d' %
+                resp.status_code)
+        return pluginbase.HealthcheckResult(available=True,
+                                            reason='placement OK')
 
 
 class DiscoveryCheck(_ServiceCheck):

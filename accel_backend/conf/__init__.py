@@ -259,8 +259,8 @@ def register_opts(conf):
     # oslo.middleware's /healthcheck (accel_backend.api.health): our
     # checks by default; an operator's [healthcheck] backends wins.
     conf.register_opts(healthcheck_opts.HEALTHCHECK_OPTS, group='healthcheck')
-    conf.set_default('backends', ['accel_database', 'accel_discovery'],
-                     group='healthcheck')
+    conf.set_default('backends', ['accel_database', 'accel_placement',
+                                  'accel_discovery'], group='healthcheck')
 
 
 def new_conf(args=None, config_files=None):

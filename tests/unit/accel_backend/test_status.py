@@ -1,0 +1,148 @@
+"""``accel-backend-status upgrade check`` and the Placement backend of
+``/healthcheck``, on a real SQLite database and a real Placement."""
+
+import datetime
+import json
+import os
+
+import fixtures
+from oslo_upgradecheck import upgradecheck
+import testtools
+import webob
+
+from accel_backend.cmd import status
+from accel_backend.db import api as db_api
+from accel_backend.objects import arq as arq_obj
+from accel_backend.objects import device_profile as dp_obj
+from accel_backend.objects import host_status
+from accel_backend import service as service_mod
+from tests import placement_fixture
+from tests.unit.accel_backend import base
+
+NOVA_CONF_OK = """[service_user]
+send_service_user_token = true
+auth_type = password
+"""
+
+
+class UpgradeCheckTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.FakeLogger())
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.url = 'sqlite:///%s' % os.path.join(self.tmp, 'a.sqlite')
+        self.db = db_api.Database(self.url)
+        self.addCleanup(self.db.dispose)
+        self.db.sync()
+        self.nova_conf = os.path.join(self.tmp, 'nova.conf')
+        self.write(self.nova_conf, NOVA_CONF_OK)
+
+    def write(self, path, text):
+        with open(path, 'w') as f:
+            f.write(text)
+
+    def run_check(self, **oslo_policy):
+        conf = base.make_conf(
+            self, database={'connection': self.url},
+            discovery={'nova_config_file': self.nova_conf},
+            oslo_policy=dict({'enforce_new_defaults': True}, **oslo_policy))
+        argv = ['--config-file', conf.config_file[0], 'upgrade', 'check',
+                '--json']
+        out = self.useFixture(fixtures.StringStream('stdout'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        code = status.main(argv)
+        out.stream.flush()
+        checks = json.loads(out.getDetails()['stdout'].as_text())['checks']
+        return code, {c['check']: (c['result'], c['details'])
+                      for c in checks}
+
+    def test_all_pass(self):
+        code, checks = self.run_check()
+        self.assertEqual(upgradecheck.Code.SUCCESS, code, checks)
+        self.assertEqual(5, len(checks))
+
+    def test_schema_behind(self):
+        import alembic.command
+        import alembic.config
+        cfg = alembic.config.Config()
+        cfg.set_main_option('script_location', db_api.MIGRATIONS_DIR)
+        with self.db.engine.begin() as conn:
+            cfg.attributes['connection'] = conn
+            alembic.command.downgrade(cfg, '0003')
+        code, checks = self.run_check()
+        self.assertEqual(upgradecheck.Code.FAILURE, code)
+        result, details = checks['Database schema']
+        self.assertEqual(upgradecheck.Code.FAILURE, result)
+        self.assertIn('at revision 0003', details)
+
+    def test_nova_without_service_token(self):
+        self.write(self.nova_conf, '[service_user]\nauth_type = password\n')
+        code, checks = self.run_check()
+        self.assertEqual(upgradecheck.Code.FAILURE, code)
+        self.assertIn('does not send a service token',
+                      checks['Nova service token'][1])
+        os.unlink(self.nova_conf)
+        code, checks = self.run_check()
+        self.assertEqual(upgradecheck.Code.WARNING, code)
+
+    def test_policy_file_naming_an_unknown_rule(self):
+        path = os.path.join(self.tmp, 'policy.yaml')
+        self.write(path, '"accelerator:arq:get_all": "rule:no_such_rule"\n')
+        code, checks = self.run_check(policy_file=path)
+        self.assertEqual(upgradecheck.Code.FAILURE, code)
+        self.assertEqual(upgradecheck.Code.FAILURE,
+                         checks['Policy file'][0])
+
+    def test_json_policy_file(self):
+        path = os.path.join(self.tmp, 'policy.json')
+        self.write(path, '{}')
+        code, checks = self.run_check(policy_file=path)
+        self.assertEqual(upgradecheck.Code.FAILURE,
+                         checks['Policy file'][0])
+
+    def test_arq_stuck_in_bind_started(self):
+        with self.db.transaction() as session:
+            dp_obj.create(session, 'one', [{'resources:PGPU': '1'}])
+            (arq,) = arq_obj.create(session, 'one')
+            arq_obj.start_binding(session, arq, 'compute3', 'rp', 'inst')
+            arq.updated_at = datetime.datetime(2026, 1, 1)
+        code, checks = self.run_check()
+        self.assertEqual(upgradecheck.Code.WARNING, code)
+        self.assertIn('1 on compute3', checks['ARQs stuck binding'][1])
+
+    def test_refused_discovery(self):
+        with self.db.transaction() as session:
+            host_status.record(session, 'compute2', host_status.REFUSED,
+                               reason='bad root')
+        code, checks = self.run_check()
+        self.assertEqual(upgradecheck.Code.WARNING, code)
+        self.assertIn('host compute2: discovery refused: bad root',
+                      checks['Device discovery'][1])
+
+
+class PlacementHealthTest(testtools.TestCase):
+
+    def service(self, endpoint):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        svc = service_mod.Service(base.make_conf(
+            self, database={
+                'connection': 'sqlite:///%s/a.sqlite' % tmp},
+            placement=base.placement_opts(endpoint), nova=base.NO_NOVA,
+            healthcheck={'backends': 'accel_placement', 'detailed': 'true'}))
+        self.addCleanup(svc.stop)
+        return svc
+
+    def health(self, svc):
+        return webob.Request.blank(
+            '/healthcheck', headers={'Accept': 'application/json'}
+        ).get_response(svc.app)
+
+    def test_placement_reachable_or_not(self):
+        self.useFixture(fixtures.FakeLogger())
+        placement = self.useFixture(placement_fixture.PlacementFixture())
+        self.assertEqual(200, self.health(
+            self.service(placement.endpoint)).status_int)
+        resp = self.health(self.service('http://placement.invalid'))
+        self.assertEqual(503, resp.status_int)
+        self.assertIn('placement unreachable', resp.text)
