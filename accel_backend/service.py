@@ -32,6 +32,7 @@ from accel_backend import cleaning
 from accel_backend.db import api as db_api
 from accel_backend.discovery import drivers as drivers_mod
 from accel_backend import exception
+from accel_backend import metrics
 from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import host_status
@@ -75,9 +76,11 @@ class Service:
         if role == EMBEDDED:
             self.db.sync()
         self.notifier = notifier_mod.NovaNotifier(
-            notifier_mod.adapter_from_conf(conf, auth=nova_auth))
+            notifier_mod.adapter_from_conf(conf, auth=nova_auth),
+            host=conf.host)
         self.placement = placement_client.PlacementClient(
-            placement_client.adapter_from_conf(conf, auth=placement_auth))
+            placement_client.adapter_from_conf(conf, auth=placement_auth),
+            host=conf.host)
         self.reporter = report.Reporter(
             self.placement, records.compute_rp_names(conf),
             reserved_for=self._reserved_for,
@@ -96,6 +99,10 @@ class Service:
             self.cleaner = cleaning.Cleaner(
                 self.db, self.reporter, conf, conf.host,
                 workers=conf.cleaning.workers)
+        # The agents share the API's database: only the API (or the
+        # embedded service) reads the ARQ and device gauges from it.
+        self.metrics = metrics.Endpoint(
+            conf, db=None if role == AGENT else self.db)
         self.transport = transport
         self.dispatcher = None
         self._rpc_server = None
@@ -157,15 +164,19 @@ class Service:
         :raises: whatever ``discover_and_report`` raises, after recording
             it (``refused`` for a misconfiguration, else ``failing``).
         """
-        try:
-            reported = self.discover_and_report(force=force)
-        except (exception.SysfsRootUnavailable,
-                exception.MassRemovalRefused) as e:
-            self._record(host_status.REFUSED, e)
-            raise
-        except Exception as e:
-            self._record(host_status.FAILING, e)
-            raise
+        with metrics.timed(metrics.DISCOVERY_SECONDS, host=self.conf.host,
+                           outcome=host_status.OK) as labels:
+            try:
+                reported = self.discover_and_report(force=force)
+            except (exception.SysfsRootUnavailable,
+                    exception.MassRemovalRefused) as e:
+                labels['outcome'] = host_status.REFUSED
+                self._record(host_status.REFUSED, e)
+                raise
+            except Exception as e:
+                labels['outcome'] = host_status.FAILING
+                self._record(host_status.FAILING, e)
+                raise
         self._record(host_status.OK)
         return reported
 
@@ -193,9 +204,17 @@ class Service:
             return device_obj.reserved_units_of_rp(session, rp_uuid)
 
     def start(self):
-        """Resume half-done binding and cleaning work, serve the API's
-        bind casts (agents) and start the periodic report and audit
-        (``accel_backend.audit``).  The API role has nothing to start."""
+        """Serve the metrics when enabled; resume half-done binding and
+        cleaning work, serve the API's bind casts (agents) and start the
+        periodic report and audit (``accel_backend.audit``).  The API
+        role has nothing else to start.
+
+        :raises OSError: the metrics port cannot be bound.
+        """
+        self.metrics.start()
+        if self.metrics.port:
+            LOG.info('Metrics at http://%s:%d/metrics',
+                     self.conf.metrics.host, self.metrics.port)
         if self.binder is None:
             return
         # Resume before serving casts: whatever the database says is
@@ -235,6 +254,7 @@ class Service:
     def stop(self):
         """Stop background work and close the database."""
         self._stop.set()
+        self.metrics.stop()
         if self._rpc_server is not None:
             from accel_backend.binding import rpc
             rpc.stop_server(self._rpc_server)

@@ -32,6 +32,7 @@ from sqlalchemy import event
 from sqlalchemy import orm
 
 from accel_backend.discovery import sysfs
+from accel_backend import metrics
 from accel_backend.objects import device as device_obj
 
 LOG = logging.getLogger(__name__)
@@ -243,13 +244,16 @@ class Cleaner:
         LOG.info('Cleaning %s (attach handle %s) with %s', address,
                  handle_uuid, method)
         error = None
-        try:
-            run_method(method, address, self.sysfs_root,
-                       command=self.command, timeout=self.timeout)
-        except CleaningError as e:
-            error = str(e)
-            LOG.error('Cleaning of device %s failed; it stays out of '
-                      'service: %s', address, error)
+        with metrics.timed(metrics.CLEANING_SECONDS, host=self.hostname,
+                           method=method, outcome='ok') as labels:
+            try:
+                run_method(method, address, self.sysfs_root,
+                           command=self.command, timeout=self.timeout)
+            except CleaningError as e:
+                error = str(e)
+                labels['outcome'] = 'failed'
+                LOG.error('Cleaning of device %s failed; it stays out of '
+                          'service: %s', address, error)
         with self.db.transaction() as session:
             dep = device_obj.finish_cleaning(session, handle_uuid, error)
             state = (device_obj.get_handle(session, handle_uuid).state

@@ -174,6 +174,21 @@ CLEANING_OPTS = [
                       'wake the cleaner at once).'),
 ]
 
+METRICS_GROUP = cfg.OptGroup('metrics', title='Prometheus metrics')
+METRICS_OPTS = [
+    cfg.BoolOpt('enabled', default=False,
+                help='Serve Prometheus metrics (``GET /metrics``) on '
+                     '``host``:``port`` from every accel_backend process '
+                     '(API, agent, embedded). The metrics are listed in the '
+                     'admin guide.'),
+    cfg.HostAddressOpt('host', default='127.0.0.1',
+                       help='Address the metrics endpoint listens on; the '
+                            'default lets only local scrapers in.'),
+    cfg.PortOpt('port', default=9732,
+                help='Port of the metrics endpoint (0: any free port, '
+                     'logged at start).'),
+]
+
 AUDIT_GROUP = cfg.OptGroup('audit', title='Periodic reconciliation')
 AUDIT_OPTS = [
     cfg.IntOpt('interval', default=600, min=0,
@@ -256,6 +271,8 @@ def register_opts(conf):
     conf.register_opts(CLEANING_OPTS, group=CLEANING_GROUP.name)
     conf.register_group(_own(AUDIT_GROUP))
     conf.register_opts(AUDIT_OPTS, group=AUDIT_GROUP.name)
+    conf.register_group(_own(METRICS_GROUP))
+    conf.register_opts(METRICS_OPTS, group=METRICS_GROUP.name)
     # oslo.middleware's /healthcheck (accel_backend.api.health): our
     # checks by default; an operator's [healthcheck] backends wins.
     conf.register_opts(healthcheck_opts.HEALTHCHECK_OPTS, group='healthcheck')
@@ -296,4 +313,5 @@ def list_opts():
         (BINDING_GROUP, BINDING_OPTS),
         (CLEANING_GROUP, CLEANING_OPTS),
         (AUDIT_GROUP, AUDIT_OPTS),
+        (METRICS_GROUP, METRICS_OPTS),
     ]

@@ -14,6 +14,7 @@ from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 
 from accel_backend import keystone
+from accel_backend import metrics
 
 LOG = logging.getLogger(__name__)
 EVENT_NAME = 'accelerator-request-bound'
@@ -32,10 +33,13 @@ class NovaNotifier:
     """Sends binding events; tells which ones Nova took.
 
     :param adapter: keystoneauth1 ``Adapter`` for the compute API.
+    :param host: this host's name, the ``host`` label of the event
+        delivery metrics.
     """
 
-    def __init__(self, adapter):
+    def __init__(self, adapter, host=''):
         self.adapter = adapter
+        self.host = host
 
     def send(self, events):
         """POST events in one request.
@@ -50,13 +54,22 @@ class NovaNotifier:
                             'tag': arq, 'status': status}
                            for inst, arq, status in events]}
         tags = {arq for _, arq, _ in events}
+        with metrics.timed(metrics.EVENT_SECONDS, host=self.host,
+                           outcome='error') as labels:
+            done, retry = self._post(body, tags, len(events))
+            labels['outcome'] = 'retry' if retry else 'accepted'
+        if retry:
+            metrics.EVENT_RETRIES.labels(host=self.host).inc(len(retry))
+        return done, retry
+
+    def _post(self, body, tags, count):
         try:
             resp = self.adapter.post('/os-server-external-events',
                                      json=body, raise_exc=False,
                                      microversion=MICROVERSION)
         except ks_exc.ClientException as e:
             LOG.warning('Cannot reach Nova to deliver %d events: %s',
-                        len(events), e)
+                        count, e)
             return set(), tags
         if resp.status_code not in (200, 207):
             LOG.warning('Nova refused events (%s): %s', resp.status_code,

@@ -9,6 +9,7 @@ from oslo_log import log as logging
 
 from accel_backend import exception
 from accel_backend import keystone
+from accel_backend import metrics
 
 LOG = logging.getLogger(__name__)
 MICROVERSION = '1.36'
@@ -41,15 +42,22 @@ class PlacementClient:
     """Placement calls used by the reporter.
 
     :param adapter: keystoneauth1 ``Adapter`` whose endpoint is Placement.
+    :param host: this host's name, the ``host`` label of the
+        ``accel_placement_request_seconds`` metric.
     """
 
-    def __init__(self, adapter):
+    def __init__(self, adapter, host=''):
         self.adapter = adapter
+        self.host = host
         self.calls = 0
 
     def _request(self, method, url, ok=(200,), json=None):
         self.calls += 1
-        resp = self.adapter.request(url, method, json=json, raise_exc=False)
+        with metrics.timed(metrics.PLACEMENT_SECONDS, host=self.host,
+                           method=method, status='0') as labels:
+            resp = self.adapter.request(url, method, json=json,
+                                        raise_exc=False)
+            labels['status'] = str(resp.status_code)
         if resp.status_code not in ok:
             raise exception.PlacementError(method=method, url=url,
                                            status=resp.status_code,
