@@ -33,6 +33,7 @@ from accel_backend.db import api as db_api
 from accel_backend.discovery import drivers as drivers_mod
 from accel_backend import exception
 from accel_backend import metrics
+from accel_backend import notifications
 from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import host_status
@@ -75,6 +76,7 @@ class Service:
         self.db = db_api.Database(conf.database.connection)
         if role == EMBEDDED:
             self.db.sync()
+        self.notifications = notifications.Notifications(conf)
         self.notifier = notifier_mod.NovaNotifier(
             notifier_mod.adapter_from_conf(conf, auth=nova_auth),
             host=conf.host)
@@ -98,7 +100,8 @@ class Service:
                                             conf.discovery.enabled_drivers)
             self.cleaner = cleaning.Cleaner(
                 self.db, self.reporter, conf, conf.host,
-                workers=conf.cleaning.workers)
+                workers=conf.cleaning.workers,
+                notifications=self.notifications)
         # The agents share the API's database: only the API (or the
         # embedded service) reads the ARQ and device gauges from it.
         self.metrics = metrics.Endpoint(
@@ -140,11 +143,12 @@ class Service:
         :raises PlacementError: Placement failed.
         """
         found = drivers_mod.discover_all(self.drivers)
+        changes = []
         with self.db.transaction() as session:
             deps = device_obj.sync_host(
                 session, self.conf.host, found,
                 max_removal_share=self.conf.discovery.max_removal_share,
-                force=force)
+                force=force, health_changes=changes)
             reported = [records.ProviderRecord(
                 rp_uuid=d.rp_uuid, address=d.device.address,
                 resource_class=d.resource_class, total=d.num_accelerators,
@@ -152,6 +156,8 @@ class Service:
                 reserved=device_obj.reserved_units(d),
                 subname=self._subname(d))
                 for d in deps]
+        for change in changes:
+            self.notifications.device_health(change)
         self.reporter.report(reported, force=force)
         return reported
 
@@ -270,6 +276,7 @@ class Service:
         if self._owns_transport:
             self.transport.cleanup()
             self._owns_transport = False
+        self.notifications.close()
         self.db.dispose()
 
 

@@ -44,7 +44,9 @@ _GLOBAL_ONLY_OPTS = (
 )
 
 
-def _register_global_only_opts(conf):
+def register_global_only_opts(conf):
+    """Register on ``conf`` the oslo.messaging options it reads from a
+    transport's conf but registers on ``cfg.CONF`` only."""
     for module, attr, group in _GLOBAL_ONLY_OPTS:
         try:
             opts = getattr(importlib.import_module(module), attr)
@@ -56,7 +58,7 @@ def _register_global_only_opts(conf):
 def get_transport(conf):
     """The RPC transport of ``[DEFAULT] transport_url`` (registers
     oslo.messaging's options on ``conf``)."""
-    _register_global_only_opts(conf)
+    register_global_only_opts(conf)
     return messaging.get_rpc_transport(conf)
 
 

@@ -112,10 +112,14 @@ class Cleaner:
         ``[discovery] sysfs_root``).
     :param hostname: the host whose handles it cleans.
     :param workers: cleanings run at once (int, ``[cleaning] workers``).
+    :param notifications: ``accel_backend.notifications.Notifications``
+        told about failed cleanings, or None.
     """
 
-    def __init__(self, db, reporter, conf, hostname, workers=4):
+    def __init__(self, db, reporter, conf, hostname, workers=4,
+                 notifications=None):
         self.db = db
+        self.notifications = notifications
         self.reporter = reporter
         self.hostname = hostname
         self.sysfs_root = conf.discovery.sysfs_root
@@ -240,6 +244,11 @@ class Cleaner:
             dep = handle.deployable
             method = dep.cleaning or 'none'
             address, rp_uuid = dep.device.address, dep.rp_uuid
+            dev = dep.device
+            about = dict(uuid=dev.uuid, hostname=dev.hostname,
+                         address=address, type=dev.type, vendor=dev.vendor,
+                         model=dev.model, attach_handle_uuid=handle_uuid,
+                         method=method)
         self._update_placement(rp_uuid)
         LOG.info('Cleaning %s (attach handle %s) with %s', address,
                  handle_uuid, method)
@@ -260,6 +269,8 @@ class Cleaner:
                      if dep is not None else None)
         if dep is not None:
             self._update_placement(rp_uuid)
+        if error is not None and self.notifications is not None:
+            self.notifications.cleaning_error(dict(about, error=error))
         if error is None:
             LOG.info('Device %s is clean', address)
         return state

@@ -74,7 +74,7 @@ def _dep_ids(hostname, address, subname):
 
 
 def sync_host(session, hostname, discovered, max_removal_share=1.0,
-              force=False):
+              force=False, health_changes=None):
     """Make the rows of ``hostname`` equal to ``discovered``.
 
     New devices are inserted, changed ones updated, vanished ones deleted
@@ -89,6 +89,9 @@ def sync_host(session, hostname, discovered, max_removal_share=1.0,
         devices this call may delete (``discovery.removal``); 1.0 never
         refuses.
     :param force: delete whatever vanished (an operator's ``--force``).
+    :param health_changes: a list that gets, for each device whose health
+        verdict changed, a dict of the ``DevicePayload`` fields
+        (``accel_backend.notifications``), to notify after the commit.
     :returns: list of ``models.Deployable`` present on the host.
     :raises MassRemovalRefused: more would be deleted; nothing changed.
     """
@@ -127,8 +130,16 @@ def sync_host(session, hostname, discovered, max_removal_share=1.0,
                         hostname, unhealthy[0].health_reason)
         elif health != dev.health and dev.health is not None:
             LOG.info('Device %s on %s is healthy again', address, hostname)
+        reason = unhealthy[0].health_reason if unhealthy else None
+        if health_changes is not None and dev.health is not None and (
+                health, reason) != (dev.health, dev.health_reason):
+            health_changes.append(dict(
+                uuid=dev.uuid, hostname=hostname, address=address,
+                type=dev.type, vendor=dev.vendor, model=dev.model,
+                status=dev.status, health=health, health_reason=reason,
+                previous_health=dev.health))
         dev.health = health
-        dev.health_reason = unhealthy[0].health_reason if unhealthy else None
+        dev.health_reason = reason
         deps = {d.uuid: d for d in dev.deployables}
         for item in items:
             dep_uuid, rp_uuid, name = _dep_ids(hostname, address,

@@ -1,0 +1,161 @@
+"""Versioned notifications over oslo.messaging's notifier, as Nova's.
+
+Off unless ``[oslo_messaging_notifications] driver`` is set (e.g.
+``messagingv2``); then they go to ``[oslo_messaging_notifications]
+topics`` (``notifications``) on its ``transport_url`` (default: ``[DEFAULT]
+transport_url``), with ``publisher_id`` ``accel-backend:<host>``.  Each
+payload is a versioned object in the shape of Nova's
+(``nova/notifications/objects/base.py``, Nova 34)::
+
+    {"accel_object.name": "ARQPayload",
+     "accel_object.namespace": "accel_backend",
+     "accel_object.version": "1.0",
+     "accel_object.data": {...}}
+
+A consumer keys on ``event_type``; a new field bumps the minor version, a
+changed or removed one the major.  Event types (``PAYLOADS`` lists the
+fields):
+
+* ``accelerator.arq.bind.end`` (INFO): an ARQ is ``Bound``: this instance
+  now holds this device (attach handle);
+* ``accelerator.arq.bind.error`` (ERROR): an ARQ ended ``BindFailed``;
+* ``accelerator.arq.delete.end`` (INFO): an ARQ was deleted (its device,
+  if bound, is released): with ``bind.end`` this gives billing the period
+  an instance held a device;
+* ``accelerator.device.health.change`` (INFO, WARN when unhealthy): the
+  discovery verdict on a device changed;
+* ``accelerator.device.cleaning.error`` (ERROR): cleaning a released
+  device failed; it stays out of service.
+
+Notifications are sent after the change they report is committed; a
+failure to send is logged and never undoes or blocks the change.
+"""
+
+from oslo_log import log as logging
+import oslo_messaging as messaging
+from oslo_messaging import opts as messaging_opts
+
+from accel_backend.binding import rpc
+
+LOG = logging.getLogger(__name__)
+NAMESPACE = 'accel_backend'
+#: Fields of each payload (version 1.0).
+PAYLOADS = {
+    'ARQPayload': ('uuid', 'state', 'device_profile_name',
+                   'device_profile_group_id', 'hostname', 'device_rp_uuid',
+                   'instance_uuid', 'project_id', 'attach_handle_uuid',
+                   'attach_handle_type', 'attach_handle_info',
+                   'resource_class'),
+    'DevicePayload': ('uuid', 'hostname', 'address', 'type', 'vendor',
+                      'model', 'status', 'health', 'health_reason',
+                      'previous_health'),
+    'DeviceCleaningPayload': ('uuid', 'hostname', 'address', 'type',
+                              'vendor', 'model', 'attach_handle_uuid',
+                              'method', 'error'),
+}
+VERSION = '1.0'
+
+
+def payload(name, data):
+    """The versioned envelope of payload ``name`` (a key of
+    ``PAYLOADS``).
+
+    :param data: dict with exactly the payload's fields.
+    :raises ValueError: a missing or unknown field (a programming error:
+        the payload's version would lie).
+    """
+    if set(data) != set(PAYLOADS[name]):
+        raise ValueError('%s fields: got %s, want %s' % (
+            name, sorted(data), sorted(PAYLOADS[name])))
+    return {'accel_object.name': name,
+            'accel_object.namespace': NAMESPACE,
+            'accel_object.version': VERSION,
+            'accel_object.data': data}
+
+
+class Notifications:
+    """The notifier of one service.
+
+    :param conf: accel_backend ``ConfigOpts``.
+    :param transport: a notification transport to use instead of one
+        built from the configuration (tests).
+    """
+
+    def __init__(self, conf, transport=None):
+        self._notifier = self._transport = None
+        self._owns = transport is None
+        for group, opts in messaging_opts.list_opts():
+            if group == 'oslo_messaging_notifications':
+                conf.register_opts(opts, group=group)
+        if not conf.oslo_messaging_notifications.driver:
+            return
+        rpc.register_global_only_opts(conf)
+        if transport is None:
+            transport = messaging.get_notification_transport(conf)
+        self._transport = transport
+        self._notifier = messaging.Notifier(
+            transport, publisher_id='accel-backend:%s' % conf.host)
+
+    @property
+    def enabled(self):
+        """True when a driver is configured."""
+        return self._notifier is not None
+
+    def emit(self, priority, event_type, name, data):
+        """Send one notification (no-op when disabled; a failure is
+        logged, never raised).
+
+        :param priority: ``info``, ``warn`` or ``error``.
+        :param event_type: e.g. ``accelerator.arq.bind.end``.
+        :param name: the payload's name (``PAYLOADS``).
+        :param data: the payload's fields (dict).
+        """
+        if self._notifier is None:
+            return
+        body = payload(name, data)
+        try:
+            getattr(self._notifier, priority)({}, event_type, body)
+        except Exception as e:
+            LOG.warning('Cannot send notification %s: %s', event_type, e)
+
+    def arq(self, event_type, arq, priority='info'):
+        """Notify ``event_type`` about ``models.ARQ`` ``arq`` (loaded)."""
+        handle = arq.attach_handle
+        group = arq.device_profile_group or {}
+        self.emit(priority, event_type, 'ARQPayload', {
+            'uuid': arq.uuid, 'state': arq.state,
+            'device_profile_name': arq.device_profile_name,
+            'device_profile_group_id': arq.device_profile_group_id,
+            'hostname': arq.hostname, 'device_rp_uuid': arq.device_rp_uuid,
+            'instance_uuid': arq.instance_uuid,
+            'project_id': arq.project_id,
+            'attach_handle_uuid': handle.uuid if handle else None,
+            'attach_handle_type': handle.attach_type if handle else None,
+            'attach_handle_info': dict(handle.attach_info) if handle
+            else None,
+            'resource_class': next(
+                (k[len('resources:'):] for k in group
+                 if k.startswith('resources:')), None)})
+
+    def device_health(self, change):
+        """Notify ``accelerator.device.health.change``.
+
+        :param change: dict with the ``DevicePayload`` fields.
+        """
+        self.emit('warn' if change['health'] != 'healthy' else 'info',
+                  'accelerator.device.health.change', 'DevicePayload',
+                  change)
+
+    def cleaning_error(self, data):
+        """Notify ``accelerator.device.cleaning.error``.
+
+        :param data: dict with the ``DeviceCleaningPayload`` fields.
+        """
+        self.emit('error', 'accelerator.device.cleaning.error',
+                  'DeviceCleaningPayload', data)
+
+    def close(self):
+        """Release the transport this object built."""
+        if self._owns and self._transport is not None:
+            self._transport.cleanup()
+            self._transport = None
