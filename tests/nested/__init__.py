@@ -1,0 +1,20 @@
+"""Tests on the nested compute node (``tools.nested``): a real Linux
+kernel with a virtual IOMMU and emulated PCI functions, under QEMU/TCG.
+
+They take minutes, so the default run (``tox -e py3``) does not load them;
+``tox -e nested`` (``ACCEL_NESTED=1``) does.  A missing QEMU, kernel
+package or memory fails them with the reason; it never skips them.
+"""
+
+import os
+
+ENV = 'ACCEL_NESTED'
+
+
+def load_tests(loader, standard_tests, pattern):
+    if os.environ.get(ENV) != '1':
+        return standard_tests
+    this_dir = os.path.dirname(__file__)
+    standard_tests.addTests(loader.discover(
+        start_dir=this_dir, pattern=pattern or 'test*.py'))
+    return standard_tests

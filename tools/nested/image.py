@@ -1,0 +1,161 @@
+"""The L1 compute node's boot files: a Debian kernel with its modules and
+a small initramfs, built once into a cache directory.
+
+* Kernel: the package ``linux-image-amd64`` depends on, fetched with
+  ``apt-get download`` (Debian's apt only), unpacked with ``dpkg-deb -x``
+  and indexed with ``depmod -b`` (package ``kmod``); L1 bind-mounts its
+  ``lib/modules`` so that ``modprobe vfio-pci`` works there.
+* Initramfs: ``busybox`` (package ``busybox-static``), the modules that
+  mount the machine's ``/`` over 9p under a tmpfs overlay, and an
+  ``init`` that does so and ``switch_root``\\ s into it, running the
+  stage-2 script named on the kernel command line (``stage2=``).
+
+Cache: ``$NOVA_ACCEL_NESTED_CACHE`` or ``~/.cache/nova-accel-nested``.
+"""
+
+import gzip
+import os
+import shutil
+import subprocess
+import tempfile
+
+#: Modules the initramfs loads, in this order (``virtio`` needs
+#: ``virtio_ring`` first; 9p needs netfs and fscache in Linux 6.1).
+INITRAMFS_MODULES = (
+    'virtio_ring', 'virtio', 'virtio_pci_modern_dev',
+    'virtio_pci_legacy_dev', 'virtio_pci', '9pnet', '9pnet_virtio',
+    'netfs', 'fscache', '9p', 'overlay')
+BUSYBOX = '/bin/busybox'
+INIT = r'''#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in %(modules)s; do insmod /modules/$m.ko || echo "insmod $m failed"; done
+stage2=$(sed -n 's/.*stage2=\([^ ]*\).*/\1/p' /proc/cmdline)
+mkdir -p /lower /rw /newroot
+mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot /lower || {
+    echo "nested: cannot mount the machine's root over 9p"; poweroff -f; }
+mount -t tmpfs -o size=512m tmpfs /rw
+mkdir -p /rw/upper /rw/work
+mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot
+echo "nested: stage 1 done, running $stage2"
+exec switch_root /newroot /bin/sh "$stage2"
+'''
+
+
+def _is_static(path):
+    """True for an ELF executable without a program interpreter (a
+    dynamic one names ``ld-linux`` in its first page)."""
+    try:
+        with open(path, 'rb') as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.startswith(b'\x7fELF') and b'ld-linux' not in head
+
+
+def cache_dir():
+    """The cache directory (created)."""
+    path = os.environ.get('NOVA_ACCEL_NESTED_CACHE') or os.path.expanduser(
+        '~/.cache/nova-accel-nested')
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _need(program, package):
+    if shutil.which(program) is None:
+        raise RuntimeError('%s not found: install the Debian package %s '
+                           '(bindep.txt, profile nested)' % (program,
+                                                             package))
+
+
+def kernel_package():
+    """The name of the kernel package ``linux-image-amd64`` depends on,
+    e.g. ``linux-image-6.1.0-56-amd64``.
+
+    :raises RuntimeError: apt does not know it.
+    """
+    out = subprocess.run(['apt-cache', 'depends', 'linux-image-amd64'],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith('Depends: linux-image-'):
+            return line.split()[1]
+    raise RuntimeError('apt-cache knows no linux-image-amd64: run apt-get '
+                       'update (Debian 12 sources)')
+
+
+def kernel(log=print):
+    """Fetch and unpack the kernel once.
+
+    :returns: ``(vmlinuz path, modules root dir, kernel version)``; the
+        modules root holds ``lib/modules/<version>``.
+    :raises RuntimeError: a missing tool or a failed download, with the
+        fix in the message.
+    """
+    for program, package in (('apt-get', 'apt'), ('dpkg-deb', 'dpkg'),
+                             ('depmod', 'kmod')):
+        _need(program, package)
+    package = kernel_package()
+    version = package[len('linux-image-'):]
+    root = os.path.join(cache_dir(), package)
+    vmlinuz = os.path.join(root, 'boot', 'vmlinuz-%s' % version)
+    if not os.path.exists(os.path.join(root, '.done')):
+        log('nested: fetching %s (once, about 70 MB)' % package)
+        shutil.rmtree(root, ignore_errors=True)
+        with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+            os.chmod(tmp, 0o755)  # apt's sandbox user must write there
+            done = subprocess.run(['apt-get', 'download', package],
+                                  cwd=tmp, capture_output=True, text=True)
+            debs = [f for f in os.listdir(tmp) if f.endswith('.deb')]
+            if done.returncode or not debs:
+                raise RuntimeError('apt-get download %s failed: %s' % (
+                    package, done.stderr.strip()[-300:]))
+            subprocess.run(['dpkg-deb', '-x', os.path.join(tmp, debs[0]),
+                            root], check=True)
+        subprocess.run(['depmod', '-b', root, version], check=True)
+        open(os.path.join(root, '.done'), 'w').close()
+    return vmlinuz, root, version
+
+
+def initramfs(modules_root, version, log=print):
+    """Build the initramfs once per kernel.
+
+    :returns: path of the gzip-compressed newc cpio archive.
+    :raises RuntimeError: busybox or cpio is missing.
+    """
+    _need('cpio', 'cpio')
+    if not _is_static(BUSYBOX):
+        raise RuntimeError('a static %s is needed: install the Debian '
+                           'package busybox-static' % BUSYBOX)
+    path = os.path.join(cache_dir(), 'initramfs-%s.cpio.gz' % version)
+    if os.path.exists(path):
+        return path
+    log('nested: building the initramfs')
+    kmods = os.path.join(modules_root, 'lib', 'modules', version)
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        for sub in ('bin', 'proc', 'sys', 'dev', 'modules'):
+            os.makedirs(os.path.join(tmp, sub))
+        shutil.copy(BUSYBOX, os.path.join(tmp, 'bin', 'busybox'))
+        found = {}
+        for dirpath, _, files in os.walk(kmods):
+            for f in files:
+                if f.endswith('.ko'):
+                    found.setdefault(f[:-3], os.path.join(dirpath, f))
+        for name in INITRAMFS_MODULES:
+            shutil.copy(found[name], os.path.join(tmp, 'modules',
+                                                  name + '.ko'))
+        init = os.path.join(tmp, 'init')
+        with open(init, 'w') as f:
+            f.write(INIT % {'modules': ' '.join(INITRAMFS_MODULES)})
+        os.chmod(init, 0o755)
+        names = subprocess.run(['find', '.'], cwd=tmp, capture_output=True,
+                               check=True).stdout
+        archive = subprocess.run(['cpio', '-o', '-H', 'newc', '--quiet'],
+                                 cwd=tmp, input=names, capture_output=True,
+                                 check=True).stdout
+        with gzip.open(path + '.tmp', 'wb') as f:
+            f.write(archive)
+        os.replace(path + '.tmp', path)
+    return path

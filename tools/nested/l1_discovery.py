@@ -1,0 +1,50 @@
+"""Run accel_backend's discovery once on this host and print JSON (run
+inside L1 by ``tests/nested``; no database, no Placement, no Nova)::
+
+    python -m tools.nested.l1_discovery --driver generic_pci \\
+        --spec '{"vendor_id": "1234", "product_id": "11e8", ...}'
+
+Output: ``{"functions": [...every PCI function sysfs shows...],
+"deployables": [...what the drivers report...]}``.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+
+from accel_backend import conf as conf_mod
+from accel_backend.discovery import drivers
+from accel_backend.discovery import sysfs
+
+
+def main(argv=None):
+    """:returns: exit status (int)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--driver', action='append', default=[])
+    parser.add_argument('--spec', action='append', default=[])
+    parser.add_argument('--root', default='/sys/bus/pci/devices')
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'accel-backend.conf')
+        with open(path, 'w') as f:
+            f.write('[DEFAULT]\nhost = compute-l1\nstate_path = %s\n'
+                    '[discovery]\nsysfs_root = %s\nenabled_drivers = %s\n'
+                    % (tmp, args.root, ','.join(args.driver)))
+            for spec in args.spec:
+                f.write('device_spec = %s\n' % spec)
+        conf = conf_mod.new_conf(config_files=[path])
+        found = drivers.discover_all(drivers.load(conf, args.driver))
+    json.dump({
+        'functions': [dataclasses.asdict(fn) for fn in sysfs.scan(
+            args.root)],
+        'deployables': [dict(dataclasses.asdict(d),
+                             traits=sorted(d.traits)) for d in found]},
+        sys.stdout, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

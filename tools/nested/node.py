@@ -1,0 +1,192 @@
+"""The L1 compute node: a QEMU (TCG) guest with a virtual IOMMU and
+emulated PCI functions standing in for accelerators, whose root is this
+machine's ``/`` (read-only over 9p, tmpfs overlay), so it runs this
+checkout and its venvs as they are.
+
+One ``NestedNode.run(script)`` boots L1, runs ``script`` (shell) there as
+root after stage 2 (hostname ``compute-l1``, ``/lib/modules`` of the L1
+kernel, ``/proc``, ``/sys``, ``/dev``, a tmpfs ``/tmp``), collects its
+output and exit status through a shared directory, and powers L1 off.
+QEMU is always stopped: on return, on error and on Ctrl-C.
+
+Facts this relies on (QEMU 7.2 and Linux 6.1 from Debian 12): ``-accel
+tcg`` (this machine's ``/dev/kvm`` cannot boot a stock kernel), ``q35``
+with ``kernel-irqchip=split`` and ``intel-iommu,intremap=on,
+caching-mode=on`` plus ``intel_iommu=on`` give every function a real
+IOMMU group; QEMU's ``edu`` device (``1234:11e8``, class ``00ff``) is a
+PCI function vfio-pci can take.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from tools.nested import image
+
+QEMU = 'qemu-system-x86_64'
+STAGE2 = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      'stage2.sh')
+EDU = ('1234', '11e8')
+
+
+class Layout:
+    """Which PCI functions L1 has (QEMU ``-device`` arguments).
+
+    The default stands in for a two-socket accelerator server:
+
+    * ``0000:00:04.0`` and ``0000:00:05.0``: ``edu`` functions on the root
+      bus, NUMA node 0, an IOMMU group each;
+    * ``0000:02:01.0`` and ``0000:02:02.0``: two ``edu`` behind a
+      PCIe-to-PCI bridge (conventional PCI has no ACS): one IOMMU group
+      with the bridge;
+    * ``0000:81:00.0``: an ``edu`` behind a root port of a ``pxb-pcie``
+      expander bus on NUMA node 1.
+
+    Plus the virtio 9p functions of the shared directories.
+
+    :ivar numa_nodes: NUMA nodes of L1 (int).
+    :ivar devices: list of ``-device`` argument strings.
+    """
+
+    def __init__(self, devices=None, numa_nodes=2):
+        self.numa_nodes = numa_nodes
+        self.devices = devices if devices is not None else [
+            'edu,addr=04.0', 'edu,addr=05.0',
+            'pcie-root-port,id=rp1,chassis=1,addr=06.0',
+            'pcie-pci-bridge,id=br1,bus=rp1',
+            'edu,bus=br1,addr=01.0', 'edu,bus=br1,addr=02.0',
+            'pxb-pcie,id=pxb1,bus_nr=128,numa_node=1,addr=07.0',
+            'pcie-root-port,id=rp2,chassis=2,bus=pxb1',
+            'edu,bus=rp2']
+
+    #: Addresses of the default layout, for tests.
+    ROOT_EDUS = ('0000:00:04.0', '0000:00:05.0')
+    BRIDGED_EDUS = ('0000:02:01.0', '0000:02:02.0')
+    NUMA1_EDU = '0000:81:00.0'
+
+
+class NestedError(RuntimeError):
+    """L1 could not be started or did not finish; the message says why
+    (with the end of its console)."""
+
+
+def _mem_available_mb():
+    with open('/proc/meminfo') as f:
+        for line in f:
+            if line.startswith('MemAvailable:'):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+class NestedNode:
+    """Boots L1 for one script at a time.
+
+    :param layout: ``Layout`` (default: ``Layout()``).
+    :param memory_mb: L1's memory (MiB); refused with a clear error when
+        the machine has not that much available plus 512 MiB.
+    :param cpus: L1's vCPUs.
+    :param log: callable(str) for progress lines.
+    """
+
+    def __init__(self, layout=None, memory_mb=3072, cpus=2, log=print):
+        self.layout = layout or Layout()
+        self.memory_mb = memory_mb
+        self.cpus = cpus
+        self.log = log
+
+    def _check(self):
+        if shutil.which(QEMU) is None:
+            raise NestedError('%s not found: install the Debian package '
+                              'qemu-system-x86 (bindep.txt, profile nested)'
+                              % QEMU)
+        if _mem_available_mb() < self.memory_mb + 512:
+            raise NestedError('L1 needs %d MiB and only %d MiB are '
+                              'available' % (self.memory_mb + 512,
+                                             _mem_available_mb()))
+
+    def argv(self, vmlinuz, initrd, out, modules_root):
+        """The QEMU command line (list of str)."""
+        argv = [QEMU, '-accel', 'tcg', '-machine',
+                'q35,kernel-irqchip=split', '-cpu', 'max',
+                '-smp', str(self.cpus), '-m', str(self.memory_mb),
+                '-nodefaults', '-display', 'none', '-no-reboot',
+                '-monitor', 'none',
+                '-serial', 'file:%s' % os.path.join(out, 'console.log'),
+                '-device', 'intel-iommu,intremap=on,caching-mode=on',
+                '-kernel', vmlinuz, '-initrd', initrd, '-append',
+                ' '.join(['console=ttyS0', 'intel_iommu=on', 'iommu=pt',
+                          'panic=-1', 'stage2=%s' % STAGE2,
+                          'nested_out=%s' % out,
+                          'nested_modules=%s' % modules_root]),
+                '-virtfs', 'local,path=/,mount_tag=hostroot,'
+                'security_model=none,readonly=on,multidevs=remap',
+                '-virtfs', 'local,path=%s,mount_tag=out,'
+                'security_model=none' % out]
+        share = self.memory_mb // self.layout.numa_nodes
+        for node in range(self.layout.numa_nodes):
+            argv += ['-object', 'memory-backend-ram,id=m%d,size=%dM' % (
+                node, share),
+                '-numa', 'node,nodeid=%d,memdev=m%d' % (node, node)]
+        for dev in self.layout.devices:
+            argv += ['-device', dev]
+        return argv
+
+    def run(self, script, timeout=900):
+        """Boot L1, run ``script`` there, power it off.
+
+        :param script: shell script text, run by ``/bin/sh`` as root in
+            L1; its working directory is the shared output directory.
+        :param timeout: seconds for the whole round trip.
+        :returns: ``(exit status, output text, seconds)``.
+        :raises NestedError: QEMU missing, not enough memory, L1 did not
+            come up or did not finish in time.
+        """
+        self._check()
+        vmlinuz, modules_root, version = image.kernel(log=self.log)
+        initrd = image.initramfs(modules_root, version, log=self.log)
+        with tempfile.TemporaryDirectory(prefix='nested-') as out:
+            with open(os.path.join(out, 'job.sh'), 'w') as f:
+                f.write(script)
+            argv = self.argv(vmlinuz, initrd, out, modules_root)
+            start = time.monotonic()
+            self.log('nested: booting L1 (TCG, %d vCPUs, %d MiB)' % (
+                self.cpus, self.memory_mb))
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                qemu_out, _ = proc.communicate(timeout=timeout)
+            except BaseException:
+                # Timeout, Ctrl-C or anything else: L1 never outlives us.
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise NestedError('L1 did not finish within %d s; console '
+                                  'ends with:\n%s' % (
+                                      timeout, _tail(out, 'console.log')))
+            took = time.monotonic() - start
+            rc_path = os.path.join(out, 'job.rc')
+            if not os.path.exists(rc_path):
+                raise NestedError(
+                    'L1 stopped before the script finished (QEMU status '
+                    '%s: %s); console ends with:\n%s' % (
+                        proc.returncode, qemu_out.decode(errors='replace')
+                        .strip()[-500:], _tail(out, 'console.log')))
+            with open(rc_path) as f:
+                rc = int(f.read().strip() or 255)
+            self.log('nested: L1 ran the script in %.0f s' % took)
+            return rc, _read(out, 'job.out'), took
+
+
+def _read(out, name):
+    try:
+        with open(os.path.join(out, name), errors='replace') as f:
+            return f.read()
+    except OSError:
+        return ''
+
+
+def _tail(out, name, lines=30):
+    return '\n'.join(_read(out, name).splitlines()[-lines:])
