@@ -44,6 +44,20 @@ exec switch_root /newroot /bin/sh "$stage2"
 '''
 
 
+GUEST_INIT = r'''#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+echo "guest: PCI functions"
+for d in /sys/bus/pci/devices/*; do
+    echo "guest-pci $(basename $d) $(cat $d/vendor):$(cat $d/device)"
+done
+echo "guest: done"
+sleep 2
+poweroff -f
+'''
+
+
 def _is_static(path):
     """True for an ELF executable without a program interpreter (a
     dynamic one names ``ld-linux`` in its first page)."""
@@ -119,6 +133,46 @@ def kernel(log=print):
     return vmlinuz, root, version
 
 
+def _cpio_gz(tree, path):
+    """Write directory ``tree`` as a gzip-compressed newc cpio archive."""
+    names = subprocess.run(['find', '.'], cwd=tree, capture_output=True,
+                           check=True).stdout
+    archive = subprocess.run(['cpio', '-o', '-H', 'newc', '--quiet'],
+                             cwd=tree, input=names, capture_output=True,
+                             check=True).stdout
+    with gzip.open(path + '.tmp', 'wb') as f:
+        f.write(archive)
+    os.replace(path + '.tmp', path)
+
+
+def guest_initramfs(log=print):
+    """The initramfs of the guest image (L2): busybox and an ``init``
+    that prints every PCI function it sees (``guest-pci <address>
+    <vendor>:<device>``, ``0x`` ids as sysfs shows them) on the console,
+    then powers off.  Booted with the L1 kernel (``kernel()``).
+
+    :returns: path of the archive.
+    """
+    _need('cpio', 'cpio')
+    if not _is_static(BUSYBOX):
+        raise RuntimeError('a static %s is needed: install the Debian '
+                           'package busybox-static' % BUSYBOX)
+    path = os.path.join(cache_dir(), 'guest-initramfs.cpio.gz')
+    if os.path.exists(path):
+        return path
+    log('nested: building the guest initramfs')
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        for sub in ('bin', 'proc', 'sys', 'dev'):
+            os.makedirs(os.path.join(tmp, sub))
+        shutil.copy(BUSYBOX, os.path.join(tmp, 'bin', 'busybox'))
+        init = os.path.join(tmp, 'init')
+        with open(init, 'w') as f:
+            f.write(GUEST_INIT)
+        os.chmod(init, 0o755)
+        _cpio_gz(tmp, path)
+    return path
+
+
 def initramfs(modules_root, version, log=print):
     """Build the initramfs once per kernel.
 
@@ -150,12 +204,5 @@ def initramfs(modules_root, version, log=print):
         with open(init, 'w') as f:
             f.write(INIT % {'modules': ' '.join(INITRAMFS_MODULES)})
         os.chmod(init, 0o755)
-        names = subprocess.run(['find', '.'], cwd=tmp, capture_output=True,
-                               check=True).stdout
-        archive = subprocess.run(['cpio', '-o', '-H', 'newc', '--quiet'],
-                                 cwd=tmp, input=names, capture_output=True,
-                                 check=True).stdout
-        with gzip.open(path + '.tmp', 'wb') as f:
-            f.write(archive)
-        os.replace(path + '.tmp', path)
+        _cpio_gz(tmp, path)
     return path

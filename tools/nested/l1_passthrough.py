@@ -1,0 +1,152 @@
+"""Inside L1: give one PCI function to a guest (L2) through libvirt with
+the ``<hostdev>`` nova_accel composes from an attach handle, watch what
+the kernel and the guest see, then release and reset the function as
+accel_backend's cleaner does.  Prints one JSON document.
+
+    python -m tools.nested.l1_passthrough --address 0000:00:04.0 \\
+        --kernel VMLINUZ --initrd GUEST_INITRAMFS
+
+Runs libvirtd (QEMU driver, TCG) from this machine's packages with a
+configuration of its own (root, no security driver: L1 is throw-away).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+LIBVIRT_CONF_DIR = '/etc/libvirt'
+QEMU_CONF = '''user = "root"
+group = "root"
+dynamic_ownership = 0
+remember_owner = 0
+security_driver = "none"
+namespaces = []
+stdio_handler = "file"
+'''
+SOCKET = '/run/libvirt/libvirt-sock'
+
+
+def _ensure_account(name, uid):
+    """Debian's libvirt resolves its compiled-in ``libvirt-qemu`` user and
+    ``kvm`` group at start even when qemu.conf says root; L1's overlay gets
+    them when this machine lacks them (no libvirt-daemon-system here)."""
+    for path, line in (('/etc/group', '%s:x:%d:' % (name, uid)),
+                       ('/etc/passwd', '%s:x:%d:%d::/var/lib/libvirt:'
+                                       '/usr/sbin/nologin' % (name, uid,
+                                                              uid))):
+        with open(path) as f:
+            if any(entry.split(':')[0] == name for entry in f):
+                continue
+        with open(path, 'a') as f:
+            f.write(line + '\n')
+
+
+def _start_libvirtd():
+    _ensure_account('kvm', 64054)
+    _ensure_account('libvirt-qemu', 64055)
+    os.makedirs(LIBVIRT_CONF_DIR, exist_ok=True)
+    with open(os.path.join(LIBVIRT_CONF_DIR, 'qemu.conf'), 'w') as f:
+        f.write(QEMU_CONF)
+    for d in ('/run/libvirt', '/var/lib/libvirt/qemu', '/var/log/libvirt',
+              '/var/cache/libvirt'):
+        os.makedirs(d, exist_ok=True)
+    subprocess.run(['libvirtd', '-d'], check=True)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(SOCKET):
+        if time.monotonic() > deadline:
+            raise RuntimeError('libvirtd did not open %s' % SOCKET)
+        time.sleep(0.5)
+
+
+def domain_xml(name, kernel, initrd, console, hostdev):
+    """A minimal TCG guest booting ``kernel``/``initrd`` with its serial
+    console in the file ``console`` and the ``<hostdev>`` string."""
+    return '''<domain type='qemu'>
+  <name>%(name)s</name>
+  <memory unit='MiB'>256</memory>
+  <vcpu>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <kernel>%(kernel)s</kernel>
+    <initrd>%(initrd)s</initrd>
+    <cmdline>console=ttyS0 panic=-1 quiet</cmdline>
+  </os>
+  <on_poweroff>destroy</on_poweroff>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='file'><source path='%(console)s'/></serial>
+    <console type='file'><source path='%(console)s'/></console>
+    %(hostdev)s
+  </devices>
+</domain>''' % dict(name=name, kernel=kernel, initrd=initrd, console=console,
+                   hostdev=hostdev)
+
+
+def _driver(address):
+    link = '/sys/bus/pci/devices/%s/driver' % address
+    return os.path.basename(os.readlink(link)) if os.path.islink(link) \
+        else None
+
+
+def main(argv=None):
+    """:returns: exit status (int)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--address', required=True)
+    parser.add_argument('--kernel', required=True)
+    parser.add_argument('--initrd', required=True)
+    parser.add_argument('--timeout', type=int, default=600)
+    args = parser.parse_args(argv)
+
+    import libvirt
+
+    from accel_backend.discovery import sysfs
+    from nova_accel.virt import hostdev
+
+    result = {'driver_before': _driver(args.address)}
+    fn = sysfs.read_function('/sys/bus/pci/devices', args.address)
+    arq = {'uuid': 'l1-test', 'attach_handle_type': 'PCI',
+           'attach_handle_info': fn.address_parts}
+    element = hostdev.to_string(hostdev.compose_hostdev(arq))
+    _start_libvirtd()
+    conn = libvirt.open('qemu:///system')
+    console = '/tmp/l2-console.log'
+    dom = conn.defineXML(domain_xml('l2', args.kernel, args.initrd,
+                                    console, element))
+    start = time.monotonic()
+    dom.create()
+    result['driver_while_running'] = _driver(args.address)
+    result['dumpxml'] = dom.XMLDesc(0)
+    text = ''
+    while time.monotonic() - start < args.timeout:
+        try:
+            with open(console, errors='replace') as f:
+                text = f.read()
+        except OSError:
+            text = ''
+        if 'guest: done' in text:
+            break
+        time.sleep(2)
+    result['guest_seconds'] = round(time.monotonic() - start, 1)
+    result['guest_console'] = text
+    if dom.isActive():
+        dom.destroy()
+    dom.undefine()
+    conn.close()
+    result['driver_after'] = _driver(args.address)
+    result['reset_offered'] = os.path.exists(
+        '/sys/bus/pci/devices/%s/reset' % args.address)
+    if result['reset_offered']:
+        try:
+            sysfs.reset_function('/sys/bus/pci/devices', args.address)
+            result['reset'] = 'ok'
+        except OSError as e:
+            result['reset'] = str(e)
+    json.dump(result, sys.stdout, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
