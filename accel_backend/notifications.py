@@ -19,6 +19,8 @@ fields):
 * ``accelerator.arq.bind.end`` (INFO): an ARQ is ``Bound``: this instance
   now holds this device (attach handle);
 * ``accelerator.arq.bind.error`` (ERROR): an ARQ ended ``BindFailed``;
+* ``accelerator.arq.unbind.end`` (INFO): a bound ARQ was unbound (its
+  device released);
 * ``accelerator.arq.delete.end`` (INFO): an ARQ was deleted (its device,
   if bound, is released): with ``bind.end`` this gives billing the period
   an instance held a device;
@@ -73,6 +75,30 @@ def payload(name, data):
             'accel_object.data': data}
 
 
+def arq_data(arq):
+    """The ``ARQPayload`` fields of ``models.ARQ`` ``arq`` (loaded)."""
+    handle = arq.attach_handle
+    group = arq.device_profile_group or {}
+    return {
+        'uuid': arq.uuid, 'state': arq.state,
+        'device_profile_name': arq.device_profile_name,
+        'device_profile_group_id': arq.device_profile_group_id,
+        'hostname': arq.hostname, 'device_rp_uuid': arq.device_rp_uuid,
+        'instance_uuid': arq.instance_uuid, 'project_id': arq.project_id,
+        'attach_handle_uuid': handle.uuid if handle else None,
+        'attach_handle_type': handle.attach_type if handle else None,
+        'attach_handle_info': dict(handle.attach_info) if handle else None,
+        'resource_class': resource_class(arq)}
+
+
+def resource_class(arq):
+    """The resource class an ARQ's device profile group asks for, or
+    None."""
+    return next((k[len('resources:'):] for k in (
+        arq.device_profile_group or {}) if k.startswith('resources:')),
+        None)
+
+
 class Notifications:
     """The notifier of one service.
 
@@ -118,24 +144,13 @@ class Notifications:
         except Exception as e:
             LOG.warning('Cannot send notification %s: %s', event_type, e)
 
-    def arq(self, event_type, arq, priority='info'):
-        """Notify ``event_type`` about ``models.ARQ`` ``arq`` (loaded)."""
-        handle = arq.attach_handle
-        group = arq.device_profile_group or {}
-        self.emit(priority, event_type, 'ARQPayload', {
-            'uuid': arq.uuid, 'state': arq.state,
-            'device_profile_name': arq.device_profile_name,
-            'device_profile_group_id': arq.device_profile_group_id,
-            'hostname': arq.hostname, 'device_rp_uuid': arq.device_rp_uuid,
-            'instance_uuid': arq.instance_uuid,
-            'project_id': arq.project_id,
-            'attach_handle_uuid': handle.uuid if handle else None,
-            'attach_handle_type': handle.attach_type if handle else None,
-            'attach_handle_info': dict(handle.attach_info) if handle
-            else None,
-            'resource_class': next(
-                (k[len('resources:'):] for k in group
-                 if k.startswith('resources:')), None)})
+    def arq(self, event_type, data, priority='info'):
+        """Notify ``event_type`` about an ARQ.
+
+        :param data: ``arq_data(arq)``, taken while the row was loaded
+            (before a delete released its attach handle).
+        """
+        self.emit(priority, event_type, 'ARQPayload', data)
 
     def device_health(self, change):
         """Notify ``accelerator.device.health.change``.

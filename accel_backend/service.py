@@ -95,7 +95,8 @@ class Service:
                 self.db, self.notifier, workers=conf.binding.workers,
                 retry_interval=conf.nova.event_retry_interval,
                 retry_timeout=conf.nova.event_retry_timeout,
-                host=conf.host if binds_here else None)
+                host=conf.host if binds_here else None,
+                notifications=self.notifications)
             self.drivers = drivers_mod.load(conf,
                                             conf.discovery.enabled_drivers)
             self.cleaner = cleaning.Cleaner(

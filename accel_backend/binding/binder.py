@@ -19,6 +19,8 @@ from oslo_log import log as logging
 
 from accel_backend.db import models
 from accel_backend import exception
+from accel_backend import metrics
+from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
 
@@ -38,11 +40,14 @@ class Binder:
         host``): ``resume`` takes only that host's ARQs and ARQs of other
         hosts are never bound here.  None (embedded ``[binding] mode =
         local``): every host's.
+    :param notifications: ``accel_backend.notifications.Notifications``
+        told about each outcome after its commit, or None.
     """
 
     def __init__(self, db, notifier, workers=4, retry_interval=0.5,
-                 retry_timeout=600, host=None):
+                 retry_timeout=600, host=None, notifications=None):
         self.db = db
+        self.notifications = notifications
         self.host = host
         self.notifier = notifier
         self.retry_interval = retry_interval
@@ -105,6 +110,28 @@ class Binder:
         :returns: the new state, or None when the ARQ is gone or no longer
             ``BindStarted`` (deleted or unbound meanwhile).
         """
+        outcome = self._bind(arq_uuid)
+        if outcome is None:
+            return None
+        state, data, started_at = outcome
+        labels = dict(host=data['hostname'] or '',
+                      resource_class=data['resource_class'] or '')
+        if state == arq_obj.BOUND:
+            if started_at is not None:
+                metrics.BIND_SECONDS.labels(**labels).observe(max(0.0, (
+                    models.utcnow() - started_at).total_seconds()))
+            event, priority = 'accelerator.arq.bind.end', 'info'
+        else:
+            metrics.BIND_FAILURES.labels(reason='no_free_handle',
+                                         **labels).inc()
+            event, priority = 'accelerator.arq.bind.error', 'error'
+        if self.notifications is not None:
+            self.notifications.arq(event, data, priority)
+        return state
+
+    def _bind(self, arq_uuid):
+        """The transaction of ``bind_one``: ``(state, ARQPayload fields,
+        time BindStarted was committed)``, or None."""
         with self.db.transaction() as session:
             # Locked: an unbind, a delete or another worker binding the
             # same ARQ waits for this transaction, or finished before it.
@@ -119,6 +146,7 @@ class Binder:
                             'not binding it', arq.uuid, arq.hostname,
                             self.host)
                 return None
+            started_at = arq.updated_at
             handle = device_obj.find_free_handle(
                 session, arq.device_rp_uuid, arq.hostname)
             if handle is None:
@@ -134,7 +162,7 @@ class Binder:
                 LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
                          handle.attach_type, handle.attach_info,
                          arq.instance_uuid)
-            return arq.state
+            return arq.state, notifications.arq_data(arq), started_at
 
     def _bind_and_notify(self, arq_uuids):
         for arq_uuid in arq_uuids:

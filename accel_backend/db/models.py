@@ -11,8 +11,12 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 
-def _utcnow():
+def utcnow():
+    """Now, as naive UTC (the timestamps of every table)."""
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+_utcnow = utcnow
 
 
 class Base(orm.DeclarativeBase):

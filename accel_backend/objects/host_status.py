@@ -32,7 +32,7 @@ def record(session, hostname, state, reason=None, code=None):
         session.add(row)
     row.state, row.reason, row.code = state, reason, code
     # A pass that changes nothing still says the host is alive.
-    row.updated_at = models._utcnow()
+    row.updated_at = models.utcnow()
 
 
 def list_(session):

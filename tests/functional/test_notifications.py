@@ -123,6 +123,26 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
         self.assertEqual((GPU, 'command'), (data['address'], data['method']))
         self.assertIn('scrub failed', data['error'])
 
+    def test_bind_and_delete_give_billing_its_period(self):
+        svc = self.make_service()
+        svc.discover_and_report()
+        arq_uuid, _ = self.bind(svc, GPU)
+        _, _, _, payload = self.next('accelerator.arq.bind.end')
+        data = self.data(payload, 'ARQPayload')
+        self.assertEqual((arq_uuid, 'Bound', 'PGPU', 'PCI', 'p1'), (
+            data['uuid'], data['state'], data['resource_class'],
+            data['attach_handle_type'], data['project_id']))
+        self.call(svc, '/v2/accelerator_requests/%s' % arq_uuid,
+                  headers=dict(test_lifecycle.V23,
+                               **{'X-Service-Token': 'admin'}),
+                  method='DELETE', status=204)
+        _, _, _, payload = self.next('accelerator.arq.delete.end')
+        deleted = self.data(payload, 'ARQPayload')
+        # The same instance and device as bound: the end of the period.
+        self.assertEqual(
+            (data['instance_uuid'], data['attach_handle_uuid']),
+            (deleted['instance_uuid'], deleted['attach_handle_uuid']))
+
     def test_off_without_a_driver(self):
         svc = self.make_service(self.make_conf(driver=None))
         self.assertFalse(svc.notifications.enabled)

@@ -9,6 +9,7 @@ Cyborg 17's controller (openstack-cyborg 17.0.0,
 from accel_backend.api.schemas import arq as schema
 from accel_backend.api import util
 from accel_backend import exception
+from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
 from accel_backend.policies import arq as arq_policy
 from accel_backend import policy
@@ -127,6 +128,7 @@ def update(req, arq_uuid=None):
     svc = util.service(req)
     started = {}
     released = set()
+    unbound = []
     with svc.db.transaction() as session:
         # One lock order for every multi-ARQ request (no deadlocks).
         arq_obj.lock_all(session, set(binds) | set(unbinds))
@@ -143,9 +145,12 @@ def update(req, arq_uuid=None):
             ctx.can(arq_policy.UPDATE, _target(arq))
             if arq.attach_handle is not None:
                 released.add(arq.hostname)
+                unbound.append(notifications.arq_data(arq))
             arq_obj.unbind(arq)
     # After commit: the binder (in-process, or the agent of each host
     # over RPC) must find BindStarted in the database.
+    for data in unbound:
+        svc.notifications.arq('accelerator.arq.unbind.end', data)
     svc.dispatcher.clean(released)
     svc.dispatcher.bind(started)
     return util.response(202)
@@ -184,11 +189,16 @@ def delete(req, arq_uuid=None):
             if missing:
                 raise exception.ARQNotFound(ident=','.join(sorted(missing)))
         released = set()
+        deleted = []
         for arq in arqs:
             ctx.can(arq_policy.DELETE if arq.state in UNBOUND_STATES
                     else arq_policy.DELETE_BOUND, _target(arq))
             if arq.attach_handle_id is not None:
                 released.add(arq.hostname)
+            deleted.append(notifications.arq_data(arq))
             arq_obj.delete(session, arq)
+    for data in deleted:
+        util.service(req).notifications.arq('accelerator.arq.delete.end',
+                                            data)
     util.service(req).dispatcher.clean(released)
     return util.response(204)

@@ -65,6 +65,8 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         def moved(name, **labels):
             return value(after, name, **labels) - value(before, name,
                                                         **labels)
+        self.assertEqual(1, moved('accel_bind_seconds_count', host=HOST,
+                                  resource_class='PGPU'))
         self.assertEqual(1, moved('accel_discovery_seconds_count',
                                   host=HOST, outcome='ok'))
         # Reads and writes of the report, by method and status.
