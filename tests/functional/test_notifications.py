@@ -10,7 +10,6 @@ import oslo_messaging as messaging
 
 from accel_backend import notifications
 from tests.functional.fixtures import rabbitmq
-from tests.unit.accel_backend import base
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend import test_lifecycle
 
@@ -56,18 +55,12 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
         self.addCleanup(listener.stop)
 
     def make_conf(self, cleaning=None, driver='messagingv2', **discovery):
-        discovery.setdefault('enabled_drivers', self.DRIVERS)
-        discovery.setdefault('report_interval', '0')
         groups = {}
         if driver and hasattr(self, 'rabbit'):
             groups['oslo_messaging_notifications'] = {
                 'driver': driver, 'transport_url': self.rabbit.url}
-        return base.make_conf(
-            self, self.root, (), DEFAULT={
-                'host': HOST, 'state_path': self.tmp},
-            api={'auth_strategy': 'noauth'}, binding={'workers': '1'},
-            placement=self.placement_opts, nova=base.NO_NOVA,
-            discovery=discovery, cleaning=cleaning or {}, **groups)
+        return super().make_conf(cleaning=cleaning, groups=groups,
+                                 **discovery)
 
     def next(self, event_type):
         """The next notification of ``event_type`` (others are skipped)."""

@@ -62,7 +62,10 @@ class ServiceTestBase(testtools.TestCase):
         self.raw.post('/resource_providers',
                       {'uuid': self.compute_uuid, 'name': COMPUTE})
 
-    def make_conf(self, cleaning=None, **discovery):
+    def make_conf(self, cleaning=None, groups=None, **discovery):
+        """The service's config: ``[discovery]`` options as keywords,
+        ``cleaning`` the ``[cleaning]`` ones, ``groups`` any other
+        ``{group: {option: value}}`` (e.g. ``mdev_<type>``, ``metrics``)."""
         discovery.setdefault('enabled_drivers', self.DRIVERS)
         discovery.setdefault('report_interval', '0')
         return base.make_conf(
@@ -71,7 +74,7 @@ class ServiceTestBase(testtools.TestCase):
             api={'auth_strategy': 'noauth'}, binding={'workers': '1'},
             placement=self.placement_opts,
             nova=base.NO_NOVA,
-            discovery=discovery, cleaning=cleaning or {})
+            discovery=discovery, cleaning=cleaning or {}, **(groups or {}))
 
     def make_service(self, conf=None, recording=True):
         svc = service_mod.Service(conf or self.make_conf())

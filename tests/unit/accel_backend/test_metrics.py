@@ -7,7 +7,6 @@ import urllib.request
 from prometheus_client import parser
 
 from accel_backend.objects import arq as arq_obj
-from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_lifecycle
 
 GPU = test_lifecycle.GPU
@@ -32,19 +31,13 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
 
     METRICS = {'enabled': 'true', 'port': '0'}
 
-    def make_conf(self, cleaning=None, metrics_opts=None, **discovery):
-        discovery.setdefault('enabled_drivers', self.DRIVERS)
-        discovery.setdefault('report_interval', '0')
-        return base.make_conf(
-            self, self.root, (), DEFAULT={
-                'host': HOST, 'state_path': self.tmp},
-            api={'auth_strategy': 'noauth'}, binding={'workers': '1'},
-            placement=self.placement_opts, nova=base.NO_NOVA,
-            discovery=discovery, cleaning=cleaning or {},
-            metrics=self.METRICS if metrics_opts is None else metrics_opts)
+    def make_conf(self, cleaning=None, groups=None, **discovery):
+        groups = dict({'metrics': self.METRICS}, **(groups or {}))
+        return super().make_conf(cleaning=cleaning, groups=groups,
+                                 **discovery)
 
     def test_off_by_default(self):
-        svc = self.make_service(self.make_conf(metrics_opts={}))
+        svc = self.make_service(self.make_conf(groups={'metrics': {}}))
         svc.metrics.start()
         self.assertIsNone(svc.metrics.port)
 

@@ -23,18 +23,7 @@ def tree(name):
 
 
 class RealServerTest(test_lifecycle.ServiceTestBase):
-    """``make_conf(groups={...}, **discovery)``: extra option groups
-    (e.g. ``mdev_<type>``) besides ``[discovery]``."""
-
-    def make_conf(self, groups=None, **discovery):
-        discovery.setdefault('enabled_drivers', self.DRIVERS)
-        discovery.setdefault('report_interval', '0')
-        return base.make_conf(
-            self, self.root, (), DEFAULT={
-                'host': COMPUTE, 'state_path': self.tmp},
-            api={'auth_strategy': 'noauth'}, binding={'workers': '1'},
-            placement=self.placement_opts, nova=base.NO_NOVA,
-            discovery=discovery, **(groups or {}))
+    """Services over copies of the recorded real-server trees."""
 
     def report(self, **kw):
         svc = self.make_service(self.make_conf(**kw))
