@@ -38,7 +38,8 @@ CATALOG = [
 ]
 #: Ports the cloud listens on (keys of ``Layout.ports``).
 PORT_NAMES = ('keystone', 'placement', 'glance', 'nova_api', 'accel',
-              'neutron_stub', 'rabbit', 'rabbit_dist', 'epmd', 'postgres')
+              'neutron_stub', 'rabbit', 'rabbit_dist', 'epmd', 'postgres',
+              'metrics')
 #: Databases (one per name; Nova has three).
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
              'nova_cell1', 'accel_backend')
@@ -329,6 +330,9 @@ def accel_backend_conf(layout):
             layout.repo, 'tests', 'fixtures', 'sysfs', 'two-gpus'))
         ini.add('discovery', 'device_spec', json.dumps(GPU_SPEC))
     ini.set('binding', 'workers', 2)
+    # Prometheus metrics (the demo shows the bind latency histogram).
+    ini.update('metrics', {'enabled': True, 'host': '127.0.0.1',
+                           'port': layout.ports['metrics']})
     return ini
 
 

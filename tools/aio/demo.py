@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import time
+import urllib.request
 
 from tools.aio import cloud as cloud_mod
 from tools.aio import config
@@ -85,6 +86,7 @@ class Demo:
         print('\n== the guest\'s composed <hostdev> elements '
               '(nova-compute log, accel.FakeDriver)')
         print(self.hostdevs(server['id']) or '(none)')
+        self.bind_latency()
         self.osc('server', 'delete', '--wait', NAME)
         self.osc('accelerator', 'arq', 'list')
         arqs, _ = self.cloud.http('GET', layout.url(
@@ -103,6 +105,24 @@ class Demo:
             print('FAILED: the server left ARQs or allocations behind')
             return 1
         return 0
+
+    def bind_latency(self):
+        """Print the metrics address and accel_backend's bind latency
+        histogram (``accel_bind_seconds``) as Prometheus scrapes it."""
+        url = 'http://127.0.0.1:%d/metrics' % self.cloud.layout.ports[
+            'metrics']
+        print('\n== accel-backend metrics at %s: bind latency '
+              '(accel_bind_seconds, PATCH to Bound)' % url)
+        try:
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                text = resp.read().decode()
+        except OSError as e:
+            print('(metrics unreachable: %s)' % e)
+            return
+        for line in text.splitlines():
+            if line.startswith('accel_bind_seconds') and (
+                    '_bucket' not in line or not line.endswith(' 0.0')):
+                print(line)
 
     def hostdevs(self, server_id):
         log = self.cloud.log('nova-compute')
