@@ -22,6 +22,7 @@ Tests build a ``Service`` directly and serve ``service.app`` in-process.
 
 import threading
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from accel_backend.api import wsgi
@@ -69,7 +70,7 @@ class Service:
             raise ValueError('role must be one of %s' % (ROLES,))
         self.conf = conf
         self.role = role
-        self.db = db_api.Database(conf.database.connection)
+        self.db = db_api.Database.from_conf(conf)
         if role == EMBEDDED:
             self.db.sync()
         self.notifier = notifier_mod.NovaNotifier(
@@ -228,6 +229,7 @@ def build_or_refuse(conf, role, name):
     """
     try:
         return Service(conf, role=role)
-    except (exception.AccelBackendError, ValueError) as e:
+    except (exception.AccelBackendError, db_exc.DBConnectionError,
+            ValueError) as e:
         LOG.error('%s refuses to start: %s', name, e)
         return None

@@ -105,36 +105,38 @@ class Binder:
         :returns: the new state, or None when the ARQ is gone or no longer
             ``BindStarted`` (deleted or unbound meanwhile).
         """
-        with self.db.transaction() as session:
-            # Locked: an unbind, a delete or another worker binding the
-            # same ARQ waits for this transaction, or finished before it.
-            try:
-                arq = arq_obj.get(session, arq_uuid, for_update=True)
-            except exception.ARQNotFound:
-                return None
-            if arq.state != arq_obj.BIND_STARTED:
-                return None
-            if self.host is not None and arq.hostname != self.host:
-                LOG.warning('ARQ %s is for host %s, not this agent\'s (%s); '
-                            'not binding it', arq.uuid, arq.hostname,
-                            self.host)
-                return None
-            handle = device_obj.find_free_handle(
-                session, arq.device_rp_uuid, arq.hostname)
-            if handle is None:
-                LOG.warning('ARQ %s: no free attach handle on resource '
-                            'provider %s of host %s', arq.uuid,
-                            arq.device_rp_uuid, arq.hostname)
-                arq.state = arq_obj.BIND_FAILED
-                arq.pending_event = 'failed'
-            else:
-                arq.attach_handle = handle
-                arq.state = arq_obj.BOUND
-                arq.pending_event = 'completed'
-                LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
-                         handle.attach_type, handle.attach_info,
-                         arq.instance_uuid)
-            return arq.state
+        return self.db.write(self._bind_locked, arq_uuid)
+
+    def _bind_locked(self, session, arq_uuid):
+        # Locked: an unbind, a delete or another worker binding the
+        # same ARQ waits for this transaction, or finished before it.
+        try:
+            arq = arq_obj.get(session, arq_uuid, for_update=True)
+        except exception.ARQNotFound:
+            return None
+        if arq.state != arq_obj.BIND_STARTED:
+            return None
+        if self.host is not None and arq.hostname != self.host:
+            LOG.warning('ARQ %s is for host %s, not this agent\'s (%s); '
+                        'not binding it', arq.uuid, arq.hostname,
+                        self.host)
+            return None
+        handle = device_obj.find_free_handle(
+            session, arq.device_rp_uuid, arq.hostname)
+        if handle is None:
+            LOG.warning('ARQ %s: no free attach handle on resource '
+                        'provider %s of host %s', arq.uuid,
+                        arq.device_rp_uuid, arq.hostname)
+            arq.state = arq_obj.BIND_FAILED
+            arq.pending_event = 'failed'
+        else:
+            arq.attach_handle = handle
+            arq.state = arq_obj.BOUND
+            arq.pending_event = 'completed'
+            LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
+                     handle.attach_type, handle.attach_info,
+                     arq.instance_uuid)
+        return arq.state
 
     def _bind_and_notify(self, arq_uuids):
         for arq_uuid in arq_uuids:
@@ -156,18 +158,21 @@ class Binder:
         :param sent: ``{arq_uuid: status}`` of the events sent; an ARQ whose
             pending event changed since (unbound and bound again) keeps it.
         """
-        with self.db.transaction() as session:
-            # Rows in id order, as every multi-ARQ writer locks them: a bulk
-            # UPDATE locks in no defined order and deadlocked against
-            # concurrent PATCH/DELETE on PostgreSQL.
-            arq_obj.lock_all(session, sent)
-            for arq_uuid in sorted(sent):
-                session.execute(
-                    sa.update(models.ARQ)
-                    .where(models.ARQ.uuid == arq_uuid,
-                           models.ARQ.pending_event == sent[arq_uuid])
-                    .values(pending_event=None)
-                    .execution_options(synchronize_session=False))
+        self.db.write(self._clear_locked, sent)
+
+    @staticmethod
+    def _clear_locked(session, sent):
+        # Rows in id order, as every multi-ARQ writer locks them: a bulk
+        # UPDATE locks in no defined order and deadlocked against
+        # concurrent PATCH/DELETE on PostgreSQL.
+        arq_obj.lock_all(session, sent)
+        for arq_uuid in sorted(sent):
+            session.execute(
+                sa.update(models.ARQ)
+                .where(models.ARQ.uuid == arq_uuid,
+                       models.ARQ.pending_event == sent[arq_uuid])
+                .values(pending_event=None)
+                .execution_options(synchronize_session=False))
 
     def _deliver(self, arq_uuids):
         """Send pending events until Nova took them, they are obsolete or
