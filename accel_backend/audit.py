@@ -65,8 +65,7 @@ LOG = logging.getLogger(__name__)
 #: States of an ARQ that must not hold an attach handle.
 _HANDLE_LESS = (arq_obj.INITIAL, arq_obj.UNBOUND, arq_obj.BIND_FAILED)
 #: States of an ARQ whose instance is checked with Nova.
-_INSTANCE_STATES = (arq_obj.BOUND, arq_obj.BIND_FAILED,
-                    arq_obj.UNBIND_FAILED)
+_INSTANCE_STATES = (arq_obj.BOUND, arq_obj.BIND_FAILED)
 
 
 def _utcnow():
@@ -318,8 +317,7 @@ class Auditor:
                 LOG.warning('Audit: ARQ %s of instance %s is Bound without '
                             'an attach handle; marking it BindFailed',
                             arq.uuid, arq.instance_uuid)
-                arq.state = arq_obj.BIND_FAILED
-                arq.pending_event = 'failed'
+                arq_obj.transition(arq, arq_obj.BIND_FAILED)
                 report.failed_arqs.append(arq.uuid)
         if report.failed_arqs and self.binder is not None:
             self.binder.deliver(report.failed_arqs)

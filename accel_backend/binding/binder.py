@@ -127,12 +127,10 @@ class Binder:
             LOG.warning('ARQ %s: no free attach handle on resource '
                         'provider %s of host %s', arq.uuid,
                         arq.device_rp_uuid, arq.hostname)
-            arq.state = arq_obj.BIND_FAILED
-            arq.pending_event = 'failed'
+            arq_obj.transition(arq, arq_obj.BIND_FAILED)
         else:
             arq.attach_handle = handle
-            arq.state = arq_obj.BOUND
-            arq.pending_event = 'completed'
+            arq_obj.transition(arq, arq_obj.BOUND)
             LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
                      handle.attach_type, handle.attach_info,
                      arq.instance_uuid)

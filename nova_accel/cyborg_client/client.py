@@ -27,6 +27,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from accel_common import arq_states
 from nova_accel.cyborg_client import exception
 from nova_accel.cyborg_client import request_groups
 
@@ -35,7 +36,7 @@ LOG = logging.getLogger(__name__)
 CONF_GROUP = 'cyborg'
 SERVICE_TYPE = 'accelerator'
 # ARQ states Nova treats as "binding finished" (nova/accelerator/cyborg.py).
-RESOLVED_STATES = frozenset(('Bound', 'BindFailed', 'Deleting'))
+RESOLVED_STATES = frozenset(arq_states.RESOLVED_STATES)
 # Cyborg microversion 2.1 adds project_id to the bind PATCH (cyborg 17.0.0,
 # cyborg/api/controllers/v2/versions.py).
 PROJECT_ID_MICROVERSION = '2.1'
