@@ -10,8 +10,6 @@ restarted service finds ``BindStarted`` ARQs and ARQs with a
 ``pending_event`` and finishes them (see ``accel_backend.binding``).
 """
 
-import re
-
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm as sa_orm
@@ -24,6 +22,7 @@ from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import paging
 from accel_backend import utils
 from accel_common import arq_states
+from accel_common import device_profile
 
 INITIAL = arq_states.INITIAL
 BIND_STARTED = arq_states.BIND_STARTED
@@ -35,7 +34,6 @@ BINDABLE_STATES = arq_states.BINDABLE_STATES
 RESOLVED_STATES = arq_states.RESOLVED_STATES
 
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
-_RESOURCES_KEY = re.compile(r'^resources:(.+)$')
 
 
 def create_for_profile(session, dp, project_id=None):
@@ -48,12 +46,17 @@ def create_for_profile(session, dp, project_id=None):
     :param dp: ``models.DeviceProfile``.
     :param project_id: owner project (str) or None.
     :returns: list of ``models.ARQ``.
+    :raises InvalidDeviceProfile: a stored group breaks the rules of
+        ``accel_common.device_profile`` (written before they applied).
     """
+    try:
+        parsed = device_profile.parse_groups(dp.groups)
+    except device_profile.InvalidGroup as e:
+        raise exception.InvalidDeviceProfile(reason=str(e))
     arqs = []
-    for index, group in enumerate(dp.groups):
-        count = sum(int(v) for k, v in group.items()
-                    if _RESOURCES_KEY.match(k))
-        for _ in range(count):
+    for index, (group, (resources, _, _)) in enumerate(
+            zip(dp.groups, parsed)):
+        for _ in range(sum(resources.values())):
             arq = models.ARQ(
                 uuid=uuidutils.generate_uuid(), state=INITIAL,
                 device_profile_id=dp.id, device_profile_name=dp.name,

@@ -29,6 +29,7 @@ from nova.compute import vm_states
 from nova.virt.libvirt import config as vconfig
 from oslo_log import log as logging
 
+from accel_common import pci
 from nova_accel.hotplug import clients
 from nova_accel.hotplug import manager as hotplug_manager
 from nova_accel.hotplug import rpc
@@ -138,8 +139,7 @@ class HotplugDriverMixin(object):
 
 
 def _pci_key(domain, bus, slot, function):
-    return ('pci',) + tuple(int(v, 16) for v in (domain, bus, slot,
-                                                  function))
+    return ('pci', pci.from_fields(domain, bus, slot, function))
 
 
 def _element_key(elem):
@@ -157,7 +157,7 @@ def _config_key(dev):
     if isinstance(dev, vconfig.LibvirtConfigGuestHostdevPCI):
         try:
             return _pci_key(dev.domain, dev.bus, dev.slot, dev.function)
-        except (TypeError, ValueError):
+        except pci.InvalidAddress:
             return None
     return None
 

@@ -32,7 +32,6 @@ Anything else raises :class:`~nova_accel.virt.exception.InvalidAttachHandle`.
 """
 
 import copy
-import re
 import uuid
 
 from lxml import etree
@@ -40,6 +39,7 @@ import nova.conf
 from nova.virt.libvirt import config as vconfig
 from oslo_log import log as logging
 
+from accel_common import pci
 from nova_accel import conf as accel_conf
 from nova_accel.virt import exception
 
@@ -50,66 +50,18 @@ accel_conf.register_opts(CONF)
 PCI = 'PCI'
 MDEV = 'MDEV'
 
-_HEX_RE = re.compile(r'^(?:0[xX])?([0-9a-fA-F]+)$')
-
-# (attach_handle_info key, libvirt attribute, max hex digits, max value,
-#  output format)
-_PCI_FIELDS = (
-    ('domain', 'domain', 4, 0xffff, '0x%04x'),
-    ('bus', 'bus', 2, 0xff, '0x%02x'),
-    ('device', 'slot', 2, 0x1f, '0x%02x'),
-    ('function', 'function', 1, 0x7, '0x%x'),
-)
-
-
-def _parse_pci_field(arq_uuid, info, key, digits, maximum):
-    """Return the integer value of ``info[key]`` or raise InvalidAttachHandle.
-
-    :param arq_uuid: ARQ UUID (str), for the error message.
-    :param info: the ``attach_handle_info`` dict.
-    :param key: one of ``domain``, ``bus``, ``device``, ``function``.
-    :param digits: the most hexadecimal digits allowed (prefix excluded).
-    :param maximum: the largest value allowed (int).
-    """
-    if key not in info:
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI attach_handle_info has no %r' % key)
-    raw = info[key]
-    if not isinstance(raw, str):
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI %s must be a hexadecimal string, got %r'
-            % (key, raw))
-    match = _HEX_RE.match(raw.strip())
-    if not match or len(match.group(1)) > digits:
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI %s %r is not a hexadecimal number of at most %d '
-            'digits' % (key, raw, digits))
-    value = int(match.group(1), 16)
-    if value > maximum:
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI %s %r is out of range (max 0x%x)'
-            % (key, raw, maximum))
-    return value
-
-
 def _compose_pci(arq):
-    arq_uuid = arq.get('uuid')
-    info = arq.get('attach_handle_info')
-    if not isinstance(info, dict):
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI attach_handle_info must be a dict, got %r' % info)
-    address = {}
-    for key, attr, digits, maximum, fmt in _PCI_FIELDS:
-        value = _parse_pci_field(arq_uuid, info, key, digits, maximum)
-        address[attr] = fmt % value
-
+    try:
+        address = pci.from_handle_info(arq.get('attach_handle_info'))
+    except pci.InvalidAddress as e:
+        raise exception.InvalidAttachHandle(arq.get('uuid'), str(e))
     hostdev = etree.Element('hostdev', mode='subsystem', type='pci',
                             managed='yes')
     source = etree.SubElement(hostdev, 'source')
     # Attribute order as libvirt writes it: domain, bus, slot, function.
     addr = etree.SubElement(source, 'address')
-    for _key, attr, _d, _m, _f in _PCI_FIELDS:
-        addr.set(attr, address[attr])
+    for attr, value in address.libvirt_attrs():
+        addr.set(attr, value)
     return hostdev
 
 

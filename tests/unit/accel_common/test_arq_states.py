@@ -13,7 +13,8 @@ from accel_backend.objects import arq as arq_obj
 from accel_common import arq_states
 from nova_accel import cyborg_client
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
+                                    '..'))
 
 # Written out independently of the module: Cyborg's seven state names
 # (openstack-cyborg 17.0.0, cyborg/common/constants.py) and the transitions
