@@ -19,7 +19,7 @@ from nova import exception as nova_exception
 from oslo_log import log as logging
 
 from accel_common import arq_states
-from nova_accel.virt import exception
+from nova_accel.binding import exception
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
