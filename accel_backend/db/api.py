@@ -48,6 +48,7 @@ import alembic.command
 import alembic.config
 from oslo_config import cfg
 from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
 from oslo_db import options as db_options
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
@@ -115,7 +116,8 @@ class Database:
         ``sqlalchemy``.
     :raises oslo_db.exception.DBConnectionError: the database could not be
         reached in ``max_retries`` attempts ``retry_interval`` seconds
-        apart (no attempt when ``max_retries`` is 0).
+        apart (no attempt when ``max_retries`` is 0; one only when oslo.db
+        does not recognise the driver's refusal, as libpq 14's).
     """
 
     def __init__(self, connection, options=None):
@@ -144,7 +146,13 @@ class Database:
             # Before the connection test of create_engine: its first
             # connection must already wait for a locked database.
             kwargs['_engine_target'] = self._sqlite_engine
-        self.engine = engines.create_engine(connection, **kwargs)
+        try:
+            self.engine = engines.create_engine(connection, **kwargs)
+        except sa.exc.OperationalError as e:
+            # A refused connection oslo.db 18 does not recognise (libpq
+            # 14's "connection to server ... failed"): not retried, but
+            # reported as what it is.
+            raise db_exc.DBConnectionError(e) from e
         if sqlite:
             # oslo.db 18 makes every SQLite transaction start with BEGIN,
             # so a transaction's first read fixes its WAL snapshot and its

@@ -96,3 +96,12 @@ class TestDatabaseOptions(testtools.TestCase):
                 **{option: 'sqlite:////nonexistent/replica.sqlite'})
             self.assertIn('[database] %s is not supported' % option,
                           str(err))
+
+    def test_postgresql_down_is_a_connection_error(self):
+        # libpq 14's refusal, which oslo.db 18 does not translate, still
+        # reaches the caller as DBConnectionError (the services refuse to
+        # start with one line), not as a raw driver error.
+        url = 'postgresql+psycopg2://accel:accel@127.0.0.1:%d/accel' % (
+            _closed_port())
+        self.assertRaises(db_exc.DBConnectionError, self._db,
+                          connection=url, max_retries=1, retry_interval=0)
