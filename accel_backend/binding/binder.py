@@ -15,6 +15,7 @@ import threading
 import time
 
 import sqlalchemy as sa
+import tenacity
 from oslo_log import log as logging
 
 from accel_backend.db import models
@@ -173,29 +174,39 @@ class Binder:
                 .execution_options(synchronize_session=False))
 
     def _deliver(self, arq_uuids):
-        """Send pending events until Nova took them, they are obsolete or
-        ``retry_timeout`` passed."""
-        deadline = time.monotonic() + self.retry_timeout
-        delay = self.retry_interval
+        """Send pending events until Nova took them, they are obsolete,
+        the binder stops or ``retry_timeout`` passed (then they are given
+        up); waits ``retry_interval`` seconds, doubling up to
+        ``MAX_BACKOFF``, between tries."""
         remaining = set(arq_uuids)
-        while remaining and not self._stop.is_set():
-            events = self._pending(remaining)
-            if not events:
+        sent = {}
+
+        def send_pending():
+            if self._stop.is_set():
                 return
-            sent = {arq: status for _, arq, status in events}
-            done, retry = self.notifier.send(events)
+            events = self._pending(remaining)
+            sent.clear()
+            sent.update((arq, status) for _, arq, status in events)
+            done, retry = (self.notifier.send(events) if events
+                           else (set(), set()))
             if done:
                 self._clear({u: sent[u] for u in done if u in sent})
-            remaining = retry
-            if not remaining:
-                return
-            if time.monotonic() + delay > deadline:
-                LOG.error('Giving up delivering events for ARQs %s',
-                          sorted(remaining))
-                self._clear({u: sent[u] for u in remaining if u in sent})
-                return
-            self._stop.wait(delay)
-            delay = min(delay * 2, MAX_BACKOFF)
+            remaining.intersection_update(retry)
+
+        def give_up(_retry_state):
+            LOG.error('Giving up delivering events for ARQs %s',
+                      sorted(remaining))
+            self._clear({u: sent[u] for u in remaining if u in sent})
+
+        tenacity.Retrying(
+            retry=tenacity.retry_if_result(
+                lambda _: bool(remaining) and not self._stop.is_set()),
+            wait=tenacity.wait_exponential(multiplier=self.retry_interval,
+                                           max=MAX_BACKOFF),
+            stop=tenacity.stop_before_delay(self.retry_timeout),
+            # stop() ends the wait at once.
+            sleep=self._stop.wait,
+            retry_error_callback=give_up)(send_pending)
 
     def stop(self, wait=True):
         """Stop retrying and wait for running tasks (bool ``wait``)."""
