@@ -20,7 +20,7 @@ turns it into guest configuration.  The handle shapes (openstack-cyborg
   PCI address and ``asked_type`` are in ``attach_handle_info``; creating the
   mdev is the driver's job, not this module's).  Becomes::
 
-    <hostdev mode='subsystem' type='mdev' model='vfio-pci'>
+    <hostdev mode='subsystem' type='mdev' managed='no' model='vfio-pci'>
       <source><address uuid='...'/></source>
     </hostdev>
 
@@ -29,6 +29,14 @@ turns it into guest configuration.  The handle shapes (openstack-cyborg
   and are logged at info level.
 
 Anything else raises :class:`~nova_accel.virt.exception.InvalidAttachHandle`.
+
+The elements are written by Nova's own ``LibvirtConfigGuestHostdevPCI`` and
+``LibvirtConfigGuestHostdevMDEV`` (nova 34.0.0,
+``nova/virt/libvirt/config.py``); this module validates the handle first
+(:mod:`accel_common.pci`) and keeps the result as an element, not as Nova's
+object, because :mod:`nova_accel.virt.libvirt.numa` adds the guest-side
+``<address type='pci'>`` that places a device on its NUMA cell's
+expander bus, which Nova's classes do not write.
 """
 
 import copy
@@ -55,14 +63,10 @@ def _compose_pci(arq):
         address = pci.from_handle_info(arq.get('attach_handle_info'))
     except pci.InvalidAddress as e:
         raise exception.InvalidAttachHandle(arq.get('uuid'), str(e))
-    hostdev = etree.Element('hostdev', mode='subsystem', type='pci',
-                            managed='yes')
-    source = etree.SubElement(hostdev, 'source')
-    # Attribute order as libvirt writes it: domain, bus, slot, function.
-    addr = etree.SubElement(source, 'address')
-    for attr, value in address.libvirt_attrs():
-        addr.set(attr, value)
-    return hostdev
+    dev = vconfig.LibvirtConfigGuestHostdevPCI()
+    dev.domain, dev.bus, dev.slot, dev.function = (
+        value for _, value in address.libvirt_attrs())
+    return dev.format_dom()
 
 
 def _compose_mdev(arq):
@@ -77,11 +81,9 @@ def _compose_mdev(arq):
     except ValueError:
         raise exception.InvalidAttachHandle(
             arq_uuid, 'MDEV attach_handle_uuid %r is not a UUID' % raw)
-    hostdev = etree.Element('hostdev', mode='subsystem', type='mdev',
-                            model='vfio-pci')
-    source = etree.SubElement(hostdev, 'source')
-    etree.SubElement(source, 'address', uuid=mdev_uuid)
-    return hostdev
+    dev = vconfig.LibvirtConfigGuestHostdevMDEV()
+    dev.uuid = mdev_uuid
+    return dev.format_dom()
 
 
 _COMPOSERS = {PCI: _compose_pci, MDEV: _compose_mdev}
