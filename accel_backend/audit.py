@@ -384,7 +384,18 @@ class Auditor:
 
 class AuditLoop:
     """Runs ``auditor.run`` every ``interval`` seconds in a thread (the
-    first run one interval after ``start``)."""
+    first run one interval after ``start``).
+
+    Our own loop (as the discovery loop of ``Service`` and the cleaner's
+    poll), not futurist's ``PeriodicWorker`` nor oslo.service's
+    ``FixedIntervalLoopingCall``: measured in this project's environment,
+    ``import futurist`` (3.5) imports eventlet whenever it is installed, as
+    it is beside Nova (``futurist/_utils.py``, an EventletDeprecationWarning
+    at import), and oslo.service 4.8's looping calls run on a process-wide
+    backend whose default is eventlet and which a Nova in the same process
+    chooses too.  The project runs no eventlet; a thread waiting on an
+    ``Event`` stops at once.
+    """
 
     def __init__(self, auditor, interval):
         self.auditor = auditor

@@ -196,6 +196,8 @@ class Service:
                 LOG.warning('Discovery/report failed, will retry: %s', e)
             if done_once and interval == 0:
                 return
+            # A thread and an Event, not futurist or oslo.service: see
+            # audit.AuditLoop for the measured reason.
             self._stop.wait(interval if done_once and interval else 5)
 
     def stop(self):
