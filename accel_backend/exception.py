@@ -238,3 +238,13 @@ class NovaPCIConfigUnusable(AccelBackendError):
     msg_fmt = ('Nova\'s [pci] device_spec cannot be used (%(reason)s): '
                'fix %(source)s; accel_backend will not guess which devices '
                'Nova claims')
+
+
+class DatabaseOptionUnsupported(AccelBackendError):
+    """A ``[database]`` option oslo.db offers that accel_backend does not
+    honour is set (``accel_backend.db.api``): refused at start rather
+    than silently ignored."""
+
+    code = 'accel.config.database'
+    msg_fmt = ('[database] %(option)s is not supported: %(reason)s; unset '
+               'it')

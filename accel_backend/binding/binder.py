@@ -15,6 +15,7 @@ import threading
 import time
 
 import sqlalchemy as sa
+import tenacity
 from oslo_log import log as logging
 
 from accel_backend.db import models
@@ -110,7 +111,7 @@ class Binder:
         :returns: the new state, or None when the ARQ is gone or no longer
             ``BindStarted`` (deleted or unbound meanwhile).
         """
-        outcome = self._bind(arq_uuid)
+        outcome = self.db.write(self._bind_locked, arq_uuid)
         if outcome is None:
             return None
         state, data, started_at = outcome
@@ -129,40 +130,37 @@ class Binder:
             self.notifications.arq(event, data, priority)
         return state
 
-    def _bind(self, arq_uuid):
+    def _bind_locked(self, session, arq_uuid):
         """The transaction of ``bind_one``: ``(state, ARQPayload fields,
         time BindStarted was committed)``, or None."""
-        with self.db.transaction() as session:
-            # Locked: an unbind, a delete or another worker binding the
-            # same ARQ waits for this transaction, or finished before it.
-            try:
-                arq = arq_obj.get(session, arq_uuid, for_update=True)
-            except exception.ARQNotFound:
-                return None
-            if arq.state != arq_obj.BIND_STARTED:
-                return None
-            if self.host is not None and arq.hostname != self.host:
-                LOG.warning('ARQ %s is for host %s, not this agent\'s (%s); '
-                            'not binding it', arq.uuid, arq.hostname,
-                            self.host)
-                return None
-            started_at = arq.updated_at
-            handle = device_obj.find_free_handle(
-                session, arq.device_rp_uuid, arq.hostname)
-            if handle is None:
-                LOG.warning('ARQ %s: no free attach handle on resource '
-                            'provider %s of host %s', arq.uuid,
-                            arq.device_rp_uuid, arq.hostname)
-                arq.state = arq_obj.BIND_FAILED
-                arq.pending_event = 'failed'
-            else:
-                arq.attach_handle = handle
-                arq.state = arq_obj.BOUND
-                arq.pending_event = 'completed'
-                LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
-                         handle.attach_type, handle.attach_info,
-                         arq.instance_uuid)
-            return arq.state, notifications.arq_data(arq), started_at
+        # Locked: an unbind, a delete or another worker binding the
+        # same ARQ waits for this transaction, or finished before it.
+        try:
+            arq = arq_obj.get(session, arq_uuid, for_update=True)
+        except exception.ARQNotFound:
+            return None
+        if arq.state != arq_obj.BIND_STARTED:
+            return None
+        if self.host is not None and arq.hostname != self.host:
+            LOG.warning('ARQ %s is for host %s, not this agent\'s (%s); '
+                        'not binding it', arq.uuid, arq.hostname,
+                        self.host)
+            return None
+        started_at = arq.updated_at
+        handle = device_obj.find_free_handle(
+            session, arq.device_rp_uuid, arq.hostname)
+        if handle is None:
+            LOG.warning('ARQ %s: no free attach handle on resource '
+                        'provider %s of host %s', arq.uuid,
+                        arq.device_rp_uuid, arq.hostname)
+            arq_obj.transition(arq, arq_obj.BIND_FAILED)
+        else:
+            arq.attach_handle = handle
+            arq_obj.transition(arq, arq_obj.BOUND)
+            LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
+                     handle.attach_type, handle.attach_info,
+                     arq.instance_uuid)
+        return arq.state, notifications.arq_data(arq), started_at
 
     def _bind_and_notify(self, arq_uuids):
         for arq_uuid in arq_uuids:
@@ -184,43 +182,56 @@ class Binder:
         :param sent: ``{arq_uuid: status}`` of the events sent; an ARQ whose
             pending event changed since (unbound and bound again) keeps it.
         """
-        with self.db.transaction() as session:
-            # Rows in id order, as every multi-ARQ writer locks them: a bulk
-            # UPDATE locks in no defined order and deadlocked against
-            # concurrent PATCH/DELETE on PostgreSQL.
-            arq_obj.lock_all(session, sent)
-            for arq_uuid in sorted(sent):
-                session.execute(
-                    sa.update(models.ARQ)
-                    .where(models.ARQ.uuid == arq_uuid,
-                           models.ARQ.pending_event == sent[arq_uuid])
-                    .values(pending_event=None)
-                    .execution_options(synchronize_session=False))
+        self.db.write(self._clear_locked, sent)
+
+    @staticmethod
+    def _clear_locked(session, sent):
+        # Rows in id order, as every multi-ARQ writer locks them: a bulk
+        # UPDATE locks in no defined order and deadlocked against
+        # concurrent PATCH/DELETE on PostgreSQL.
+        arq_obj.lock_all(session, sent)
+        for arq_uuid in sorted(sent):
+            session.execute(
+                sa.update(models.ARQ)
+                .where(models.ARQ.uuid == arq_uuid,
+                       models.ARQ.pending_event == sent[arq_uuid])
+                .values(pending_event=None)
+                .execution_options(synchronize_session=False))
 
     def _deliver(self, arq_uuids):
-        """Send pending events until Nova took them, they are obsolete or
-        ``retry_timeout`` passed."""
-        deadline = time.monotonic() + self.retry_timeout
-        delay = self.retry_interval
+        """Send pending events until Nova took them, they are obsolete,
+        the binder stops or ``retry_timeout`` passed (then they are given
+        up); waits ``retry_interval`` seconds, doubling up to
+        ``MAX_BACKOFF``, between tries."""
         remaining = set(arq_uuids)
-        while remaining and not self._stop.is_set():
-            events = self._pending(remaining)
-            if not events:
+        sent = {}
+
+        def send_pending():
+            if self._stop.is_set():
                 return
-            sent = {arq: status for _, arq, status in events}
-            done, retry = self.notifier.send(events)
+            events = self._pending(remaining)
+            sent.clear()
+            sent.update((arq, status) for _, arq, status in events)
+            done, retry = (self.notifier.send(events) if events
+                           else (set(), set()))
             if done:
                 self._clear({u: sent[u] for u in done if u in sent})
-            remaining = retry
-            if not remaining:
-                return
-            if time.monotonic() + delay > deadline:
-                LOG.error('Giving up delivering events for ARQs %s',
-                          sorted(remaining))
-                self._clear({u: sent[u] for u in remaining if u in sent})
-                return
-            self._stop.wait(delay)
-            delay = min(delay * 2, MAX_BACKOFF)
+            remaining.intersection_update(retry)
+
+        def give_up(_retry_state):
+            LOG.error('Giving up delivering events for ARQs %s',
+                      sorted(remaining))
+            self._clear({u: sent[u] for u in remaining if u in sent})
+
+        tenacity.Retrying(
+            retry=tenacity.retry_if_result(
+                lambda _: bool(remaining) and not self._stop.is_set()),
+            wait=tenacity.wait_exponential(multiplier=self.retry_interval,
+                                           max=MAX_BACKOFF),
+            stop=tenacity.stop_before_delay(self.retry_timeout),
+            # stop() ends the wait at once.
+            sleep=self._stop.wait,
+            retry_error_callback=give_up)(send_pending)
 
     def stop(self, wait=True):
         """Stop retrying and wait for running tasks (bool ``wait``)."""

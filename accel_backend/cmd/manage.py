@@ -23,7 +23,7 @@ from accel_backend import exception
 
 
 def _db_sync(conf):
-    db_api.Database(conf.database.connection).sync()
+    db_api.Database.from_conf(conf).sync()
     print('Database at revision head')
 
 

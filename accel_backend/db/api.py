@@ -1,8 +1,44 @@
 """Engine, sessions and schema sync.
 
-One ``Database`` per service process.  SQLite (the embedded default) is
-opened in WAL mode with a busy timeout so the API threads and the binding
-workers can share it; PostgreSQL and MySQL work through the same code.
+One ``Database`` per service process, built from the ``[database]``
+options of oslo.db (``oslo_db/options.py``, oslo.db 18).  The engine is
+oslo.db's (``oslo_db.sqlalchemy.engines.create_engine``, the factory its
+enginefacade builds engines with), so every option below takes effect and
+database errors arrive translated (``oslo_db.exception.DBDeadlock``,
+``DBDuplicateEntry``, ``DBConnectionError``...):
+
+``connection``, ``connection_parameters``
+    the SQLAlchemy URL and extra query parameters.
+``max_pool_size``, ``max_overflow``, ``pool_timeout``,
+``connection_recycle_time``
+    the connection pool (PostgreSQL, MySQL; SQLite files get no pool).
+``max_retries``, ``retry_interval``
+    attempts (and seconds between them) to reach the database at start.
+``connection_debug``, ``connection_trace``
+    SQL logging (0-100) and a Python stack trace in each statement.
+``mysql_sql_mode``, ``mysql_wsrep_sync_wait``, ``sqlite_synchronous``
+    per-connection settings of those backends (SQLite always runs with
+    foreign keys on: the schema's cascades need them).
+``db_max_retries``, ``db_retry_interval``, ``db_inc_retry_interval``,
+``db_max_retry_interval``, ``use_db_reconnect``
+    ``oslo_db.api.wrap_db_retry`` around the writers that can meet a
+    deadlock (``Database.write``); ``use_db_reconnect`` also retries them
+    after a lost connection.
+
+Not offered, and refused at start when set (``DatabaseOptionUnsupported``):
+``slave_connection`` and ``asyncio_connection``/``asyncio_slave_connection``
+(every reader here must see the writes just committed; there is no asyncio
+code).  ``backend`` must be ``sqlalchemy``; ``synchronous_reader`` only
+matters with a ``slave_connection``.
+
+We use the engine factory rather than enginefacade's transaction context
+because accel_backend works on its own ``ConfigOpts`` (a test runs it in
+Nova's process) and the context reads every option not configured on it
+from oslo.config's global ``CONF`` (``enginefacade._TransactionFactory.
+_start``, oslo.db 18): Nova's ``[database]`` would leak in.
+
+SQLite (the embedded default) is opened in WAL mode with a busy timeout so
+the API threads and the binding workers can share it.
 """
 
 import contextlib
@@ -10,19 +46,61 @@ import os
 
 import alembic.command
 import alembic.config
+from oslo_config import cfg
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_db import options as db_options
+from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import orm
 
+from accel_backend import exception
+
 MIGRATIONS_DIR = os.path.join(os.path.dirname(__file__), 'migrations')
+
+#: ``[database]`` options handed to ``engines.create_engine`` as they are.
+ENGINE_OPTIONS = (
+    'mysql_sql_mode', 'mysql_wsrep_sync_wait',
+    'connection_recycle_time', 'connection_debug', 'max_pool_size',
+    'max_overflow', 'pool_timeout', 'sqlite_synchronous',
+    'connection_trace', 'max_retries', 'retry_interval',
+    'connection_parameters')
+#: ``[database]`` options that would ask for a second engine we do not have.
+UNSUPPORTED_OPTIONS = ('slave_connection', 'asyncio_connection',
+                       'asyncio_slave_connection')
+#: SQLite busy timeout, seconds: how long a writer waits for the lock.
+SQLITE_BUSY_TIMEOUT = 30
 
 
 def _sqlite_pragmas(dbapi_conn, _record):
     cur = dbapi_conn.cursor()
+    cur.execute('PRAGMA busy_timeout=%d' % (SQLITE_BUSY_TIMEOUT * 1000))
     cur.execute('PRAGMA journal_mode=WAL')
     cur.execute('PRAGMA foreign_keys=ON')
-    cur.execute('PRAGMA busy_timeout=30000')
     cur.close()
+
+
+# oslo.db's SQLite listeners (oslo_db/sqlalchemy/engines.py, oslo.db 18)
+# emit BEGIN at the start of each transaction unless the connection's info
+# holds this key; they remove it at commit and rollback.
+_OSLO_DB_IN_TRANSACTION = 'in_transaction'
+
+
+def _sqlite_implicit_begin(dbapi_conn, record):
+    # After oslo.db's own connect listener, which sets None (autocommit):
+    # back to pysqlite's default, BEGIN before the first write.
+    dbapi_conn.isolation_level = ''
+    record.info[_OSLO_DB_IN_TRANSACTION] = True
+
+
+def _sqlite_no_explicit_begin(conn):
+    # After oslo.db's commit/rollback listeners.
+    conn.info[_OSLO_DB_IN_TRANSACTION] = True
+
+
+def _defaults():
+    return {opt.name: opt.default for opt in db_options.database_opts}
 
 
 class Database:
@@ -30,22 +108,89 @@ class Database:
 
     :param connection: SQLAlchemy URL (str), e.g. ``sqlite:////path/db``
         or ``postgresql+psycopg2://user:pw@host/db``.
+    :param options: the ``[database]`` group of a ``ConfigOpts`` (or any
+        mapping of those option names); missing names take oslo.db's
+        defaults.
+    :raises DatabaseOptionUnsupported: an option of
+        ``UNSUPPORTED_OPTIONS`` is set or ``backend`` is not
+        ``sqlalchemy``.
+    :raises oslo_db.exception.DBConnectionError: the database could not be
+        reached in ``max_retries`` attempts ``retry_interval`` seconds
+        apart (no attempt when ``max_retries`` is 0; one only when oslo.db
+        does not recognise the driver's refusal, as libpq 14's).
     """
 
-    def __init__(self, connection):
+    def __init__(self, connection, options=None):
+        opts = _defaults()
+        if options is not None:
+            for name in opts:
+                try:
+                    opts[name] = options[name]
+                except (KeyError, cfg.NoSuchOptError):
+                    pass
+        for name in UNSUPPORTED_OPTIONS:
+            if opts.get(name):
+                raise exception.DatabaseOptionUnsupported(
+                    option=name, reason='accel_backend reads and writes '
+                    'through [database] connection only')
+        if opts['backend'] != 'sqlalchemy':
+            raise exception.DatabaseOptionUnsupported(
+                option='backend', reason='only "sqlalchemy" exists')
         url = sa.engine.make_url(connection)
-        kwargs = {}
-        if url.get_backend_name() == 'sqlite':
-            if url.database and url.database != ':memory:':
-                os.makedirs(os.path.dirname(os.path.abspath(url.database)),
-                            exist_ok=True)
-            kwargs['connect_args'] = {'check_same_thread': False,
-                                      'timeout': 30}
-        self.engine = sa.create_engine(url, **kwargs)
-        if url.get_backend_name() == 'sqlite':
-            event.listen(self.engine, 'connect', _sqlite_pragmas)
+        sqlite = url.get_backend_name() == 'sqlite'
+        if sqlite and url.database and url.database != ':memory:':
+            os.makedirs(os.path.dirname(os.path.abspath(url.database)),
+                        exist_ok=True)
+        kwargs = {name: opts[name] for name in ENGINE_OPTIONS}
+        if sqlite:
+            # Before the connection test of create_engine: its first
+            # connection must already wait for a locked database.
+            kwargs['_engine_target'] = self._sqlite_engine
+        try:
+            self.engine = engines.create_engine(connection, **kwargs)
+        except sa.exc.OperationalError as e:
+            # A refused connection oslo.db 18 does not recognise (libpq
+            # 14's "connection to server ... failed"): not retried, but
+            # reported as what it is.
+            raise db_exc.DBConnectionError(e) from e
+        if sqlite:
+            # oslo.db 18 makes every SQLite transaction start with BEGIN,
+            # so a transaction's first read fixes its WAL snapshot and its
+            # first write fails at once with "database is locked"
+            # (SQLITE_BUSY_SNAPSHOT, which the busy timeout does not wait
+            # out) when another connection committed in between: measured,
+            # 4 tests of test_binder (a delete racing a bind, resume after
+            # a crash) and test_lifecycle's restart failed so.  Transactions
+            # here start at their first write, as with a plain engine; the
+            # writers that read first take the write lock up front
+            # (objects.arq._lock, audit._write_lock).
+            event.listen(self.engine, 'connect', _sqlite_implicit_begin)
+            event.listen(self.engine, 'commit', _sqlite_no_explicit_begin)
+            event.listen(self.engine, 'rollback', _sqlite_no_explicit_begin)
         self._sessionmaker = orm.sessionmaker(bind=self.engine,
                                               expire_on_commit=False)
+        self._retry = oslo_db_api.wrap_db_retry(
+            max_retries=opts['db_max_retries'],
+            retry_interval=opts['db_retry_interval'],
+            inc_retry_interval=opts['db_inc_retry_interval'],
+            max_retry_interval=opts['db_max_retry_interval'],
+            retry_on_disconnect=opts['use_db_reconnect'],
+            retry_on_deadlock=True)
+
+    @staticmethod
+    def _sqlite_engine(url, **engine_args):
+        engine_args['connect_args'] = dict(
+            engine_args.get('connect_args') or {},
+            check_same_thread=False, timeout=SQLITE_BUSY_TIMEOUT)
+        engine = sa.create_engine(url, **engine_args)
+        event.listen(engine, 'connect', _sqlite_pragmas)
+        return engine, engine
+
+    @classmethod
+    def from_conf(cls, conf):
+        """The ``Database`` of ``conf``'s ``[database]`` group
+        (``accel_backend.conf``)."""
+        return cls(conf.database.connection, options=conf.database)
 
     @contextlib.contextmanager
     def transaction(self):
@@ -57,6 +202,24 @@ class Database:
         with self._sessionmaker() as session:
             with session.begin():
                 yield session
+
+    def write(self, fn, *args, **kwargs):
+        """Run ``fn(session, *args, **kwargs)`` in one transaction, again
+        in a new one when the database reports a deadlock (or, with
+        ``use_db_reconnect``, a lost connection), as the ``[database]
+        db_*`` options say.
+
+        ``fn`` must be safe to run again: everything it did in a failed
+        attempt was rolled back.
+
+        :returns: what ``fn`` returns.
+        :raises oslo_db.exception.DBDeadlock: still deadlocked after
+            ``db_max_retries`` retries; anything else ``fn`` raises.
+        """
+        def attempt():
+            with self.transaction() as session:
+                return fn(session, *args, **kwargs)
+        return self._retry(attempt)()
 
     def sync(self):
         """Create or upgrade the schema to the newest alembic revision."""

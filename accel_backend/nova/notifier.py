@@ -15,9 +15,10 @@ from oslo_log import log as logging
 
 from accel_backend import keystone
 from accel_backend import metrics
+from accel_common import arq_states
 
 LOG = logging.getLogger(__name__)
-EVENT_NAME = 'accelerator-request-bound'
+EVENT_NAME = arq_states.EVENT_NAME
 MICROVERSION = '2.82'
 
 

@@ -1,17 +1,14 @@
 """Accelerator requests (ARQs) and their binding state machine.
 
-States (Cyborg's names, openstack-cyborg 17.0.0,
-``cyborg/common/constants.py``)::
-
-    Initial --bind--> BindStarted --worker--> Bound | BindFailed
-    Bound/BindFailed/BindStarted --unbind--> Unbound --bind--> BindStarted
+The states and the transitions allowed between them are those of
+:mod:`accel_common.arq_states` (one table, shared with nova_accel);
+every change of ``arq.state`` here, in the binder and in the audit goes
+through :func:`transition`, which refuses any other.
 
 Every transition is committed before the work it announces is done, so a
 restarted service finds ``BindStarted`` ARQs and ARQs with a
 ``pending_event`` and finishes them (see ``accel_backend.binding``).
 """
-
-import re
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -24,21 +21,19 @@ from accel_backend.objects import device as device_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import paging
 from accel_backend import utils
+from accel_common import arq_states
+from accel_common import device_profile
 
-INITIAL = 'Initial'
-BIND_STARTED = 'BindStarted'
-BOUND = 'Bound'
-UNBOUND = 'Unbound'
-BIND_FAILED = 'BindFailed'
-UNBIND_FAILED = 'UnbindFailed'
-DELETING = 'Deleting'
-STATES = (INITIAL, BIND_STARTED, BOUND, UNBOUND, BIND_FAILED, UNBIND_FAILED,
-          DELETING)
-RESOLVED_STATES = (BOUND, BIND_FAILED, DELETING)
-BINDABLE_STATES = (INITIAL, UNBOUND)
+INITIAL = arq_states.INITIAL
+BIND_STARTED = arq_states.BIND_STARTED
+BOUND = arq_states.BOUND
+UNBOUND = arq_states.UNBOUND
+BIND_FAILED = arq_states.BIND_FAILED
+STATES = arq_states.STATES
+BINDABLE_STATES = arq_states.BINDABLE_STATES
+RESOLVED_STATES = arq_states.RESOLVED_STATES
 
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
-_RESOURCES_KEY = re.compile(r'^resources:(.+)$')
 
 
 def create_for_profile(session, dp, project_id=None):
@@ -51,12 +46,17 @@ def create_for_profile(session, dp, project_id=None):
     :param dp: ``models.DeviceProfile``.
     :param project_id: owner project (str) or None.
     :returns: list of ``models.ARQ``.
+    :raises InvalidDeviceProfile: a stored group breaks the rules of
+        ``accel_common.device_profile`` (written before they applied).
     """
+    try:
+        parsed = device_profile.parse_groups(dp.groups)
+    except device_profile.InvalidGroup as e:
+        raise exception.InvalidDeviceProfile(reason=str(e))
     arqs = []
-    for index, group in enumerate(dp.groups):
-        count = sum(int(v) for k, v in group.items()
-                    if _RESOURCES_KEY.match(k))
-        for _ in range(count):
+    for index, (group, (resources, _, _)) in enumerate(
+            zip(dp.groups, parsed)):
+        for _ in range(sum(resources.values())):
             arq = models.ARQ(
                 uuid=uuidutils.generate_uuid(), state=INITIAL,
                 device_profile_id=dp.id, device_profile_name=dp.name,
@@ -166,12 +166,31 @@ def start_binding(session, arq, hostname, device_rp_uuid, instance_uuid,
         raise exception.ARQInvalidState(uuid=arq.uuid, state=arq.state,
                                         op='bind',
                                         allowed=', '.join(BINDABLE_STATES))
+    transition(arq, BIND_STARTED)
     arq.hostname, arq.device_rp_uuid, arq.instance_uuid = wanted
     if project_id is not None:
         arq.project_id = project_id
-    arq.state = BIND_STARTED
-    arq.pending_event = None
     return True
+
+
+def transition(arq, target):
+    """Move ``arq`` to state ``target`` and record the event it emits.
+
+    ``pending_event`` becomes the transition's event status (delivered to
+    Nova after commit by the binder) or None, which also drops an event
+    of the previous binding that was not delivered yet.
+
+    :param arq: ``models.ARQ`` (locked by the caller: ``get(...,
+        for_update=True)``).
+    :param target: a state of ``accel_common.arq_states``.
+    :returns: the event status or None.
+    :raises accel_common.arq_states.InvalidTransition: the table does not
+        allow ``arq.state`` -> ``target``.
+    """
+    event = arq_states.check(arq.state, target)
+    arq.state = target
+    arq.pending_event = event
+    return event
 
 
 def release(arq):
@@ -191,14 +210,14 @@ def release(arq):
 def unbind(arq):
     """Undo a binding: release the device, clear host/RP/instance.
 
-    Idempotent for ARQs that are ``Initial`` or ``Unbound``.
+    A no-op for ARQs in no state an unbind leaves (``Initial``,
+    ``Unbound``).
     """
-    if arq.state in (INITIAL, UNBOUND):
+    if arq.state not in arq_states.UNBINDABLE_STATES:
         return
     release(arq)
     arq.hostname = arq.device_rp_uuid = arq.instance_uuid = None
-    arq.state = UNBOUND
-    arq.pending_event = None
+    transition(arq, UNBOUND)
 
 
 def delete(session, arq):

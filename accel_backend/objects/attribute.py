@@ -8,8 +8,9 @@ shows deployables without their integer id, so a client could not tell
 which deployable an id names).
 """
 
-import sqlalchemy as sa
+from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from accel_backend.db import models
 from accel_backend import exception
@@ -49,7 +50,7 @@ def create(session, dep, key, value):
         # constraint instead.
         with session.begin_nested():
             session.flush()
-    except sa.exc.IntegrityError:
+    except db_exc.DBDuplicateEntry:
         raise exception.AttributeExists(deployable=dep.uuid, key=key)
     return attr
 

@@ -13,6 +13,7 @@ from sqlalchemy import orm
 
 from accel_backend.db import models
 from accel_backend import exception
+from accel_backend.discovery import drivers as discovery_drivers
 from accel_backend.discovery import removal
 from accel_backend.objects import attribute as attribute_obj
 from accel_backend.objects import paging
@@ -30,9 +31,10 @@ ENABLED = 'enabled'
 MAINTAINING = 'maintaining'
 MISSING = 'missing'
 
-#: Device health, the discovery driver's verdict (``drivers.HEALTHY``).
-HEALTHY = 'healthy'
-UNHEALTHY = 'unhealthy'
+#: Device health, the discovery driver's verdict, defined with the record
+#: drivers return (``accel_backend.discovery.drivers``).
+HEALTHY = discovery_drivers.HEALTHY
+UNHEALTHY = discovery_drivers.UNHEALTHY
 
 #: Attach handle lifecycle between tenants (Triton RFD 114)::
 #:

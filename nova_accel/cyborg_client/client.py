@@ -27,6 +27,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from accel_common import arq_states
 from nova_accel.cyborg_client import exception
 from nova_accel.cyborg_client import request_groups
 
@@ -35,7 +36,7 @@ LOG = logging.getLogger(__name__)
 CONF_GROUP = 'cyborg'
 SERVICE_TYPE = 'accelerator'
 # ARQ states Nova treats as "binding finished" (nova/accelerator/cyborg.py).
-RESOLVED_STATES = frozenset(('Bound', 'BindFailed', 'Deleting'))
+RESOLVED_STATES = frozenset(arq_states.RESOLVED_STATES)
 # Cyborg microversion 2.1 adds project_id to the bind PATCH (cyborg 17.0.0,
 # cyborg/api/controllers/v2/versions.py).
 PROJECT_ID_MICROVERSION = '2.1'
@@ -49,8 +50,11 @@ _UNAVAILABLE_EXC = (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
                     ks_exc.DiscoveryFailure)
 
 
-def _conf_session():
-    """Return the process-wide session built from ``[cyborg]`` options."""
+def conf_session():
+    """Return the process-wide keystoneauth session built from Nova's
+    ``[cyborg]`` options (TLS, timeouts), created on first use; every
+    accelerator client of the process shares it (and its connection
+    pool), whatever auth it sends."""
     global _SESSION
     with _SESSION_LOCK:
         if _SESSION is None:
@@ -133,12 +137,23 @@ class AcceleratorClient(object):
         :param context: ``nova.context.RequestContext``.
         :returns: AcceleratorClient.
         """
-        import nova.conf
         from nova import service_auth
 
-        auth = service_auth.get_service_user_token_auth_plugin(context)
+        return cls.for_auth(
+            service_auth.get_service_user_token_auth_plugin(context))
+
+    @classmethod
+    def for_auth(cls, auth):
+        """Build a client sending ``auth`` (a keystoneauth1 auth plugin)
+        over :func:`conf_session`, its adapter from Nova's ``[cyborg]``
+        options.
+
+        :returns: AcceleratorClient.
+        """
+        import nova.conf
+
         adapter = ks_loading.load_adapter_from_conf_options(
-            nova.conf.CONF, CONF_GROUP, session=_conf_session(), auth=auth)
+            nova.conf.CONF, CONF_GROUP, session=conf_session(), auth=auth)
         return cls(adapter)
 
     # -- plumbing ----------------------------------------------------------

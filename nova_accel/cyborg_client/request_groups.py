@@ -22,6 +22,10 @@ whose keys are
 * ``trait:<TRAIT>``: ``required`` or ``forbidden``;
 * ``accel:<key>``: Cyborg-only properties, ignored here.
 
+The rules are :mod:`accel_common.device_profile`'s, the ones accel_backend
+checks when a profile is created (amounts 1 to 1024, custom names of at
+most 255 characters).
+
 The N-th group (from zero) becomes the request group whose requester_id is
 ``device_profile_<N>`` (plus the owner, e.g. a port UUID, appended verbatim
 as Nova does); Cyborg puts N in each ARQ's ``device_profile_group_id``.
@@ -32,55 +36,20 @@ raises :class:`InvalidDeviceProfile`.
 
 import re
 
-import os_resource_classes as orc
-import os_traits
-
+from accel_common import device_profile
 from nova_accel.cyborg_client import exception
 
-RESOURCES_PREFIX = 'resources:'
-TRAIT_PREFIX = 'trait:'
-ACCEL_PREFIX = 'accel:'
-TRAIT_REQUIRED = 'required'
-TRAIT_FORBIDDEN = 'forbidden'
+RESOURCES_PREFIX = device_profile.RESOURCES_PREFIX
+TRAIT_PREFIX = device_profile.TRAIT_PREFIX
+ACCEL_PREFIX = device_profile.ACCEL_PREFIX
+TRAIT_REQUIRED = device_profile.TRAIT_REQUIRED
+TRAIT_FORBIDDEN = device_profile.TRAIT_FORBIDDEN
 REQUESTER_ID_PREFIX = 'device_profile_'
 
-# Placement's own schema for custom resource classes and traits.
-_CUSTOM_NAME_RE = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
-_MAX_NAME_LEN = 255
-_AMOUNT_RE = re.compile(r'^[0-9]+$')
+_INDEX_RE = re.compile(r'^[0-9]+$')
 
-_STANDARD_TRAITS = None
-
-
-def _standard_traits():
-    global _STANDARD_TRAITS
-    if _STANDARD_TRAITS is None:
-        _STANDARD_TRAITS = frozenset(os_traits.get_traits())
-    return _STANDARD_TRAITS
-
-
-def _is_valid_custom(name):
-    return len(name) <= _MAX_NAME_LEN and bool(_CUSTOM_NAME_RE.match(name))
-
-
-def is_valid_resource_class(name):
-    """Tell whether ``name`` is a resource class Placement can accept.
-
-    :param name: str, e.g. ``FPGA`` or ``CUSTOM_ACCELERATOR_FPGA``.
-    :returns: True for a standard class of ``os_resource_classes`` or a
-        ``CUSTOM_[A-Z0-9_]+`` name of at most 255 characters.
-    """
-    return name in orc.STANDARDS or _is_valid_custom(name)
-
-
-def is_valid_trait(name):
-    """Tell whether ``name`` is a trait Placement can accept.
-
-    :param name: str, e.g. ``HW_GPU_API_CUDA_V10_0`` or ``CUSTOM_FPGA_X``.
-    :returns: True for a standard trait of ``os_traits`` or a
-        ``CUSTOM_[A-Z0-9_]+`` name of at most 255 characters.
-    """
-    return name in _standard_traits() or _is_valid_custom(name)
+is_valid_resource_class = device_profile.is_valid_resource_class
+is_valid_trait = device_profile.is_valid_trait
 
 
 def _group_index(value):
@@ -92,7 +61,7 @@ def _group_index(value):
         return None
     if isinstance(value, int):
         return value if value >= 0 else None
-    if isinstance(value, str) and _AMOUNT_RE.match(value):
+    if isinstance(value, str) and _INDEX_RE.match(value):
         return int(value)
     return None
 
@@ -120,21 +89,10 @@ def requester_id(group_index, owner=None):
                        str(owner) if owner else '')
 
 
-def _parse_amount(value):
-    """Return ``value`` as a positive int, or None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        amount = value
-    elif isinstance(value, str) and _AMOUNT_RE.match(value.strip()):
-        amount = int(value.strip())
-    else:
-        return None
-    return amount if amount > 0 else None
-
-
 def parse_group(group, index=0, name=None):
-    """Parse and validate one device profile group.
+    """Parse and validate one device profile group
+    (:func:`accel_common.device_profile.parse_group`, the rules
+    accel_backend applies too).
 
     :param group: dict, see the module docstring.
     :param index: the group's index (used in error messages only).
@@ -142,65 +100,23 @@ def parse_group(group, index=0, name=None):
     :returns: tuple ``(resources, required, forbidden)``: dict RC -> int,
         set of required traits, set of forbidden traits.
     :raises: InvalidDeviceProfile for a non-dict group, a key with an
-        unknown prefix, an invalid resource class or trait name, a
-        non-positive or non-integer amount, a trait value other than
-        ``required``/``forbidden``, or a group without any resource.
+        unknown prefix, an invalid resource class or trait name, an
+        amount that is not an integer from 1 to 1024, a trait value other
+        than ``required``/``forbidden``, or a group without any resource.
     """
-    name = name or '<unnamed>'
-
-    def invalid(reason):
-        return exception.InvalidDeviceProfile(
-            name=name, reason='group %s: %s' % (index, reason))
-
-    if not isinstance(group, dict):
-        raise invalid('expected a dict, got %s' % type(group).__name__)
-    resources, required, forbidden = {}, set(), set()
-    for key, value in group.items():
-        if not isinstance(key, str):
-            raise invalid('key %r is not a string' % (key,))
-        if key.startswith(RESOURCES_PREFIX):
-            rc = key[len(RESOURCES_PREFIX):]
-            if not is_valid_resource_class(rc):
-                raise invalid('invalid resource class %r (expected a '
-                              'standard class or CUSTOM_[A-Z0-9_]+)' % rc)
-            amount = _parse_amount(value)
-            if amount is None:
-                raise invalid('amount of resource class %s must be a '
-                              'positive integer, got %r' % (rc, value))
-            resources[rc] = amount
-        elif key.startswith(TRAIT_PREFIX):
-            trait = key[len(TRAIT_PREFIX):]
-            if not is_valid_trait(trait):
-                raise invalid('invalid trait %r (expected a standard trait '
-                              'or CUSTOM_[A-Z0-9_]+)' % trait)
-            if value == TRAIT_REQUIRED:
-                required.add(trait)
-            elif value == TRAIT_FORBIDDEN:
-                forbidden.add(trait)
-            else:
-                raise invalid('trait %s must be %r or %r, got %r' % (
-                    trait, TRAIT_REQUIRED, TRAIT_FORBIDDEN, value))
-        elif key.startswith(ACCEL_PREFIX):
-            continue
-        else:
-            raise invalid('unknown key %r (expected resources:, trait: or '
-                          'accel: prefix)' % key)
-    if not resources:
-        raise invalid('no resources:<RC> entry')
-    return resources, required, forbidden
+    try:
+        return device_profile.parse_group(group, index)
+    except device_profile.InvalidGroup as e:
+        raise exception.InvalidDeviceProfile(name=name or '<unnamed>',
+                                             reason=str(e))
 
 
 def _validated_groups(device_profile_groups, name):
-    if not isinstance(device_profile_groups, (list, tuple)):
-        raise exception.InvalidDeviceProfile(
-            name=name or '<unnamed>',
-            reason='groups must be a list, got %s' %
-                   type(device_profile_groups).__name__)
-    if not device_profile_groups:
-        raise exception.InvalidDeviceProfile(
-            name=name or '<unnamed>', reason='the profile has no groups')
-    return [parse_group(g, i, name)
-            for i, g in enumerate(device_profile_groups)]
+    try:
+        return device_profile.parse_groups(device_profile_groups)
+    except device_profile.InvalidGroup as e:
+        raise exception.InvalidDeviceProfile(name=name or '<unnamed>',
+                                             reason=str(e))
 
 
 def device_profile_request_groups(device_profile_groups, owner=None,

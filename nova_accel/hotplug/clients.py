@@ -13,9 +13,6 @@ endpoint is found through Nova's ``[cyborg]`` options, as for Nova's own
 client.
 """
 
-import threading
-
-from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import service_token
 import nova.conf
 from nova import service_auth
@@ -25,17 +22,6 @@ from nova_accel.hotplug import exception
 
 CONF = nova.conf.CONF
 SERVICE_USER_GROUP = 'service_user'
-_SESSION = None
-_LOCK = threading.Lock()
-
-
-def _session():
-    global _SESSION
-    with _LOCK:
-        if _SESSION is None:
-            _SESSION = ks_loading.load_session_from_conf_options(
-                CONF, 'cyborg')
-        return _SESSION
 
 
 def accel_auth(context):
@@ -58,7 +44,7 @@ def accel_auth(context):
 
 
 def accel_client(context):
-    """Return an :class:`AcceleratorClient` for hot-plug work."""
-    adapter = ks_loading.load_adapter_from_conf_options(
-        CONF, 'cyborg', session=_session(), auth=accel_auth(context))
-    return AcceleratorClient(adapter)
+    """Return an :class:`AcceleratorClient` for hot-plug work (over the
+    process's one ``[cyborg]`` session,
+    :func:`nova_accel.cyborg_client.client.conf_session`)."""
+    return AcceleratorClient.for_auth(accel_auth(context))

@@ -27,9 +27,12 @@ The caller serializes with Nova's own per-instance lock
 takes for reboot, delete, ...), so no Nova operation runs on the instance
 in the middle of a hot-plug.
 
-The driver passed in provides ``virtapi`` (``wait_for_instance_event``,
-``reportclient``) and ``accel_attach_hostdev(instance, element)`` /
-``accel_detach_hostdev(instance, element)``.
+The driver passed in is seen through a narrow interface (hot-plug is a
+capability of the driver, :mod:`nova_accel.virt.hotplug`; this package
+imports nothing of :mod:`nova_accel.virt`): ``virtapi``
+(``wait_for_instance_event``, ``reportclient``),
+``accel_plug(instance, arqs) -> [hostdev XML]`` and
+``accel_unplug(instance, arqs)``, each all or nothing.
 """
 
 from nova.compute import task_states
@@ -42,14 +45,14 @@ import nova.conf
 from oslo_log import log as logging
 from oslo_utils import excutils
 
+from accel_common import arq_states
+from nova_accel.binding import waiter
 from nova_accel.cyborg_client import match_arqs_to_providers
 from nova_accel.cyborg_client import requester_id
 from nova_accel.hotplug import clients
 from nova_accel.hotplug import exception
 from nova_accel.hotplug import placement
 from nova_accel.hotplug import state
-from nova_accel.virt import binding
-from nova_accel.virt import hostdev
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -179,16 +182,13 @@ class HotplugManager(object):
                            'instance_uuid': instance_uuid,
                            'project_id': instance.project_id}
                 for arq_uuid, rp in rps.items()})
-            bound = binding.wait_for_bound_arqs(
+            bound = waiter.wait_for_bound_arqs(
                 self.driver.virtapi, client, instance, arq_uuids,
                 timeout=CONF.arq_binding_timeout)
 
-            elements = hostdev.compose_hostdevs(bound)
-            for elem in elements:
-                self.driver.accel_attach_hostdev(instance, elem)
-                undo.append(('detach hostdev',
-                             lambda e=elem: self.driver.accel_detach_hostdev(
-                                 instance, e)))
+            hostdevs = self.driver.accel_plug(instance, bound)
+            undo.append(('unplug devices',
+                         lambda: self.driver.accel_unplug(instance, bound)))
 
             state.record(instance, device_profile,
                          self._entries(arqs, rps, groups))
@@ -205,7 +205,7 @@ class HotplugManager(object):
                 'device_profile': device_profile,
                 'arqs': arq_uuids,
                 'devices': [rps[u] for u in arq_uuids],
-                'hostdevs': [hostdev.to_string(e) for e in elements]}
+                'hostdevs': hostdevs}
 
     # -- detach ------------------------------------------------------------
 
@@ -236,18 +236,10 @@ class HotplugManager(object):
         known = {a['uuid']: a for a in
                  client.get_arqs_for_instance(instance_uuid)}
         bound = [known[u] for u in arq_uuids
-                 if known.get(u, {}).get('state') == binding.STATE_BOUND]
+                 if known.get(u, {}).get('state') == arq_states.BOUND]
 
-        undo = []
-        try:
-            for elem in hostdev.compose_hostdevs(bound):
-                self.driver.accel_detach_hostdev(instance, elem)
-                undo.append(('re-attach hostdev',
-                             lambda e=elem: self.driver.accel_attach_hostdev(
-                                 instance, e)))
-        except Exception:
-            with excutils.save_and_reraise_exception():
-                self._rollback(instance, undo)
+        # All or nothing: a failure re-plugs what was unplugged.
+        self.driver.accel_unplug(instance, bound)
         # The guest no longer has the devices: from here on, go forward.
         client.delete_arqs(arq_uuids)
         if delta:

@@ -20,6 +20,7 @@ keystoneauth/requests response; ``nova.scheduler.client.report
 from urllib import parse
 
 from oslo_log import log as logging
+import tenacity
 
 from nova_accel.hotplug import exception
 
@@ -135,6 +136,10 @@ def subtract_resources(current, delta):
     return out
 
 
+class _GenerationConflict(Exception):
+    """Placement answered 409 ``placement.concurrent_update``."""
+
+
 class AllocationEditor(object):
     """Apply deltas to one consumer's allocation with generation checks.
 
@@ -166,38 +171,47 @@ class AllocationEditor(object):
         :raises AllocationUpdateFailed: any refusal but a consumer
             generation conflict, or conflicts beyond ``retries``.
         """
-        for attempt in range(self.retries + 1):
-            body = self.read()
-            current = body.get('allocations') or {}
-            if not current:
-                raise exception.AllocationUpdateFailed(
-                    instance_uuid=self.consumer,
-                    reason='the instance has no allocation to %s' % what)
-            payload = {
-                'allocations': change(current),
-                'consumer_generation': body.get('consumer_generation'),
-                'project_id': body['project_id'],
-                'user_id': body['user_id'],
-            }
-            resp = self.placement.put('/allocations/%s' % self.consumer,
-                                      payload, version=VERSION)
-            if resp.status_code == 204:
-                return payload['allocations']
-            if (resp.status_code == 409 and
-                    _error_code(resp) == CONCURRENT_UPDATE):
-                LOG.info('Allocation of %(c)s changed while trying to '
-                         '%(what)s it (attempt %(n)d), re-reading',
-                         {'c': self.consumer, 'what': what,
-                          'n': attempt + 1})
-                continue
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_GenerationConflict),
+            stop=tenacity.stop_after_attempt(self.retries + 1),
+            reraise=True)
+        try:
+            return retrying(self._modify_once, change, what)
+        except _GenerationConflict:
             raise exception.AllocationUpdateFailed(
                 instance_uuid=self.consumer,
-                reason='PUT to %s answered %s: %s' % (
-                    what, resp.status_code, _text(resp)))
+                reason='still conflicting after %d attempts to %s' % (
+                    self.retries + 1, what))
+
+    def _modify_once(self, change, what):
+        """One read-change-PUT; raises ``_GenerationConflict`` on a
+        consumer generation conflict."""
+        body = self.read()
+        current = body.get('allocations') or {}
+        if not current:
+            raise exception.AllocationUpdateFailed(
+                instance_uuid=self.consumer,
+                reason='the instance has no allocation to %s' % what)
+        payload = {
+            'allocations': change(current),
+            'consumer_generation': body.get('consumer_generation'),
+            'project_id': body['project_id'],
+            'user_id': body['user_id'],
+        }
+        resp = self.placement.put('/allocations/%s' % self.consumer,
+                                  payload, version=VERSION)
+        if resp.status_code == 204:
+            return payload['allocations']
+        if (resp.status_code == 409 and
+                _error_code(resp) == CONCURRENT_UPDATE):
+            LOG.info('Allocation of %(c)s changed while trying to '
+                     '%(what)s it, re-reading',
+                     {'c': self.consumer, 'what': what})
+            raise _GenerationConflict()
         raise exception.AllocationUpdateFailed(
             instance_uuid=self.consumer,
-            reason='still conflicting after %d attempts to %s' % (
-                self.retries + 1, what))
+            reason='PUT to %s answered %s: %s' % (
+                what, resp.status_code, _text(resp)))
 
     def grow(self, delta):
         """Add ``delta`` (``{rp: {"resources": {RC: n}}}``)."""

@@ -1,8 +1,10 @@
 """Nova compute drivers of nova_accel.
 
 ``LibvirtDriver`` and ``FakeDriver`` are imported lazily (PEP 562) so that
-``nova_accel.virt.hostdev`` and ``nova_accel.virt.binding`` can be used
-without loading Nova's libvirt driver.
+``nova_accel.virt.hostdev`` can be used without loading Nova's libvirt
+driver.  The drivers depend on :mod:`nova_accel.hotplug` (through
+:mod:`nova_accel.virt.hotplug`) and :mod:`nova_accel.binding`; neither
+imports this package.
 """
 
 __all__ = ['LibvirtDriver', 'FakeDriver']

@@ -17,9 +17,9 @@ check what a real guest would have received.
 from nova.virt import fake as nova_fake
 from oslo_log import log as logging
 
-from nova_accel.hotplug import driver as hotplug_driver
-from nova_accel.virt import binding
+from nova_accel.binding import waiter
 from nova_accel.virt import hostdev
+from nova_accel.virt import hotplug as hotplug_driver
 
 LOG = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class FakeDriver(hotplug_driver.FakeHotplugMixin, nova_fake.SmallFakeDriver):
         # Hot-plugged ARQs first, so they are composed (and recorded) too.
         accel_info = self._accel_with_hotplugged(context, instance,
                                                  accel_info)
-        binding.require_bound(instance.uuid, accel_info)
+        waiter.require_bound(instance.uuid, accel_info)
         elements = hostdev.compose_hostdevs(accel_info or [])
         super().spawn(context, instance, image_meta, injected_files,
                       admin_password, allocations, network_info=network_info,

@@ -20,7 +20,7 @@ turns it into guest configuration.  The handle shapes (openstack-cyborg
   PCI address and ``asked_type`` are in ``attach_handle_info``; creating the
   mdev is the driver's job, not this module's).  Becomes::
 
-    <hostdev mode='subsystem' type='mdev' model='vfio-pci'>
+    <hostdev mode='subsystem' type='mdev' managed='no' model='vfio-pci'>
       <source><address uuid='...'/></source>
     </hostdev>
 
@@ -29,10 +29,17 @@ turns it into guest configuration.  The handle shapes (openstack-cyborg
   and are logged at info level.
 
 Anything else raises :class:`~nova_accel.virt.exception.InvalidAttachHandle`.
+
+The elements are written by Nova's own ``LibvirtConfigGuestHostdevPCI`` and
+``LibvirtConfigGuestHostdevMDEV`` (nova 34.0.0,
+``nova/virt/libvirt/config.py``); this module validates the handle first
+(:mod:`accel_common.pci`) and keeps the result as an element, not as Nova's
+object, because :mod:`nova_accel.virt.libvirt.numa` adds the guest-side
+``<address type='pci'>`` that places a device on its NUMA cell's
+expander bus, which Nova's classes do not write.
 """
 
 import copy
-import re
 import uuid
 
 from lxml import etree
@@ -40,6 +47,7 @@ import nova.conf
 from nova.virt.libvirt import config as vconfig
 from oslo_log import log as logging
 
+from accel_common import pci
 from nova_accel import conf as accel_conf
 from nova_accel.virt import exception
 
@@ -50,67 +58,15 @@ accel_conf.register_opts(CONF)
 PCI = 'PCI'
 MDEV = 'MDEV'
 
-_HEX_RE = re.compile(r'^(?:0[xX])?([0-9a-fA-F]+)$')
-
-# (attach_handle_info key, libvirt attribute, max hex digits, max value,
-#  output format)
-_PCI_FIELDS = (
-    ('domain', 'domain', 4, 0xffff, '0x%04x'),
-    ('bus', 'bus', 2, 0xff, '0x%02x'),
-    ('device', 'slot', 2, 0x1f, '0x%02x'),
-    ('function', 'function', 1, 0x7, '0x%x'),
-)
-
-
-def _parse_pci_field(arq_uuid, info, key, digits, maximum):
-    """Return the integer value of ``info[key]`` or raise InvalidAttachHandle.
-
-    :param arq_uuid: ARQ UUID (str), for the error message.
-    :param info: the ``attach_handle_info`` dict.
-    :param key: one of ``domain``, ``bus``, ``device``, ``function``.
-    :param digits: the most hexadecimal digits allowed (prefix excluded).
-    :param maximum: the largest value allowed (int).
-    """
-    if key not in info:
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI attach_handle_info has no %r' % key)
-    raw = info[key]
-    if not isinstance(raw, str):
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI %s must be a hexadecimal string, got %r'
-            % (key, raw))
-    match = _HEX_RE.match(raw.strip())
-    if not match or len(match.group(1)) > digits:
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI %s %r is not a hexadecimal number of at most %d '
-            'digits' % (key, raw, digits))
-    value = int(match.group(1), 16)
-    if value > maximum:
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI %s %r is out of range (max 0x%x)'
-            % (key, raw, maximum))
-    return value
-
-
 def _compose_pci(arq):
-    arq_uuid = arq.get('uuid')
-    info = arq.get('attach_handle_info')
-    if not isinstance(info, dict):
-        raise exception.InvalidAttachHandle(
-            arq_uuid, 'PCI attach_handle_info must be a dict, got %r' % info)
-    address = {}
-    for key, attr, digits, maximum, fmt in _PCI_FIELDS:
-        value = _parse_pci_field(arq_uuid, info, key, digits, maximum)
-        address[attr] = fmt % value
-
-    hostdev = etree.Element('hostdev', mode='subsystem', type='pci',
-                            managed='yes')
-    source = etree.SubElement(hostdev, 'source')
-    # Attribute order as libvirt writes it: domain, bus, slot, function.
-    addr = etree.SubElement(source, 'address')
-    for _key, attr, _d, _m, _f in _PCI_FIELDS:
-        addr.set(attr, address[attr])
-    return hostdev
+    try:
+        address = pci.from_handle_info(arq.get('attach_handle_info'))
+    except pci.InvalidAddress as e:
+        raise exception.InvalidAttachHandle(arq.get('uuid'), str(e))
+    dev = vconfig.LibvirtConfigGuestHostdevPCI()
+    dev.domain, dev.bus, dev.slot, dev.function = (
+        value for _, value in address.libvirt_attrs())
+    return dev.format_dom()
 
 
 def _compose_mdev(arq):
@@ -125,11 +81,9 @@ def _compose_mdev(arq):
     except ValueError:
         raise exception.InvalidAttachHandle(
             arq_uuid, 'MDEV attach_handle_uuid %r is not a UUID' % raw)
-    hostdev = etree.Element('hostdev', mode='subsystem', type='mdev',
-                            model='vfio-pci')
-    source = etree.SubElement(hostdev, 'source')
-    etree.SubElement(source, 'address', uuid=mdev_uuid)
-    return hostdev
+    dev = vconfig.LibvirtConfigGuestHostdevMDEV()
+    dev.uuid = mdev_uuid
+    return dev.format_dom()
 
 
 _COMPOSERS = {PCI: _compose_pci, MDEV: _compose_mdev}

@@ -11,10 +11,12 @@ from tempest.lib.common.utils import test_utils
 from tempest.lib import exceptions as lib_exc
 from tempest import test
 
+from accel_common import arq_states
+
 CONF = config.CONF
 
 #: States Nova treats as resolved.
-RESOLVED = ('Bound', 'BindFailed', 'Deleting')
+RESOLVED = arq_states.RESOLVED_STATES
 
 
 class AcceleratorMixin:
@@ -42,7 +44,7 @@ class AcceleratorMixin:
     def arqs_of(self, instance_uuid):
         return self.accel_admin.list_arqs(instance=instance_uuid)['arqs']
 
-    def wait_for_arqs(self, instance_uuid, count, state='Bound'):
+    def wait_for_arqs(self, instance_uuid, count, state=arq_states.BOUND):
         """Wait until the instance has ``count`` ARQs, all in ``state``."""
         deadline = time.monotonic() + CONF.accelerator.build_timeout
         while True:

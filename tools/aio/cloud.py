@@ -8,7 +8,6 @@ nova-scheduler, nova-compute and accel-backend; it records each process in
 fails) stops exactly what was started and removes the run directory.
 """
 
-import glob
 import grp
 import json
 import os
@@ -25,6 +24,9 @@ import urllib.request
 from tools.aio import config
 from tools.aio import procs
 from tools.aio import venv as venv_mod
+from tools.launch import ComponentMissing
+from tools.launch import postgresql as launch_pg
+from tools.launch import rabbitmq as launch_rabbit
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -209,18 +211,6 @@ class Cloud:
         return procs.run(argv, self.log(name), **kw)
 
 
-def _system_user(name):
-    """``name`` if we are root and it exists (PostgreSQL refuses root)."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        raise RuntimeError('running as root needs the %r system user (apt-get '
-                           'install postgresql)' % name)
-    return name
-
-
 def _find(pattern_dirs, name):
     for d in pattern_dirs:
         path = os.path.join(d, name)
@@ -231,27 +221,6 @@ def _find(pattern_dirs, name):
         raise RuntimeError('%s not found (see tools/aio/README.md: '
                            'bindep -b aio)' % name)
     return found
-
-
-def _pg_bindir():
-    found = sorted(glob.glob('/usr/lib/postgresql/*/bin/initdb'))
-    if not found:
-        raise RuntimeError('PostgreSQL not found (/usr/lib/postgresql/*/bin); '
-                           'apt-get install postgresql, or use --db sqlite')
-    return os.path.dirname(found[-1])
-
-
-def _rabbit_bin(name):
-    found = sorted(glob.glob('/usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/'
-                             + name))
-    # /usr/sbin/rabbitmq-server switches to the rabbitmq user when root;
-    # these run as we are, with the environment we give.
-    return found[-1] if found else _find(['/usr/lib/rabbitmq/bin'], name)
-
-
-def _epmd():
-    found = sorted(glob.glob('/usr/lib/erlang/erts-*/bin/epmd'))
-    return found[-1] if found else _find(['/usr/lib/erlang/bin'], 'epmd')
 
 
 # --------------------------------------------------------------------------
@@ -349,8 +318,10 @@ def _start_all(cloud, say):
 
 def _postgres(cloud, say):
     layout = cloud.layout
-    user = _system_user('postgres')
-    bindir = _pg_bindir()
+    # How to launch it: tools/launch/postgresql.py (the tests' fixture
+    # uses it too); the lifecycle is ours (procs).
+    user = launch_pg.system_user()
+    bindir = launch_pg.bindir()
     datadir = layout.path('pg', 'data')
     os.makedirs(datadir)
     if user:
@@ -359,17 +330,12 @@ def _postgres(cloud, say):
         os.chown(datadir, pwd.getpwnam(user).pw_uid,
                  grp.getgrnam(user).gr_gid)
     say('postgresql: initdb')
-    cloud.run('postgresql', [
-        os.path.join(bindir, 'initdb'), '-D', datadir, '-U', 'postgres',
-        '--auth=trust', '-E', 'UTF8', '--no-sync', '--locale=C'],
-        user=user, cwd=layout.path('pg'))
-    rec = cloud.record(procs.spawn('postgresql', [
-        os.path.join(bindir, 'postgres'), '-D', datadir,
-        '-p', str(layout.ports['postgres']), '-k', layout.path('pg'),
-        '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off',
-        '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
-        '-c', 'max_connections=300'],
-        layout.path('logs'), user=user, cwd=layout.path('pg')))
+    cloud.run('postgresql', launch_pg.initdb_argv(bindir, datadir),
+              user=user, cwd=layout.path('pg'))
+    rec = cloud.record(procs.spawn('postgresql', launch_pg.server_argv(
+        bindir, datadir, layout.ports['postgres'], layout.path('pg'),
+        max_connections=300), layout.path('logs'), user=user,
+        cwd=layout.path('pg')))
     psql = [_find([bindir], 'psql'), '-h', '127.0.0.1', '-p',
             str(layout.ports['postgres']), '-U', 'postgres', '-v',
             'ON_ERROR_STOP=1', '-q']
@@ -388,27 +354,25 @@ def _pg_ready(psql):
 
 def _rabbitmq(cloud, say):
     layout = cloud.layout
+    # How to launch it: tools/launch/rabbitmq.py (the tests' fixture uses
+    # it too); the lifecycle is ours (procs).
     env, conf = config.rabbitmq(layout)
     base = layout.path('rabbitmq')
-    with open(os.path.join(base, 'rabbitmq.conf'), 'w') as f:
-        f.write(conf)
-    with open(env['RABBITMQ_ENABLED_PLUGINS_FILE'], 'w') as f:
-        f.write('[].\n')
-    with open(env['RABBITMQ_CONF_ENV_FILE'], 'w') as f:
-        f.write('')
+    launch_rabbit.write_files(env, conf)
     full_env = cloud.env(**env)
     say('rabbitmq: starting epmd and rabbitmq-server (node %s)' %
         env['RABBITMQ_NODENAME'])
     # Our own epmd, so that nothing outlives `down`.
-    cloud.record(procs.spawn('epmd', [
-        _epmd(), '-address', '127.0.0.1', '-port',
-        str(layout.ports['epmd'])], layout.path('logs'), env=full_env))
+    cloud.record(procs.spawn(
+        'epmd', launch_rabbit.epmd_argv(layout.ports['epmd']),
+        layout.path('logs'), env=full_env))
     rec = cloud.record(procs.spawn(
-        'rabbitmq', [_rabbit_bin('rabbitmq-server')], layout.path('logs'),
-        env=full_env, cwd=base))
+        'rabbitmq', [launch_rabbit.program('rabbitmq-server')],
+        layout.path('logs'), env=full_env, cwd=base))
     cloud.state['rabbitmq_env'] = env
     cloud.save()
-    ctl = [_rabbit_bin('rabbitmqctl'), '-n', env['RABBITMQ_NODENAME']]
+    ctl = [launch_rabbit.program('rabbitmqctl'), '-n',
+           env['RABBITMQ_NODENAME']]
 
     def ready():
         done = subprocess.run(ctl + ['await_startup', '--timeout', '5'],
@@ -640,10 +604,10 @@ def down(quiet=False):
     for rec in reversed(recs):
         if rec['name'] == 'rabbitmq' and renv and procs.alive(rec):
             try:
-                procs.run([_rabbit_bin('rabbitmqctl'), '-n',
+                procs.run([launch_rabbit.program('rabbitmqctl'), '-n',
                            renv['RABBITMQ_NODENAME'], 'stop'], os.devnull,
                           env=cloud.env(**renv), timeout=60, check=False)
-            except procs.ProcessFailed:
+            except (procs.ProcessFailed, ComponentMissing):
                 pass
         if procs.stop(rec):
             say('stopped %s (pid %d)' % (rec['name'], rec['pid']))

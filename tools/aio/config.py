@@ -11,6 +11,8 @@ import dataclasses
 import json
 import os
 
+from tools.launch import rabbitmq as launch_rabbit
+
 REGION = 'RegionOne'
 HOST = 'aio-compute'
 SERVICE_PROJECT = 'service'
@@ -385,29 +387,14 @@ def accelerator_total(layout, group=None):
 
 
 def rabbitmq(layout):
-    """``(environment, rabbitmq.conf text)`` of the private RabbitMQ."""
-    base = layout.path('rabbitmq')
-    env = {
-        'HOME': base,
-        'RABBITMQ_NODENAME': 'aio%d@localhost' % layout.ports['rabbit'],
-        'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
-        'RABBITMQ_NODE_PORT': str(layout.ports['rabbit']),
-        'RABBITMQ_DIST_PORT': str(layout.ports['rabbit_dist']),
-        'ERL_EPMD_PORT': str(layout.ports['epmd']),
-        'ERL_EPMD_ADDRESS': '127.0.0.1',
-        'RABBITMQ_MNESIA_BASE': os.path.join(base, 'mnesia'),
-        'RABBITMQ_LOG_BASE': os.path.join(base, 'log'),
-        'RABBITMQ_ENABLED_PLUGINS_FILE': os.path.join(base,
-                                                      'enabled_plugins'),
-        'RABBITMQ_CONFIG_FILE': os.path.join(base, 'rabbitmq'),
-        'RABBITMQ_CONF_ENV_FILE': os.path.join(base, 'rabbitmq-env.conf'),
-        'RABBITMQ_PID_FILE': os.path.join(base, 'rabbitmq.pid'),
-    }
-    conf = ('listeners.tcp.default = 127.0.0.1:%d\n'
-            'loopback_users.guest = true\n'
-            'log.console = true\n'
-            'log.file = false\n' % layout.ports['rabbit'])
-    return env, conf
+    """``(environment, rabbitmq.conf text)`` of the private RabbitMQ
+    (:mod:`tools.launch.rabbitmq`), logging to its console."""
+    env = launch_rabbit.environment(
+        layout.path('rabbitmq'), 'aio%d' % layout.ports['rabbit'],
+        layout.ports['rabbit'], layout.ports['rabbit_dist'],
+        layout.ports['epmd'])
+    return env, launch_rabbit.config(layout.ports['rabbit'],
+                                     log_to_console=True)
 
 
 def clouds_yaml(layout):

@@ -15,16 +15,16 @@ so that :mod:`nova_accel.virt.hostdev` (validated addresses, ignored handle
 types from ``[nova_accel] ignored_attach_handle_types``) writes those
 elements.  Hot-adding accelerators to a running guest, and keeping them
 across hard reboots, rebuilds and delete, comes from
-:class:`nova_accel.hotplug.driver.LibvirtHotplugMixin`.
+:class:`nova_accel.virt.hotplug.LibvirtHotplugMixin`.
 """
 
 import nova.conf
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_log import log as logging
 
-from nova_accel.hotplug import driver as hotplug_driver
-from nova_accel.virt import binding
+from nova_accel.binding import waiter
 from nova_accel.virt import hostdev
+from nova_accel.virt import hotplug as hotplug_driver
 from nova_accel.virt.libvirt import numa
 
 LOG = logging.getLogger(__name__)
@@ -50,9 +50,9 @@ class LibvirtDriver(hotplug_driver.LibvirtHotplugMixin,
         ``Bound``.
 
         :raises ARQBindingFailed: an ARQ failed to bind (see
-            :func:`nova_accel.virt.binding.require_bound`).
+            :func:`nova_accel.binding.waiter.require_bound`).
         """
-        binding.require_bound(instance.uuid, accel_info)
+        waiter.require_bound(instance.uuid, accel_info)
         return super().spawn(context, instance, image_meta, injected_files,
                              admin_password, allocations,
                              network_info=network_info,

@@ -52,6 +52,8 @@ from lxml import etree
 from nova.virt.libvirt import config as vconfig
 from oslo_log import log as logging
 
+from accel_common import pci
+
 LOG = logging.getLogger(__name__)
 
 #: Slots of one expander bus (PCI: 32 slots of which we use 0..31).
@@ -110,8 +112,7 @@ def guest_cells_by_host_node(guest):
 
 def nodedev_name(info):
     """libvirt node device name ``pci_DDDD_BB_SS_F`` of a PCI handle."""
-    return 'pci_%04x_%02x_%02x_%x' % tuple(
-        int(info[k], 16) for k in ('domain', 'bus', 'device', 'function'))
+    return pci.from_handle_info(info).nodedev_name()
 
 
 def nodedev_numa_node(xml):

@@ -8,6 +8,7 @@ from tempest.lib.common.utils import test_utils
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
+from accel_common import arq_states
 from nova_accel_tempest_plugin.tests import base
 
 
@@ -34,7 +35,7 @@ class AcceleratorRequestsTest(base.AcceleratorAPITest):
         self.assertEqual([0, 0, 1], sorted(a['device_profile_group_id']
                                            for a in arqs))
         for arq in arqs:
-            self.assertEqual(('Initial', dp['name'], None, None),
+            self.assertEqual((arq_states.INITIAL, dp['name'], None, None),
                              (arq['state'], arq['device_profile_name'],
                               arq['hostname'], arq['instance_uuid']))
 
@@ -80,7 +81,7 @@ class AcceleratorRequestsTest(base.AcceleratorAPITest):
                  'value': data_utils.rand_uuid()}]}
             self.assertRaises(lib_exc.Forbidden, client.patch,
                               'accelerator_requests', json.dumps(body))
-            self.assertEqual('Initial',
+            self.assertEqual(arq_states.INITIAL,
                              client.show_arq(arq['uuid'])['state'])
         # A reader may not create ARQs, nor bind the member's.
         self.assertRaises(lib_exc.Forbidden, self.accel_reader.create_arqs,

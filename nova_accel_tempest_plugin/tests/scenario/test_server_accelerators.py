@@ -10,6 +10,7 @@ from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
+from accel_common import arq_states
 from nova_accel_tempest_plugin.tests import base
 
 CONF = config.CONF
@@ -61,7 +62,7 @@ class ServerAcceleratorLifecycleTest(base.ServerAcceleratorTest):
                                        'SHELVED_OFFLOADED')
         self.assertEqual(0, self.accelerator_allocation(server['id']))
         self.assertEqual([], [a for a in self.arqs_of(server['id'])
-                              if a['state'] == 'Bound'])
+                              if a['state'] == arq_states.BOUND])
 
         self.servers_client.unshelve_server(server['id'])
         waiters.wait_for_server_status(self.servers_client, server['id'],

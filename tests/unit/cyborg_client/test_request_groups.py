@@ -168,7 +168,8 @@ class TestInvalidGroups(testtools.TestCase):
             with self.subTest(rc=rc):
                 groups = [{'resources:' + rc: '1'},
                           {'resources:FPGA': '1'}]
-                self._assert_invalid(groups, 'invalid resource class')
+                self._assert_invalid(
+                    groups, 'is not a standard or CUSTOM_ resource class')
 
     def test_nova_silently_drops_invalid_class(self):
         # The behaviour we refuse to copy: Nova returns a group without it.
@@ -182,28 +183,28 @@ class TestInvalidGroups(testtools.TestCase):
         for amount in ('0', '-1', 'abc', '', '1.5', 0, -2, True, None, 1.0):
             with self.subTest(amount=amount):
                 self._assert_invalid([{'resources:FPGA': amount}],
-                                     'positive integer')
+                                     'must be an integer from 1 to 1024')
 
     def test_bad_trait_value(self):
         for value in ('Required', 'preferred', '', None):
             with self.subTest(value=value):
                 self._assert_invalid(
                     [{'resources:FPGA': '1', 'trait:CUSTOM_X': value}],
-                    "'required' or 'forbidden'")
+                    'must be required or forbidden')
 
     def test_bad_trait_name(self):
         for trait in ('custom_x', 'NOT_A_REAL_TRAIT', 'CUSTOM_a-b'):
             with self.subTest(trait=trait):
                 self._assert_invalid(
                     [{'resources:FPGA': '1', 'trait:' + trait: 'required'}],
-                    'invalid trait')
+                    'is not a standard or CUSTOM_ trait')
 
     def test_unknown_key_prefix(self):
         # Nova's regex takes 'resources1:' as a resource: Cyborg never
         # produces such keys, so we reject them.
-        self._assert_invalid([{'resources1:FPGA': '1'}], 'unknown key')
+        self._assert_invalid([{'resources1:FPGA': '1'}], 'must start with')
         self._assert_invalid([{'resources:FPGA': '1', 'foo': 'bar'}],
-                             'unknown key')
+                             'must start with')
 
     def test_group_without_resources(self):
         self._assert_invalid([{'trait:CUSTOM_X': 'required'}],

@@ -94,8 +94,11 @@ class ComposeMDEVTest(base.TestCase, base.LibvirtSchemaMixin):
 
     def test_mdev(self):
         elem = hostdev.compose_hostdev(base.MDEV_ARQ)
+        # Written by Nova's LibvirtConfigGuestHostdevMDEV, which says
+        # managed='no' for mediated devices.
         self.assertEqual({'mode': 'subsystem', 'type': 'mdev',
-                          'model': 'vfio-pci'}, dict(elem.attrib))
+                          'managed': 'no', 'model': 'vfio-pci'},
+                         dict(elem.attrib))
         self.assertEqual({'uuid': base.MDEV_UUID},
                          dict(elem.find('./source/address').attrib))
         defined = self.assertLibvirtAccepts([hostdev.to_string(elem)])

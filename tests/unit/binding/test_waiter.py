@@ -1,4 +1,4 @@
-"""Tests for nova_accel.virt.binding.wait_for_bound_arqs."""
+"""Tests for nova_accel.binding.waiter.wait_for_bound_arqs."""
 
 import contextlib
 import threading
@@ -9,8 +9,8 @@ from nova.compute import manager as compute_manager
 from nova import exception as nova_exception
 from nova import objects
 
-from nova_accel.virt import binding
-from nova_accel.virt import exception
+from nova_accel.binding import exception
+from nova_accel.binding import waiter as binding
 from tests.unit.virt import base
 
 INSTANCE_UUID = 'f1e2d3c4-b5a6-4978-8a9b-0c1d2e3f4a5b'

@@ -11,7 +11,7 @@ from nova import exception as nova_exception
 from nova.virt import fake as nova_fake
 import testtools
 
-from nova_accel.hotplug import driver as hotplug_driver
+from nova_accel.virt import hotplug as hotplug_driver
 from nova_accel.hotplug import state
 from nova_accel.virt import fake
 from tests.unit.virt import base

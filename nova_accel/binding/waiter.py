@@ -18,14 +18,15 @@ import nova.conf
 from nova import exception as nova_exception
 from oslo_log import log as logging
 
-from nova_accel.virt import exception
+from accel_common import arq_states
+from nova_accel.binding import exception
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
-EVENT_NAME = 'accelerator-request-bound'
-STATE_BOUND = 'Bound'
-STATE_BIND_FAILED = 'BindFailed'
+EVENT_NAME = arq_states.EVENT_NAME
+STATE_BOUND = arq_states.BOUND
+STATE_BIND_FAILED = arq_states.BIND_FAILED
 
 
 def _select(arqs, arq_uuids):

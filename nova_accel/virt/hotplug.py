@@ -1,5 +1,15 @@
-"""Compute driver mixins: serve hot-plug requests and keep hot-plugged
+"""Hot-plug, the compute driver's capability: mixins that serve hot-plug
+requests, plug ARQs' devices into running guests and keep hot-plugged
 accelerators across the instance's life.
+
+The layers: this module (the driver) depends on :mod:`nova_accel.hotplug`
+(the pipeline: Placement, ARQs, system_metadata, RPC), never the reverse.
+The pipeline sees the driver only through the narrow interface of
+:class:`nova_accel.hotplug.manager.HotplugManager`: ``virtapi``,
+``accel_plug(instance, arqs)`` and ``accel_unplug(instance, arqs)``, which
+:class:`HotplugDriverMixin` implements over the guest operations each
+driver adds (``accel_attach_hostdev``/``accel_detach_hostdev`` of one
+composed ``<hostdev>``).
 
 Nova 34 only asks the accelerator service for an instance's ARQs, and only
 deletes them, when the flavor has ``accel:device_profile``
@@ -28,12 +38,14 @@ from nova import exception as nova_exception
 from nova.compute import vm_states
 from nova.virt.libvirt import config as vconfig
 from oslo_log import log as logging
+from oslo_utils import excutils
 
+from accel_common import arq_states
+from accel_common import pci
 from nova_accel.hotplug import clients
 from nova_accel.hotplug import manager as hotplug_manager
 from nova_accel.hotplug import rpc
 from nova_accel.hotplug import state
-from nova_accel.virt import binding
 from nova_accel.virt import hostdev
 
 LOG = logging.getLogger(__name__)
@@ -59,6 +71,53 @@ class HotplugDriverMixin(object):
         rpc.stop_server(server)
         super().cleanup_host(host)
 
+    def accel_plug(self, instance, arqs):
+        """Plug the devices of ``Bound`` ARQs into the running guest and
+        its persistent config: all of them or, after unplugging those
+        already plugged, none.
+
+        :param instance: ``nova.objects.Instance``.
+        :param arqs: list of ARQ dicts (``Bound``, with attach handles).
+        :returns: list of the ``<hostdev>`` XML strings plugged.
+        :raises InvalidAttachHandle: an ARQ's handle cannot be composed
+            (nothing was plugged); what the guest operation raises.
+        """
+        elements = hostdev.compose_hostdevs(arqs)
+        self._accel_each(instance, elements, self.accel_attach_hostdev,
+                         self.accel_detach_hostdev, 'unplug')
+        return [hostdev.to_string(e) for e in elements]
+
+    def accel_unplug(self, instance, arqs):
+        """Unplug the devices of ``arqs`` from the guest: all of them or,
+        after re-plugging those already unplugged, none.
+
+        :param instance: ``nova.objects.Instance``.
+        :param arqs: list of ARQ dicts (``Bound``, with attach handles).
+        :raises: as :meth:`accel_plug`.
+        """
+        elements = hostdev.compose_hostdevs(arqs)
+        self._accel_each(instance, elements, self.accel_detach_hostdev,
+                         self.accel_attach_hostdev, 're-plug')
+
+    @staticmethod
+    def _accel_each(instance, elements, do, undo, undo_name):
+        done = []
+        try:
+            for elem in elements:
+                do(instance, elem)
+                done.append(elem)
+        except Exception:
+            with excutils.save_and_reraise_exception():
+                for elem in reversed(done):
+                    try:
+                        undo(instance, elem)
+                    except Exception:
+                        LOG.exception('Hot-plug rollback step "%s %s" '
+                                      'failed; it must be cleaned up by '
+                                      'hand', undo_name,
+                                      hostdev.to_string(elem),
+                                      instance=instance)
+
     def _accel_with_hotplugged(self, context, instance, accel_info):
         """``accel_info`` plus the instance's hot-plugged Bound ARQs that
         are bound to this node (deduplicated by UUID).
@@ -78,7 +137,7 @@ class HotplugDriverMixin(object):
             uuid = arq.get('uuid')
             if uuid not in wanted or uuid in have:
                 continue
-            if (arq.get('state') != binding.STATE_BOUND or
+            if (arq.get('state') != arq_states.BOUND or
                     arq.get('hostname') != instance.node):
                 LOG.warning('Hot-plugged accelerator request %(arq)s is '
                             '%(state)s on %(host)s, not Bound on %(node)s: '
@@ -138,8 +197,7 @@ class HotplugDriverMixin(object):
 
 
 def _pci_key(domain, bus, slot, function):
-    return ('pci',) + tuple(int(v, 16) for v in (domain, bus, slot,
-                                                  function))
+    return ('pci', pci.from_fields(domain, bus, slot, function))
 
 
 def _element_key(elem):
@@ -157,7 +215,7 @@ def _config_key(dev):
     if isinstance(dev, vconfig.LibvirtConfigGuestHostdevPCI):
         try:
             return _pci_key(dev.domain, dev.bus, dev.slot, dev.function)
-        except (TypeError, ValueError):
+        except pci.InvalidAddress:
             return None
     return None
 

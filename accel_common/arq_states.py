@@ -1,0 +1,108 @@
+"""The ARQ (accelerator request) state machine: one table.
+
+State names are Cyborg's (openstack-cyborg 17.0.0,
+``cyborg/common/constants.py``); the event is Nova's external event
+``accelerator-request-bound`` whose ``status`` tells the compute manager how
+the binding ended (nova 34.0.0, ``nova/compute/manager.py``,
+``nova/accelerator/cyborg.py``).
+
+``TRANSITIONS`` is the only place transitions are allowed::
+
+    Initial     --bind-->    BindStarted
+    Unbound     --bind-->    BindStarted
+    BindStarted --claimed--> Bound        (event: completed)
+    BindStarted --no device> BindFailed   (event: failed)
+    Bound       --no handle> BindFailed   (event: failed; the audit)
+    BindStarted, Bound, BindFailed --unbind--> Unbound
+
+Deleting an ARQ removes its row from any state; it is not a transition.
+``UnbindFailed`` and ``Deleting`` are Cyborg states a Cyborg service may
+report (Nova counts ``Deleting`` as resolved) but no transition of
+accel_backend enters them: an unbind here cannot fail half-way (one
+transaction) and a delete is one transaction too.  They stay in
+``STATES`` so that clients understand Cyborg's answers.
+
+Every writer of ``arq.state`` goes through :func:`check`, which returns
+the event the transition emits (or None) and raises
+:class:`InvalidTransition` for any pair not in the table.
+"""
+
+INITIAL = 'Initial'
+BIND_STARTED = 'BindStarted'
+BOUND = 'Bound'
+UNBOUND = 'Unbound'
+BIND_FAILED = 'BindFailed'
+UNBIND_FAILED = 'UnbindFailed'
+DELETING = 'Deleting'
+#: Every state a Cyborg v2 service may report.
+STATES = (INITIAL, BIND_STARTED, BOUND, UNBOUND, BIND_FAILED, UNBIND_FAILED,
+          DELETING)
+
+#: Name of Nova's external event announcing the end of a binding.
+EVENT_NAME = 'accelerator-request-bound'
+#: ``status`` of that event: the ARQ is ``Bound``.
+EVENT_COMPLETED = 'completed'
+#: ``status`` of that event: the binding failed.
+EVENT_FAILED = 'failed'
+EVENT_STATUSES = (EVENT_COMPLETED, EVENT_FAILED)
+
+#: ``(from, to) -> event status`` (None: no event).  See the module text.
+TRANSITIONS = {
+    (INITIAL, BIND_STARTED): None,
+    (UNBOUND, BIND_STARTED): None,
+    (BIND_STARTED, BOUND): EVENT_COMPLETED,
+    (BIND_STARTED, BIND_FAILED): EVENT_FAILED,
+    (BOUND, BIND_FAILED): EVENT_FAILED,
+    (BIND_STARTED, UNBOUND): None,
+    (BOUND, UNBOUND): None,
+    (BIND_FAILED, UNBOUND): None,
+}
+
+#: States a bind request may start from.
+BINDABLE_STATES = tuple(s for s in STATES
+                        if (s, BIND_STARTED) in TRANSITIONS)
+#: States an unbind moves out of (from the others it changes nothing).
+UNBINDABLE_STATES = tuple(s for s in STATES if (s, UNBOUND) in TRANSITIONS)
+#: States in which the binding has ended, as Nova counts them
+#: (``nova/accelerator/cyborg.py``, Nova 34: Bound, BindFailed, Deleting).
+RESOLVED_STATES = (BOUND, BIND_FAILED, DELETING)
+#: The only state in which an ARQ holds an attach handle.
+HANDLE_STATES = (BOUND,)
+#: States no transition of accel_backend enters (Cyborg's, see above).
+NEVER_ENTERED = tuple(s for s in STATES
+                      if s != INITIAL and
+                      not any(t == s for _, t in TRANSITIONS))
+
+
+class InvalidTransition(ValueError):
+    """A state change that ``TRANSITIONS`` does not allow.
+
+    :ivar source: the state the ARQ is in (str).
+    :ivar target: the state asked for (str).
+    :ivar allowed: the states reachable from ``source`` (tuple of str).
+    """
+
+    def __init__(self, source, target):
+        self.source = source
+        self.target = target
+        self.allowed = tuple(t for s, t in TRANSITIONS if s == source)
+        super().__init__(
+            'ARQ state %s cannot change to %s (allowed from %s: %s)' % (
+                source, target, source,
+                ', '.join(self.allowed) or 'none'))
+
+
+def check(source, target):
+    """Validate one transition.
+
+    :param source: current state (str, one of ``STATES``).
+    :param target: wanted state (str).
+    :returns: the status of the ``accelerator-request-bound`` event the
+        transition emits (``EVENT_COMPLETED``/``EVENT_FAILED``) or None.
+    :raises InvalidTransition: ``(source, target)`` is not in
+        ``TRANSITIONS`` (staying in the same state included).
+    """
+    try:
+        return TRANSITIONS[(source, target)]
+    except KeyError:
+        raise InvalidTransition(source, target) from None

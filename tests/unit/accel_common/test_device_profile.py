@@ -1,0 +1,70 @@
+"""Device profile groups: accel_backend (when a profile is created) and
+nova_accel (when it becomes request groups) take and refuse the same
+groups, the rules of ``accel_common.device_profile``."""
+
+import testtools
+
+from accel_backend.api.schemas import device_profile as dp_schema
+from accel_backend import exception as backend_exc
+from accel_common import device_profile
+from nova_accel.cyborg_client import exception as client_exc
+from nova_accel.cyborg_client import request_groups
+
+LONG_CUSTOM = 'CUSTOM_' + 'X' * 249          # 256 characters
+LONGEST_CUSTOM = 'CUSTOM_' + 'X' * 248       # 255 characters
+
+VALID = [
+    [{'resources:PGPU': '1'}],
+    [{'resources:PGPU': '1024'}],
+    [{'resources:FPGA': '2', 'trait:CUSTOM_X': 'required',
+      'trait:HW_GPU_CUDA_COMPUTE_CAPABILITY_V1_0': 'forbidden', 'accel:bitstream': 'x'}],
+    [{'resources:' + LONGEST_CUSTOM: '1'}],
+    [{'resources:PGPU': '1', 'trait:' + LONGEST_CUSTOM: 'required'}],
+    [{'resources:PGPU': '1'}, {'resources:VGPU': '3'}],
+]
+INVALID = {
+    'amount above 1024': [{'resources:PGPU': '1025'}],
+    'amount zero': [{'resources:PGPU': '0'}],
+    'negative amount': [{'resources:PGPU': '-1'}],
+    'not ASCII digits': [{'resources:PGPU': '\u00b2'}],
+    'custom resource class of 256 characters': [
+        {'resources:' + LONG_CUSTOM: '1'}],
+    'custom trait of 256 characters': [
+        {'resources:PGPU': '1', 'trait:' + LONG_CUSTOM: 'required'}],
+    'unknown resource class': [{'resources:FOO': '1'}],
+    'empty resource class': [{'resources:': '1'}],
+    'unknown prefix': [{'resources:PGPU': '1', 'foo': 'bar'}],
+    'trait value': [{'resources:PGPU': '1', 'trait:CUSTOM_X': 'preferred'}],
+    'no resources': [{'trait:CUSTOM_X': 'required'}],
+    'no groups': [],
+}
+
+
+class TestBothHalvesAgree(testtools.TestCase):
+
+    def test_valid(self):
+        for groups in VALID:
+            dp_schema.check_groups(groups)
+            self.assertEqual(
+                device_profile.device_count(groups),
+                request_groups.device_count(groups, name='dp'))
+
+    def test_invalid(self):
+        for what, groups in INVALID.items():
+            backend = self.assertRaises(
+                backend_exc.InvalidDeviceProfile, dp_schema.check_groups,
+                groups)
+            client = self.assertRaises(
+                client_exc.InvalidDeviceProfile,
+                request_groups.device_profile_request_groups, groups,
+                name='dp')
+            # The same reason on both sides.
+            self.assertIn(backend.kwargs['reason'], str(client), what)
+
+    def test_amounts(self):
+        self.assertEqual(1024, device_profile.device_count(
+            [{'resources:PGPU': 1024}]))
+        for amount in (True, None, 1.0, 1025, 0, ' 1'):
+            self.assertRaises(device_profile.InvalidGroup,
+                              device_profile.device_count,
+                              [{'resources:PGPU': amount}])
