@@ -27,6 +27,7 @@ import alembic.config
 import alembic.script
 from alembic.runtime import migration
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_upgradecheck import common_checks
 from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
@@ -113,7 +114,9 @@ class Checks(upgradecheck.UpgradeCommands):
         try:
             with db.transaction() as session:
                 return query(session)
-        except sa.exc.SQLAlchemyError:
+        except (sa.exc.SQLAlchemyError, db_exc.DBError):
+            # oslo.db's engine translates a missing table into
+            # DBNonExistentTable (a DBError, not a SQLAlchemyError).
             return None
         finally:
             db.dispose()

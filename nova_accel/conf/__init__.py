@@ -60,6 +60,23 @@ SCHEDULER_OPTS = [
              'plain servers onto accelerator hosts instead. The aggregate '
              'metadata key of the same name overrides it per host '
              'aggregate.'),
+    cfg.FloatOpt(
+        'accelerator_weigher_refresh_interval',
+        default=10.0, min=0.05,
+        help='Seconds between two reads of the free accelerator providers '
+             'by AcceleratorHostReservationWeigher. The weigher reads them '
+             'in a thread of the scheduler, off the request path, so a '
+             'scheduling request costs no Placement call whatever the size '
+             'of the cloud; in exchange its view is up to this old. A '
+             'request with an accel:device_profile (devices about to be '
+             'allocated) makes the next read come sooner.'),
+    cfg.FloatOpt(
+        'accelerator_weigher_max_age',
+        default=120.0, min=0.1,
+        help='Seconds after which a view of the free accelerators that '
+             'could not be refreshed (Placement unreachable or failing) is '
+             'no longer used: the weigher then weighs every host the same '
+             'until a read succeeds again.'),
 ]
 
 

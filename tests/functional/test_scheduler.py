@@ -8,6 +8,8 @@ server lands on the GPU host, with it the plain server goes to compute2
 and the GPUs stay free.
 """
 
+import time
+
 from nova.tests.fixtures import libvirt as fakelibvirt
 
 from nova_accel.scheduler import weighers
@@ -31,8 +33,25 @@ class TwoComputesTestBase(base.AccelServersTestBase):
         # bundle's weigher must outweigh a full RAM difference (both
         # normalise to 0..1), so it gets more than RAMWeigher's 1.0.
         self.flags(group='nova_accel',
-                   **{weighers.MULTIPLIER: 2.0})
+                   **{weighers.MULTIPLIER: 2.0,
+                      'accelerator_weigher_refresh_interval': 0.1})
         return super()._setup_scheduler_service()
+
+    def fresh_view(self):
+        """Wait for the weigher's view to be read again from Placement,
+        by a read started after this call (the view is read off the
+        request path)."""
+        for weigher in self.scheduler.manager.host_manager.weighers:
+            if isinstance(weigher,
+                          weighers.AcceleratorHostReservationWeigher):
+                view = weigher.view
+                view.start()
+                reads = view.reads
+                deadline = time.monotonic() + 30
+                while view.reads < reads + 2:
+                    self.assertLess(time.monotonic(), deadline)
+                    time.sleep(0.02)
+
 
     def start_compute(self, hostname='compute1', host_info=None, **kwargs):
         if host_info is None and 'connection' not in kwargs:
@@ -83,6 +102,7 @@ class WithWeigherTest(TwoComputesTestBase):
     WEIGHT_CLASSES = [NOVA_WEIGHERS, WEIGHER]
 
     def test_plain_server_avoids_gpu_host(self):
+        self.fresh_view()
         self.assertEqual(PLAIN_HOST, self.boot_plain())
 
     def test_gpu_servers_unaffected_and_full_gpu_host_is_neutral(self):
@@ -90,10 +110,13 @@ class WithWeigherTest(TwoComputesTestBase):
         # only on compute1.
         self.assertEqual(GPU_HOST, self.boot_gpu())
         # One GPU still free: plain servers still kept off compute1.
+        self.fresh_view()
         self.assertEqual(PLAIN_HOST, self.boot_plain())
         self.assertEqual(GPU_HOST, self.boot_gpu())
         # No free GPU left: nothing to keep free, Nova's weighers decide
-        # again (compute1 still has the most free RAM).
+        # again (compute1 still has the most free RAM) once the view has
+        # been read after the allocation.
+        self.fresh_view()
         self.assertEqual(GPU_HOST, self.boot_plain())
 
     def test_disabled_gpus_are_not_kept_free(self):
@@ -108,4 +131,5 @@ class WithWeigherTest(TwoComputesTestBase):
                       'total': inv['total'], 'reserved': inv['total']},
                 version='1.26')
             self.assertEqual(200, resp.status, resp.body)
+        self.fresh_view()
         self.assertEqual(GPU_HOST, self.boot_plain())

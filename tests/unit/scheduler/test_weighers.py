@@ -1,6 +1,7 @@
 """Unit tests of nova_accel.scheduler.weighers (Placement faked)."""
 
 import types
+import time
 from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
@@ -100,13 +101,29 @@ def _spec(extra_specs=None, global_id='req-global'):
         _context=types.SimpleNamespace(global_id=global_id))
 
 
-class WeigherTest(testtools.TestCase):
+def _wait(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError('timed out')
+        time.sleep(0.01)
+
+
+class WeigherTestBase(testtools.TestCase):
+
+    INTERVAL = 1000.0   # the view's thread reads once, then on request
 
     def setUp(self):
         super().setUp()
+        for name, value in (('accelerator_weigher_refresh_interval',
+                             self.INTERVAL),
+                            ('accelerator_weigher_max_age', 60.0)):
+            CONF.set_override(name, value, group='nova_accel')
+            self.addCleanup(CONF.clear_override, name, group='nova_accel')
         self.placement = FakePlacement(_providers())
         self.weigher = weighers.AcceleratorHostReservationWeigher(
             client=self.placement)
+        self.addCleanup(lambda: self.weigher.view.stop())
         self.hosts = [_host('a', HOST_A), _host('b', HOST_B),
                       _host('c', HOST_C)]
 
@@ -114,6 +131,20 @@ class WeigherTest(testtools.TestCase):
         objs = [nova_weights.WeighedHost(h, 0.0)
                 for h in (hosts or self.hosts)]
         return self.weigher.weigh_objects(objs, spec or _spec())
+
+    def _read(self):
+        """Start the view's thread, wait for its first read, forget the
+        calls it made."""
+        self._raw()
+        _wait(lambda: self.weigher.view.reads >= 1)
+        self.placement.calls = []
+
+
+class WeigherTest(WeigherTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self._read()
 
     def _sorted(self, spec=None):
         handler = nova_weights.HostWeightHandler()
@@ -127,10 +158,19 @@ class WeigherTest(testtools.TestCase):
     def test_hosts_with_free_accelerators_sort_last(self):
         self.assertEqual('a', self._sorted()[-1])
 
+    def test_requests_ask_placement_nothing(self):
+        # The cost of a scheduling request does not depend on the cloud:
+        # every request (and every instance of a multi-create) is answered
+        # from the view.
+        for _ in range(5):
+            self.assertEqual([-2.0, 0.0, 0.0], self._raw())
+        self.assertEqual([], self.placement.calls)
+
     def test_fewer_free_accelerators_weigh_more(self):
         self.placement.providers[GPU_2]['free'] = {}
         self.placement.providers[FPGA]['free'] = {'FPGA': 1}
         self.placement.providers[FPGA]['generation'] = 4
+        self.assertTrue(self.weigher.view.refresh())
         # A: one free GPU, C: one free FPGA, B: none.
         self.assertEqual([-1.0, 0.0, -1.0], self._raw())
 
@@ -139,73 +179,97 @@ class WeigherTest(testtools.TestCase):
         # (reserved = total) and allocated devices are not in the answer.
         for rp in (GPU_1, GPU_2):
             self.placement.providers[rp]['free'] = {}
+        self.weigher.view.refresh()
         self.assertEqual([0.0, 0.0, 0.0], self._raw())
 
-    def test_accelerator_request_is_neutral_and_asks_nothing(self):
-        spec = _spec({'accel:device_profile': 'gpu'})
-        self.assertEqual([0.0, 0.0, 0.0], self._raw(spec))
-        self.assertEqual([], self.placement.calls)
+    def test_view_is_as_old_as_its_last_read(self):
+        for rp in (GPU_1, GPU_2):
+            self.placement.providers[rp]['free'] = {}
+        # Not read yet: the request still sees the old view.
+        self.assertEqual([-2.0, 0.0, 0.0], self._raw())
+        self.weigher.view.refresh()
+        self.assertEqual([0.0, 0.0, 0.0], self._raw())
+        self.placement.providers[GPU_1]['free'] = {'PGPU': 1}
+        self.weigher.view.refresh()
+        self.assertEqual([-1.0, 0.0, 0.0], self._raw())
 
-    def test_placement_queries(self):
-        self._raw()
+    def test_accelerator_request_is_neutral_and_asks_for_a_read(self):
+        spec = _spec({'accel:device_profile': 'gpu'})
+        reads = self.weigher.view.reads
+        self.assertEqual([0.0, 0.0, 0.0], self._raw(spec))
+        # Its devices are about to be allocated: the thread reads again
+        # now rather than after the interval.
+        _wait(lambda: self.weigher.view.reads > reads)
+
+    def test_one_read(self):
+        self.weigher.view.refresh()
         paths = self.placement.paths()
         self.assertEqual('/resource_providers?required=OWNER_CYBORG',
                          paths[0])
-        # Inventories of the candidates' providers only (not OTHER's) ...
-        self.assertEqual(sorted(
-            '/resource_providers/%s/inventories' % rp
-            for rp in (GPU_1, GPU_2, FPGA)), sorted(paths[1:4]))
-        # ... then one query per accelerator resource class.
+        # Inventories were read by the first read; the next reads ask
+        # only the list and one query per accelerator resource class.
         self.assertEqual([
             '/resource_providers?required=OWNER_CYBORG&resources=FPGA:1',
             '/resource_providers?required=OWNER_CYBORG&resources=PGPU:1',
-        ], paths[4:])
+        ], paths[1:])
         self.assertEqual({'1.18'}, {c[1] for c in self.placement.calls})
-        self.assertEqual({'req-global'},
-                         {c[2] for c in self.placement.calls})
 
-    def test_inventories_cached_per_generation(self):
-        self._raw()
-        self.placement.calls = []
-        self._raw()
-        # Next scheduling request: the list and one query per class.
-        self.assertEqual(3, len(self.placement.calls))
+    def test_inventories_read_once_per_provider(self):
+        # An allocation bumps the provider generation; its resource
+        # classes are still the same: no inventory read.
+        self.placement.providers[GPU_1]['generation'] = 7
+        self.weigher.view.refresh()
         self.assertFalse(any('inventories' in p
                              for p in self.placement.paths()))
-        # An inventory change bumps the generation: read again.
-        self.placement.providers[GPU_1]['generation'] = 2
+        # A new provider is read once; a gone one is forgotten.
+        new = 'bbbbbbbb-1111-4000-8000-000000000021'
+        self.placement.providers[new] = {
+            'root': HOST_B, 'generation': 1, 'inv': {'CUSTOM_QAT': 1},
+            'free': {'CUSTOM_QAT': 1}}
+        del self.placement.providers[FPGA]
         self.placement.calls = []
-        self._raw()
-        self.assertEqual(['/resource_providers/%s/inventories' % GPU_1],
+        self.weigher.view.refresh()
+        self.assertEqual(['/resource_providers/%s/inventories' % new],
                          [p for p in self.placement.paths()
                           if 'inventories' in p])
+        self.assertEqual([-2.0, -1.0, 0.0], self._raw())
+        self.assertNotIn(FPGA, self.weigher.view.counter._classes)
 
-    def test_usage_is_read_every_request(self):
-        # Freeing a device (deleting an allocation) does not bump the
-        # provider generation: free capacity is never cached.
-        self.placement.providers[GPU_1]['free'] = {}
-        self.placement.providers[GPU_2]['free'] = {}
-        self.assertEqual([0.0, 0.0, 0.0], self._raw())
-        self.placement.providers[GPU_1]['free'] = {'PGPU': 1}
-        self.assertEqual([-1.0, 0.0, 0.0], self._raw())
-
-    def test_no_accelerator_provider_among_candidates(self):
-        hosts = [_host('b', HOST_B), _host('other-b', 'eeee')]
-        self.assertEqual([0.0, 0.0], self._raw(hosts=hosts))
-        self.assertEqual(['/resource_providers?required=OWNER_CYBORG'],
-                         self.placement.paths())
-
-    def test_placement_error_is_neutral(self):
+    def test_placement_error_keeps_the_last_view(self):
         self.placement.fail = 503
         log = self.useFixture(fixtures.FakeLogger())
-        self.assertEqual([0.0, 0.0, 0.0], self._raw())
-        self.assertIn('weighing all hosts the same', log.output)
+        self.assertFalse(self.weigher.view.refresh())
+        self.assertIn('the last view is kept', log.output)
+        self.assertEqual([-2.0, 0.0, 0.0], self._raw())
 
-    def test_placement_unreachable_is_neutral(self):
+    def test_view_too_old_is_neutral(self):
+        self.placement.fail = ks_exc.ConnectFailure('down')
+        self.weigher.view.refresh()
+        self.weigher.view.max_age = 0.0
+        self.assertEqual([0.0, 0.0, 0.0], self._raw())
+
+
+class NoViewYetTest(WeigherTestBase):
+
+    def test_first_request_is_neutral_and_starts_the_reads(self):
+        self.assertEqual([0.0, 0.0, 0.0], self._raw())
+        _wait(lambda: self.weigher.view.reads >= 1)
+        self.assertEqual([-2.0, 0.0, 0.0], self._raw())
+
+    def test_placement_unreachable_from_the_start_is_neutral(self):
         self.placement.fail = ks_exc.ConnectFailure('down')
         log = self.useFixture(fixtures.FakeLogger())
         self.assertEqual([0.0, 0.0, 0.0], self._raw())
-        self.assertIn('down', log.output)
+        _wait(lambda: 'down' in log.output)
+        self.assertEqual([0.0, 0.0, 0.0], self._raw())
+        self.assertEqual(0, self.weigher.view.reads)
+
+    def test_thread_ends_with_stop(self):
+        self._raw()
+        thread = self.weigher.view._thread
+        self.weigher.view.stop()
+        thread.join(5)
+        self.assertFalse(thread.is_alive())
 
 
 class MultiplierTest(testtools.TestCase):
@@ -214,6 +278,7 @@ class MultiplierTest(testtools.TestCase):
         super().setUp()
         self.weigher = weighers.AcceleratorHostReservationWeigher(
             client=FakePlacement(_providers()))
+        self.addCleanup(lambda: self.weigher.view.stop())
 
     def _flags(self, value):
         CONF.set_override(weighers.MULTIPLIER, value, group='nova_accel')
@@ -236,6 +301,7 @@ class MultiplierTest(testtools.TestCase):
 
     def test_negative_multiplier_packs_onto_accelerator_hosts(self):
         self._flags(-1.0)
+        self.weigher.view.refresh()
         hosts = [_host('b', HOST_B), _host('a', HOST_A)]
         handler = nova_weights.HostWeightHandler()
         weighed = handler.get_weighed_objects([self.weigher], hosts, _spec())
