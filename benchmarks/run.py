@@ -15,6 +15,9 @@ Measures (see each module's docstring):
 4. ``concurrency``: 200 concurrent binds for 50 devices.
 5. ``scale``: 1,000 nodes x 8 devices, ARQs 100 -> 10,000; agent report
    Placement call counts.
+6. ``weigher``: the scheduler weigher's cost per request, and its view's
+   read off the request path, against the request's own allocation
+   candidates call at 10 to 5,000 hosts (10 and 100 with ``--quick``).
 
 Writes ``benchmarks/results/<date>-<machine>.md`` and PNG plots next to
 it, and prints a summary table.  ``--quick`` (under 3 minutes) uses fewer
@@ -37,7 +40,8 @@ import traceback
 from benchmarks import common
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
-MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale')
+MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
+            'weigher')
 
 
 class Env:
@@ -159,9 +163,16 @@ def run_scale(env):
     return scale.measure(env)
 
 
+def run_weigher(env):
+    from benchmarks import weigher
+    if env.quick:
+        return weigher.measure(env, sizes=(10, 100), samples=10)
+    return weigher.measure(env)
+
+
 RUNNERS = {'boot': run_boot, 'roundtrip': run_roundtrip,
            'upstream': run_upstream, 'concurrency': run_concurrency,
-           'scale': run_scale}
+           'scale': run_scale, 'weigher': run_weigher}
 
 
 def main(argv=None):
