@@ -10,6 +10,7 @@ retries and exponential backoff; each accepted event clears
 process left half-done, so a crash loses nothing.
 """
 
+import collections
 import concurrent.futures
 import threading
 import time
@@ -18,12 +19,11 @@ import sqlalchemy as sa
 import tenacity
 from oslo_log import log as logging
 
+from accel_backend.binding import claim
 from accel_backend.db import models
-from accel_backend import exception
 from accel_backend import metrics
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import device as device_obj
 
 LOG = logging.getLogger(__name__)
 MAX_BACKOFF = 30.0
@@ -111,60 +111,86 @@ class Binder:
         :returns: the new state, or None when the ARQ is gone or no longer
             ``BindStarted`` (deleted or unbound meanwhile).
         """
-        outcome = self.db.write(self._bind_locked, arq_uuid)
-        if outcome is None:
-            return None
-        state, data, started_at = outcome
-        labels = dict(host=data['hostname'] or '',
-                      resource_class=data['resource_class'] or '')
-        if state == arq_obj.BOUND:
-            if started_at is not None:
-                metrics.BIND_SECONDS.labels(**labels).observe(max(0.0, (
-                    models.utcnow() - started_at).total_seconds()))
-            event, priority = 'accelerator.arq.bind.end', 'info'
-        else:
-            metrics.BIND_FAILURES.labels(reason='no_free_handle',
-                                         **labels).inc()
-            event, priority = 'accelerator.arq.bind.error', 'error'
-        if self.notifications is not None:
-            self.notifications.arq(event, data, priority)
-        return state
+        return self.bind_many([arq_uuid]).get(arq_uuid)
 
-    def _bind_locked(self, session, arq_uuid):
-        """The transaction of ``bind_one``: ``(state, ARQPayload fields,
-        time BindStarted was committed)``, or None."""
+    def bind_many(self, arq_uuids):
+        """Bind ``BindStarted`` ARQs (the ARQs of one PATCH) in one
+        transaction, committing every outcome together.
+
+        The cost is a fixed number of statements whatever the number of
+        ARQs: lock and read them (``objects.arq.get_all_for_update``),
+        claim handles per resource provider (``binding.claim``), one
+        flush of the ARQ rows.  Metrics and notifications follow the
+        commit.
+
+        :param arq_uuids: list of ARQ UUIDs (str).
+        :returns: ``{arq_uuid: 'Bound' | 'BindFailed'}`` for the ARQs this
+            call moved; ARQs gone, no longer ``BindStarted`` (deleted or
+            unbound meanwhile) or of another host than this binder's are
+            left out.
+        """
+        outcomes = self.db.write(self._bind_locked, list(arq_uuids))
+        result = {}
+        now = models.utcnow()
+        for state, data, started_at in outcomes:
+            result[data['uuid']] = state
+            labels = dict(host=data['hostname'] or '',
+                          resource_class=data['resource_class'] or '')
+            if state == arq_obj.BOUND:
+                if started_at is not None:
+                    metrics.BIND_SECONDS.labels(**labels).observe(max(
+                        0.0, (now - started_at).total_seconds()))
+                event, priority = 'accelerator.arq.bind.end', 'info'
+            else:
+                metrics.BIND_FAILURES.labels(reason='no_free_handle',
+                                             **labels).inc()
+                event, priority = 'accelerator.arq.bind.error', 'error'
+            if self.notifications is not None:
+                self.notifications.arq(event, data, priority)
+        return result
+
+    def _bind_locked(self, session, arq_uuids):
+        """The transaction of ``bind_many``: a list of ``(state,
+        ARQPayload fields, time BindStarted was committed)``."""
         # Locked: an unbind, a delete or another worker binding the
-        # same ARQ waits for this transaction, or finished before it.
-        try:
-            arq = arq_obj.get(session, arq_uuid, for_update=True)
-        except exception.ARQNotFound:
-            return None
-        if arq.state != arq_obj.BIND_STARTED:
-            return None
-        if self.host is not None and arq.hostname != self.host:
-            LOG.warning('ARQ %s is for host %s, not this agent\'s (%s); '
-                        'not binding it', arq.uuid, arq.hostname,
-                        self.host)
-            return None
-        started_at = arq.updated_at
-        handle = device_obj.find_free_handle(
-            session, arq.device_rp_uuid, arq.hostname)
-        if handle is None:
-            LOG.warning('ARQ %s: no free attach handle on resource '
-                        'provider %s of host %s', arq.uuid,
-                        arq.device_rp_uuid, arq.hostname)
-            arq_obj.transition(arq, arq_obj.BIND_FAILED)
-        else:
-            arq.attach_handle = handle
-            arq_obj.transition(arq, arq_obj.BOUND)
-            LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
-                     handle.attach_type, handle.attach_info,
-                     arq.instance_uuid)
-        return arq.state, notifications.arq_data(arq), started_at
+        # same ARQs waits for this transaction, or finished before it.
+        arqs = []
+        for arq in arq_obj.get_all_for_update(session, arq_uuids):
+            if arq.state != arq_obj.BIND_STARTED:
+                continue
+            if self.host is not None and arq.hostname != self.host:
+                LOG.warning('ARQ %s is for host %s, not this agent\'s (%s); '
+                            'not binding it', arq.uuid, arq.hostname,
+                            self.host)
+                continue
+            arqs.append(arq)
+        if not arqs:
+            return []
+        wanted = collections.Counter(
+            (arq.device_rp_uuid, arq.hostname) for arq in arqs)
+        claimed = claim.claim(session, wanted)
+        outcomes = []
+        for arq in arqs:
+            started_at = arq.updated_at
+            handles = claimed.get((arq.device_rp_uuid, arq.hostname))
+            if not handles:
+                LOG.warning('ARQ %s: no free attach handle on resource '
+                            'provider %s of host %s', arq.uuid,
+                            arq.device_rp_uuid, arq.hostname)
+                arq_obj.transition(arq, arq_obj.BIND_FAILED)
+            else:
+                handle = handles.pop(0)
+                arq.attach_handle = handle
+                arq_obj.transition(arq, arq_obj.BOUND)
+                LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
+                         handle.attach_type, handle.attach_info,
+                         arq.instance_uuid)
+            outcomes.append((arq.state, notifications.arq_data(arq),
+                             started_at))
+        return outcomes
 
     def _bind_and_notify(self, arq_uuids):
-        for arq_uuid in arq_uuids:
-            self.bind_one(arq_uuid)
+        self.bind_many(arq_uuids)
         self._deliver(arq_uuids)
 
     def _pending(self, arq_uuids):
@@ -186,15 +212,19 @@ class Binder:
 
     @staticmethod
     def _clear_locked(session, sent):
-        # Rows in id order, as every multi-ARQ writer locks them: a bulk
-        # UPDATE locks in no defined order and deadlocked against
-        # concurrent PATCH/DELETE on PostgreSQL.
+        # Rows locked in id order first, as every multi-ARQ writer locks
+        # them (a bulk UPDATE alone locks in no defined order and
+        # deadlocked against concurrent PATCH/DELETE on PostgreSQL); then
+        # one UPDATE per event status (at most two) on rows already ours.
         arq_obj.lock_all(session, sent)
-        for arq_uuid in sorted(sent):
+        by_status = collections.defaultdict(list)
+        for arq_uuid, status in sent.items():
+            by_status[status].append(arq_uuid)
+        for status, uuids in sorted(by_status.items()):
             session.execute(
                 sa.update(models.ARQ)
-                .where(models.ARQ.uuid == arq_uuid,
-                       models.ARQ.pending_event == sent[arq_uuid])
+                .where(models.ARQ.uuid.in_(sorted(uuids)),
+                       models.ARQ.pending_event == status)
                 .values(pending_event=None)
                 .execution_options(synchronize_session=False))
 

@@ -122,6 +122,31 @@ def get(session, arq_uuid, for_update=False):
     return arq
 
 
+def get_all_for_update(session, arq_uuids):
+    """Lock and read the ARQs ``arq_uuids`` (those that exist), in id
+    order, current until commit: one statement for the lock on SQLite (a
+    write that changes nothing, see ``_lock``) and one ``SELECT ... FOR
+    UPDATE`` (the lock on PostgreSQL and MySQL, in the one order every
+    multi-ARQ writer uses).
+
+    :param arq_uuids: iterable of ARQ UUIDs (str).
+    :returns: list of ``models.ARQ``.
+    """
+    uuids = sorted(set(arq_uuids))
+    if not uuids:
+        return []
+    if session.get_bind().dialect.name == 'sqlite':
+        session.execute(
+            sa.update(models.ARQ).where(models.ARQ.uuid.in_(uuids))
+            .values(state=models.ARQ.state,
+                    updated_at=models.ARQ.updated_at)
+            .execution_options(synchronize_session=False))
+    return list(session.scalars(
+        sa.select(models.ARQ).where(models.ARQ.uuid.in_(uuids))
+        .order_by(models.ARQ.id).with_for_update()
+        .execution_options(populate_existing=True)))
+
+
 def list_(session, instance_uuid=None, project_id=None, uuids=None,
           states=None, limit=None, marker=None):
     """ARQs filtered in SQL; ordered by creation.

@@ -128,13 +128,13 @@ class BootFailureTest(base.AccelServersTestBase):
 
         import fixtures
         gate = threading.Event()
-        real = self.accel.binder.bind_one
+        real = self.accel.binder.bind_many
 
-        def slow_bind(arq_uuid):
+        def slow_bind(arq_uuids):
             gate.wait(30)
-            return real(arq_uuid)
+            return real(arq_uuids)
 
         self.useFixture(fixtures.MockPatchObject(self.accel.binder,
-                                                 'bind_one', slow_bind))
+                                                 'bind_many', slow_bind))
         self.addCleanup(gate.set)
         return gate.set

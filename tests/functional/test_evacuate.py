@@ -123,10 +123,10 @@ class EvacuateTest(base.AccelServersTestBase):
 
     @staticmethod
     def _recorder(real, calls):
-        def bind_one(arq_uuid, *args, **kwargs):
-            calls.append(arq_uuid)
-            return real(arq_uuid, *args, **kwargs)
-        return bind_one
+        def bind_many(arq_uuids, *args, **kwargs):
+            calls.extend(arq_uuids)
+            return real(arq_uuids, *args, **kwargs)
+        return bind_many
 
     # -- observations ----------------------------------------------------
 
@@ -201,8 +201,8 @@ class EvacuateTest(base.AccelServersTestBase):
         for host, binder in (('compute1', self.accel.binder),
                              ('compute2', self.agent2.binder)):
             self.useFixture(fixtures.MockPatchObject(
-                binder, 'bind_one', side_effect=self._recorder(
-                    binder.bind_one, bound_by[host])))
+                binder, 'bind_many', side_effect=self._recorder(
+                    binder.bind_many, bound_by[host])))
 
         server = self._evacuate_server(server, expected_host='compute2')
 

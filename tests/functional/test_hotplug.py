@@ -350,13 +350,13 @@ class HotplugFailureTest(HotplugTestBase):
     def _hang_binding(self):
         import threading
         gate = threading.Event()
-        real = self.accel.binder.bind_one
+        real = self.accel.binder.bind_many
 
-        def slow_bind(arq_uuid):
+        def slow_bind(arq_uuids):
             gate.wait(30)
-            return real(arq_uuid)
+            return real(arq_uuids)
 
         self.useFixture(base.fixtures.MockPatchObject(
-            self.accel.binder, 'bind_one', slow_bind))
+            self.accel.binder, 'bind_many', slow_bind))
         self.addCleanup(gate.set)
         return gate.set

@@ -58,6 +58,10 @@ def delete(req, ident):
     return util.response(204)
 
 
+#: ``?value=`` of a bulk delete: at most 100 names or UUIDs.
+DELETE_VALUES = {'type': 'array', 'maxItems': 100}
+
+
 def delete_unnamed(req):
     """``DELETE /v2/device_profiles/`` (no name): 400, as Cyborg 17."""
     util.context(req).can(dp_policy.DELETE)
@@ -71,7 +75,7 @@ def delete_by_value(req):
     values = [v for v in req.GET.get('value', '').split(',') if v]
     if not values:
         raise exception.BadRequest(reason='value=<names or uuids> needed')
-    schemas.validate({'type': 'array', 'maxItems': 100}, values)
+    schemas.validate(DELETE_VALUES, values)
     with util.service(req).db.transaction() as session:
         for ident in values:
             dp_obj.delete(session, dp_obj.get(session, ident))

@@ -292,8 +292,12 @@ class TestCleaning(ServiceTestBase):
         self.wait_for(lambda: sorted(
             self.handle_states(svc, a)[0][0] for a in (GPU, second)) ==
             ['cleaning', 'dirty'])
-        self.assertEqual([(1, 1), (1, 1)],
-                         [self.reserved(a) for a in (GPU, second)])
+        # The cleaner reserves right after the release's commit (a
+        # Placement call that may take a moment on a loaded machine).
+        self.wait_for(lambda: [self.reserved(a) for a in (GPU, second)] ==
+                      [(1, 1), (1, 1)])
+        self.assertEqual(['cleaning', 'dirty'], sorted(
+            self.handle_states(svc, a)[0][0] for a in (GPU, second)))
         open(go, 'w').close()
         for address in (GPU, second):
             self.wait_for(lambda a=address: self.handle_states(svc, a) ==

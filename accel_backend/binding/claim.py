@@ -1,0 +1,132 @@
+"""Set-based claim of attach handles: every ARQ of one PATCH in one
+transaction, whatever their number.
+
+The binder used to claim one handle per ARQ, each in its own transaction
+(a re-read, a SELECT of every candidate handle, a conditional UPDATE and a
+refresh per ARQ).  Here the whole batch costs a fixed number of
+statements: one SELECT of the free handles of every resource provider the
+batch names, and one conditional ``UPDATE ... RETURNING`` claiming the
+chosen ones.  ``RETURNING`` says exactly which rows this transaction got,
+so a handle another binder (another API worker, PostgreSQL) claimed in
+between is simply not in the answer; the ARQs left without a handle try
+the next free ones, for at most ``ROUNDS`` rounds.  Databases without
+``UPDATE ... RETURNING`` claim row by row, checked by row count.
+
+The claim is what makes "never two ARQs on one handle" hold: the UPDATE's
+``in_use = false AND state = 'available'`` condition is evaluated on the
+current row under the row's write lock, on every backend.
+"""
+
+import collections
+
+import sqlalchemy as sa
+
+from accel_backend.db import models
+from accel_backend.objects import device as device_obj
+
+#: Claim rounds before the ARQs still without a handle fail.  Each round
+#: after the first only happens when a concurrent binder took a handle
+#: this one had chosen.
+ROUNDS = 3
+
+
+def _free_handles(session, keys, exclude):
+    """Free handles of each ``(rp_uuid, hostname)`` in ``keys``, by id.
+
+    :returns: ``{(rp_uuid, hostname): [handle id, ...]}``.
+    """
+    rps = sorted({rp for rp, _ in keys})
+    hosts = sorted({host for _, host in keys})
+    rows = session.execute(
+        sa.select(models.AttachHandle.id, models.Deployable.rp_uuid,
+                  models.Device.hostname)
+        .join(models.Deployable,
+              models.AttachHandle.deployable_id == models.Deployable.id)
+        .join(models.Device, models.Deployable.device_id == models.Device.id)
+        .where(models.Deployable.rp_uuid.in_(rps),
+               models.Device.hostname.in_(hosts),
+               models.Device.status == device_obj.ENABLED,
+               models.Device.health == device_obj.HEALTHY,
+               models.AttachHandle.in_use.is_(False),
+               models.AttachHandle.state == device_obj.AVAILABLE)
+        .order_by(models.AttachHandle.id)).all()
+    free = collections.defaultdict(list)
+    for handle_id, rp, host in rows:
+        if (rp, host) in keys and handle_id not in exclude:
+            free[(rp, host)].append(handle_id)
+    return free
+
+
+def _claim_ids(session, ids):
+    """Claim the handles ``ids`` that are still free.
+
+    :returns: the set of ids this transaction claimed.
+    """
+    if not ids:
+        return set()
+    free = sa.and_(models.AttachHandle.in_use.is_(False),
+                   models.AttachHandle.state == device_obj.AVAILABLE)
+    values = dict(in_use=True, state=device_obj.BOUND, state_reason=None)
+    if session.get_bind().dialect.update_returning:
+        return set(session.scalars(
+            sa.update(models.AttachHandle)
+            .where(models.AttachHandle.id.in_(sorted(ids)), free)
+            .values(**values)
+            .returning(models.AttachHandle.id)
+            .execution_options(synchronize_session=False)))
+    got = set()
+    for handle_id in sorted(ids):
+        result = session.execute(
+            sa.update(models.AttachHandle)
+            .where(models.AttachHandle.id == handle_id, free)
+            .values(**values)
+            .execution_options(synchronize_session=False))
+        if result.rowcount == 1:
+            got.add(handle_id)
+    return got
+
+
+def claim(session, wanted):
+    """Claim free attach handles for a batch of ARQs.
+
+    Only ``available`` handles of enabled, healthy devices are claimed
+    (never one that is dirty or being cleaned), lowest id first, as
+    ``accel_backend.objects.device.find_free_handle`` does for one.
+
+    :param session: a ``Session`` in the binder's transaction.
+    :param wanted: ``{(rp_uuid, hostname): number of handles}`` (ints
+        >= 1): what the ARQs of the batch ask for, grouped by the
+        deployable's resource provider and host.
+    :returns: ``{(rp_uuid, hostname): [models.AttachHandle, ...]}``, the
+        claimed handles (now ``in_use``, state ``bound``), at most the
+        number asked for; fewer (or none) when the provider has no more
+        free handles.
+    """
+    need = {k: n for k, n in wanted.items() if n > 0}
+    got = collections.defaultdict(list)
+    lost = set()
+    for _ in range(ROUNDS):
+        if not need:
+            break
+        free = _free_handles(session, set(need), lost)
+        chosen = {k: free.get(k, [])[:n] for k, n in need.items()}
+        ids = {i for v in chosen.values() for i in v}
+        claimed = _claim_ids(session, ids)
+        lost |= ids - claimed
+        for key, picked in chosen.items():
+            mine = [i for i in picked if i in claimed]
+            got[key].extend(mine)
+            need[key] -= len(mine)
+        # Providers with nothing free left are done; the others had a
+        # handle taken under them and try again.
+        need = {k: n for k, n in need.items()
+                if n > 0 and len(free.get(k, [])) > len(chosen[k])
+                or n > 0 and set(chosen[k]) - claimed}
+    all_ids = [i for v in got.values() for i in v]
+    if not all_ids:
+        return {}
+    handles = {h.id: h for h in session.scalars(
+        sa.select(models.AttachHandle)
+        .where(models.AttachHandle.id.in_(all_ids))
+        .execution_options(populate_existing=True))}
+    return {k: [handles[i] for i in v] for k, v in got.items()}
