@@ -277,6 +277,46 @@ class TestBindOne(BinderTestBase):
         self.assertEqual(['BindFailed', 'Bound'], results)
         self.assertEqual(1, self.handles_in_use())
 
+    def test_batch_of_two_arqs_for_one_device(self):
+        a, b = self.new_arqs(n=2)
+        self.start(a, self.af)
+        self.start(b, self.af)
+        results = self.binder.bind_many([a, b])
+        self.assertEqual(['BindFailed', 'Bound'], sorted(results.values()))
+        self.assertEqual(1, self.handles_in_use())
+        # The lower ARQ id gets the device: the batch goes in lock order.
+        self.assertEqual('Bound', results[a])
+
+    def _statements(self, fn):
+        count = []
+        listener = (lambda *args: count.append(1))
+        sa.event.listen(self.db.engine, 'before_cursor_execute', listener)
+        try:
+            fn()
+        finally:
+            sa.event.remove(self.db.engine, 'before_cursor_execute',
+                            listener)
+        return len(count)
+
+    def test_batch_costs_the_same_statements_as_one_arq(self):
+        # The cost of binding the ARQs of a PATCH is set by round trips,
+        # not by the number of ARQs (issue 15).
+        (one,) = self.new_arqs()
+        self.start(one, self.af)
+        single = self._statements(lambda: self.binder.bind_many([one]))
+        self.assertEqual('Bound', self.state(one))
+        with self.db.transaction() as session:
+            arq_obj.unbind(arq_obj.get(session, one, for_update=True))
+        with self.db.transaction() as session:
+            session.execute(sa.update(models.AttachHandle).values(
+                in_use=False, state='available'))
+        a, b = self.new_arqs(n=2)
+        self.start(a, self.af)
+        self.start(b, self.d8)
+        pair = self._statements(lambda: self.binder.bind_many([a, b]))
+        self.assertEqual(['Bound', 'Bound'], [self.state(a), self.state(b)])
+        self.assertEqual(single, pair)
+
     def test_disabled_or_missing_device_not_bound(self):
         with self.db.transaction() as session:
             dev = session.scalar(sa.select(models.Device).where(
