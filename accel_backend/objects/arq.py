@@ -262,6 +262,40 @@ def delete(session, arq):
     session.delete(arq)
 
 
+def load_handles(session, arqs):
+    """Read the attach handles of ``arqs`` (with their deployables) in one
+    statement, into the session, so that ``arq.attach_handle`` and
+    ``release`` need no statement per ARQ.
+
+    :param arqs: list of ``models.ARQ`` of this session.
+    :returns: the list of handles read.  Keep it while the ARQs are used:
+        the session holds its objects by weak reference, and handles
+        nothing refers to would be read again one by one.
+    """
+    handle_ids = sorted(a.attach_handle_id for a in arqs
+                        if a.attach_handle_id is not None)
+    if not handle_ids:
+        return []
+    return session.scalars(
+        sa.select(models.AttachHandle)
+        .where(models.AttachHandle.id.in_(handle_ids))
+        .options(sa_orm.selectinload(models.AttachHandle.deployable))
+    ).all()
+
+
+def delete_locked(session, arqs):
+    """Release the devices of ARQs and delete the rows, as a batch (the
+    flush deletes the rows together).
+
+    :param arqs: ``models.ARQ`` rows locked and read by
+        ``get_all_for_update`` in this transaction; call ``load_handles``
+        first so that releasing costs no statement per ARQ.
+    """
+    for arq in arqs:
+        release(arq)
+        session.delete(arq)
+
+
 def to_dict(arq, base_url):
     """Cyborg v2 wire view of an ARQ.
 

@@ -151,6 +151,8 @@ def update(req, arq_uuid=None):
         # one read of them all.
         locked = {a.uuid: a for a in arq_obj.get_all_for_update(
             session, set(binds) | set(unbinds))}
+        handles = arq_obj.load_handles(  # noqa: F841 (kept alive)
+            session, list(locked.values())) if unbinds else []
         owner = _project_filter(ctx)
         policies = _PerProject(ctx)
 
@@ -216,6 +218,12 @@ def delete(req, arq_uuid=None):
             missing = set(uuids) - {a.uuid for a in arqs}
             if missing:
                 raise exception.ARQNotFound(ident=','.join(sorted(missing)))
+        # Locked (in id order) and read again: a binding that finished
+        # since the list must give its handle back too, and the policy
+        # is checked on the state the delete acts on.  ARQs deleted
+        # meanwhile (Nova retries deletes) are simply gone.
+        arqs = arq_obj.get_all_for_update(session, [a.uuid for a in arqs])
+        handles = arq_obj.load_handles(session, arqs)  # noqa: F841
         released = set()
         deleted = []
         policies = _PerProject(ctx)
@@ -225,7 +233,7 @@ def delete(req, arq_uuid=None):
             if arq.attach_handle_id is not None:
                 released.add(arq.hostname)
             deleted.append(notifications.arq_data(arq))
-            arq_obj.delete(session, arq)
+        arq_obj.delete_locked(session, arqs)
     for data in deleted:
         util.service(req).notifications.arq('accelerator.arq.delete.end',
                                             data)
