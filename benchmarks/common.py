@@ -403,7 +403,7 @@ class AccelBackendProcess:
         self.proc = Proc('accel-backend', [
             PY, '-m', 'accel_backend.cmd.server', '--config-file',
             self.conf], self.log + '.out', env=self.env)
-        wait_http(self.url + '/v2', proc=self.proc)
+        wait_http(self.url + '/v2', headers=ACCEL_HEADERS, proc=self.proc)
         if not expect_devices:
             return self
         end = time.monotonic() + timeout
