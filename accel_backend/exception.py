@@ -248,3 +248,12 @@ class DatabaseOptionUnsupported(AccelBackendError):
     code = 'accel.config.database'
     msg_fmt = ('[database] %(option)s is not supported: %(reason)s; unset '
                'it')
+
+
+class CyborgImportRefused(AccelBackendError):
+    """``accel-backend-manage import-cyborg`` will not run: Cyborg is
+    still writing, or the source is no Cyborg 17 database
+    (``accel_backend.cyborg_import``)."""
+
+    code = 'accel.cyborg_import.refused'
+    msg_fmt = 'Cyborg import refused: %(reason)s'

@@ -129,12 +129,14 @@ class Service:
         self._stop = threading.Event()
         self._thread = None
 
-    def discover_and_report(self, force=False):
+    def discover_and_report(self, force=False, report=True):
         """Discover devices, store them, report them to Placement.
 
         :param force: remove whatever vanished, even more than ``[discovery]
             max_removal_share`` of the host's devices (the operator's
             ``accel-backend-manage discovery sync --force``).
+        :param report: False: store only, Placement is not called
+            (``discovery sync --no-report``, before ``import-cyborg``).
         :returns: list of ``ProviderRecord`` reported.
         :raises SysfsRootUnavailable: the sysfs root cannot be read;
             nothing changed.
@@ -160,14 +162,16 @@ class Service:
                 for d in deps]
         for change in changes:
             self.notifications.device_health(change)
-        self.reporter.report(reported, force=force)
+        if report:
+            self.reporter.report(reported, force=force)
         return reported
 
-    def report_pass(self, force=False):
+    def report_pass(self, force=False, report=True):
         """``discover_and_report`` once, its outcome recorded as this
         host's status (``objects.host_status``): what the API's health
         check and ``accel-backend-manage discovery status`` show.
 
+        :param report: as ``discover_and_report``.
         :returns: list of ``ProviderRecord`` reported.
         :raises: whatever ``discover_and_report`` raises, after recording
             it (``refused`` for a misconfiguration, else ``failing``).
@@ -175,7 +179,8 @@ class Service:
         with metrics.timed(metrics.DISCOVERY_SECONDS, host=self.conf.host,
                            outcome=host_status.OK) as labels:
             try:
-                reported = self.discover_and_report(force=force)
+                reported = self.discover_and_report(force=force,
+                                                    report=report)
             except (exception.SysfsRootUnavailable,
                     exception.MassRemovalRefused) as e:
                 labels['outcome'] = host_status.REFUSED

@@ -106,3 +106,29 @@ def check(source, target):
         return TRANSITIONS[(source, target)]
     except KeyError:
         raise InvalidTransition(source, target) from None
+
+
+def path(target, source=INITIAL):
+    """The transitions that lead from ``source`` to ``target``, shortest
+    first found, for a record that arrives in ``target`` from elsewhere
+    (``accel-backend-manage import-cyborg`` walks a new ARQ along it, so
+    that the imported state is one the table can reach).
+
+    :param target: a state of ``STATES``.
+    :param source: the starting state (``INITIAL``: a new ARQ).
+    :returns: list of states after ``source``, ending with ``target``
+        (empty when they are equal).
+    :raises InvalidTransition: ``TRANSITIONS`` never leads there (e.g.
+        ``Deleting``, which accel_backend never enters).
+    """
+    paths = {source: []}
+    todo = [source]
+    while todo:
+        state = todo.pop(0)
+        if state == target:
+            return paths[state]
+        for (s, t) in TRANSITIONS:
+            if s == state and t not in paths:
+                paths[t] = paths[state] + [t]
+                todo.append(t)
+    raise InvalidTransition(source, target)

@@ -1,9 +1,9 @@
 """Measure 3: the same client against upstream openstack-cyborg 17.0.0 and
 accel_backend, in the same run.
 
-Upstream is started much as its devstack plugin does (openstack/cyborg
-17.0.0, ``devstack/lib/cyborg``): its own venv (created here under
-``~/.cache/nova-accel-bench/cyborg-venv`` when missing), RabbitMQ from
+Upstream is started as ``tools.launch.cyborg`` says (much as its devstack
+plugin does): its own venv (under
+``~/.cache/nova-accel-bench/cyborg-venv``, built when missing), RabbitMQ from
 Debian's ``rabbitmq-server`` with its own environment, SQLite
 (``cyborg-dbsync create_schema`` + a unique index on
 ``device_profiles.uuid``), the API under gunicorn (1 worker) without
@@ -27,10 +27,8 @@ import uuid
 import requests
 
 from benchmarks import common
+from tools.launch import cyborg as launch_cyborg
 
-CACHE = os.path.expanduser('~/.cache/nova-accel-bench')
-VENV = os.path.join(CACHE, 'cyborg-venv')
-CYBORG_REQ = 'openstack-cyborg==17.0.0'
 TRIALS = int(os.environ.get("BENCH_UPSTREAM_TRIALS", 30))
 OPS = ('device_profile_create', 'arq_create', 'bind_patch',
        'patch_to_event', 'patch_to_get_bound', 'arq_list',
@@ -38,17 +36,10 @@ OPS = ('device_profile_create', 'arq_create', 'bind_patch',
 
 
 def ensure_venv(log):
-    """Create the Cyborg venv unless a usable one is cached."""
-    py = os.path.join(VENV, 'bin', 'python')
-    if os.path.exists(os.path.join(VENV, 'bin', 'cyborg-dbsync')) and \
-            os.path.exists(os.path.join(VENV, 'bin', 'gunicorn')):
-        return py
-    os.makedirs(CACHE, exist_ok=True)
-    shutil.rmtree(VENV, ignore_errors=True)
-    common.run([common.PY, '-m', 'venv', VENV], log, timeout=300)
-    common.run([py, '-m', 'pip', 'install', '-q', CYBORG_REQ, 'gunicorn'],
-               log, timeout=1200)
-    return py
+    """Create the Cyborg venv unless a usable one is cached
+    (``tools.launch.cyborg``); returns its python."""
+    with open(log, 'ab') as fh:
+        return launch_cyborg.ensure_venv(common.PY, log=fh)
 
 
 def _rabbit_script(name):
@@ -132,70 +123,31 @@ class RabbitMQ:
 
 
 class Cyborg:
-    """cyborg-api (gunicorn), cyborg-conductor and cyborg-agent."""
+    """cyborg-api (gunicorn), cyborg-conductor and cyborg-agent, launched
+    as ``tools.launch.cyborg`` says."""
 
-    HOST = 'cyborg-node'
+    HOST = launch_cyborg.HOST
 
     def __init__(self, workdir, py, placement, stub, rabbit):
-        self.py = py
-        self.bin = os.path.dirname(py)
+        self.venv = os.path.dirname(os.path.dirname(py))
         self.dir = os.path.join(workdir, 'cyborg')
-        os.makedirs(os.path.join(self.dir, 'locks'), exist_ok=True)
         self.port = common.free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
         self.db = os.path.join(self.dir, 'cyborg.sqlite')
-        self.conf = os.path.join(self.dir, 'cyborg.conf')
-        paste = os.path.join(self.dir, 'api-paste.ini')
-        with open(os.path.join(VENV, 'etc', 'cyborg', 'api-paste.ini')) as f:
-            text = f.read()
-        # No keystone: identity from X-* headers.
-        text = text.replace('request_id authtoken api_v2', 'request_id api_v2')
-        with open(paste, 'w') as f:
-            f.write(text)
-        with open(self.conf, 'w') as f:
-            f.write('\n'.join([
-                '[DEFAULT]', 'host = %s' % self.HOST,
-                'transport_url = %s' % rabbit.url, 'periodic_interval = 10',
-                'debug = False',
-                '[api]', 'host_ip = 127.0.0.1', 'port = %d' % self.port,
-                'api_workers = 1', 'api_paste_config = %s' % paste,
-                '[database]', 'connection = sqlite:///%s' % self.db,
-                '[agent]', 'enabled_drivers = fake_driver',
-                '[oslo_policy]', 'enforce_scope = False',
-                'enforce_new_defaults = False',
-                '[oslo_concurrency]', 'lock_path = %s'
-                % os.path.join(self.dir, 'locks'),
-                '[keystone_authtoken]', 'service_token_roles = service',
-                '[placement]', 'auth_type = admin_token',
-                'endpoint = %s' % placement.url, 'token = admin',
-                '[nova]', 'auth_type = admin_token',
-                'endpoint = %s' % stub.url, 'token = admin', '']))
-        with open(os.path.join(self.dir, 'bench_cyborg_wsgi.py'), 'w') as f:
-            f.write('import sys\n'
-                    'sys.argv = ["cyborg-api", "--config-file", %r]\n'
-                    'from cyborg.api import wsgi_app\n'
-                    'application = wsgi_app.init_application()\n' % self.conf)
+        self.conf = launch_cyborg.write_config(
+            self.dir, self.port, self.db, rabbit.url, placement.url,
+            stub.url, venv=self.venv)
         self.procs = []
 
     def start(self, placement, root_rp, timeout=120):
-        log = os.path.join(self.dir, 'setup.log')
-        common.run([os.path.join(self.bin, 'cyborg-dbsync'), '--config-file',
-                    self.conf, 'create_schema'], log, cwd=self.dir)
-        import sqlite3
-        db = sqlite3.connect(self.db)
-        db.execute('CREATE UNIQUE INDEX IF NOT EXISTS uniq_dp_uuid ON '
-                   'device_profiles (uuid)')
-        db.commit()
-        db.close()
-        api = common.Proc('cyborg-api', [
-            os.path.join(self.bin, 'gunicorn'), '--chdir', self.dir, '-b',
-            '127.0.0.1:%d' % self.port, '-w', '1',
-            'bench_cyborg_wsgi:application'],
+        launch_cyborg.create_schema(self.conf, self.db, self.venv)
+        api = common.Proc('cyborg-api', launch_cyborg.api_argv(
+            self.dir, self.port, self.venv),
             os.path.join(self.dir, 'api.log'), cwd=self.dir)
         self.procs.append(api)
-        for name in ('cyborg-conductor', 'cyborg-agent'):
-            self.procs.append(common.Proc(name, [
-                os.path.join(self.bin, name), '--config-file', self.conf],
+        for name in launch_cyborg.SERVICES:
+            self.procs.append(common.Proc(
+                name, launch_cyborg.service_argv(name, self.conf, self.venv),
                 os.path.join(self.dir, name + '.log'), cwd=self.dir))
         common.wait_http(self.url + '/v2', proc=api, timeout=timeout)
         # The agent reports its fake device: wait for the deployable with

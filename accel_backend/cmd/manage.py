@@ -10,7 +10,12 @@
   refused;
 * ``discovery status``: the last discovery pass of every host (``ok``,
   ``refused`` or ``failing``, when, why); exit status 1 when a host is
-  not ``ok``, for monitoring.
+  not ``ok``, for monitoring;
+* ``discovery sync --no-report``: discovery only, into the database, no
+  Placement (before ``import-cyborg``: Cyborg's providers must not get a
+  twin);
+* ``import-cyborg --cyborg-connection URL [--apply]``: adopt a stopped
+  Cyborg 17 deployment (``accel_backend.cyborg_import``).
 """
 
 import sys
@@ -18,6 +23,7 @@ import sys
 from oslo_config import cfg
 
 from accel_backend import conf as conf_mod
+from accel_backend import cyborg_import
 from accel_backend.db import api as db_api
 from accel_backend import exception
 
@@ -32,14 +38,17 @@ def _discovery_sync(conf):
     from accel_backend import service as service_mod
     svc = service_mod.Service(conf, role=service_mod.AGENT)
     try:
-        records = svc.report_pass(force=conf.category.force)
+        records = svc.report_pass(force=conf.category.force,
+                                  report=not conf.category.no_report)
     except (exception.SysfsRootUnavailable,
             exception.MassRemovalRefused) as e:
         print('Refused: %s' % e, file=sys.stderr)
         return 1
     finally:
         svc.stop()
-    print('%d deployables of host %s reported' % (len(records), conf.host))
+    print('%d deployables of host %s %s' % (
+        len(records), conf.host,
+        'stored (not reported)' if conf.category.no_report else 'reported'))
     return 0
 
 
@@ -70,10 +79,14 @@ def _add_commands(subparsers):
     dsync.add_argument('--force', action='store_true',
                        help='remove vanished devices even beyond '
                             '[discovery] max_removal_share')
+    dsync.add_argument('--no-report', action='store_true',
+                       help='store what discovery finds, report nothing '
+                            'to Placement (before import-cyborg)')
     dsync.set_defaults(func=_discovery_sync)
     dstatus = disc_sub.add_parser(
         'status', help='last discovery pass of every host')
     dstatus.set_defaults(func=_discovery_status)
+    cyborg_import.add_parser(subparsers)
 
 
 def main(argv=None):

@@ -4,7 +4,11 @@ For tempest and development hosts without hardware, as Cyborg's fake
 driver does: one device ``FakeDevice`` at ``0000:0c:00.0`` with one
 deployable ``<host>_FakeDevice`` of ``[discovery] fake_total`` (16) FPGA
 units, trait ``CUSTOM_FAKE_DEVICE`` and ``TEST_PCI`` attach handles,
-which the virt driver ignores.
+which the virt driver ignores.  The handles are Cyborg's, field for field
+(functions 1 to N of bus ``0c``, 8 per device, numbers as undecorated
+strings: openstack/cyborg ``cyborg/accelerator/drivers/fake.py``,
+17.0.0), so that ``accel-backend-manage import-cyborg`` finds the handles
+a Cyborg fake device had bound.
 """
 
 from accel_backend.discovery import drivers
@@ -24,11 +28,10 @@ class FakeDriver:
 
     def discover(self):
         """:returns: one ``DiscoveredDeployable``."""
-        handles = [('TEST_PCI', {'domain': '0000',
-                                 'bus': '%02x' % (0x0c + i // 32),
-                                 'device': '%02x' % (i % 32),
-                                 'function': '0'})
-                   for i in range(self.total)]
+        handles = [('TEST_PCI', {'domain': '0000', 'bus': '0c',
+                                 'device': str(fn // 8),
+                                 'function': str(fn % 8)})
+                   for fn in range(1, self.total + 1)]
         return [drivers.DiscoveredDeployable(
             address=ADDRESS, device_type='FPGA', vendor_id='abcd',
             product_id='0001', model='FakeDevice', driver_name=self.name,

@@ -72,6 +72,24 @@ class TestTable(testtools.TestCase):
                          set(arq_states.RESOLVED_STATES))
         self.assertEqual('accelerator-request-bound', arq_states.EVENT_NAME)
 
+    def test_path_from_initial(self):
+        # What import-cyborg walks a new ARQ along.
+        self.assertEqual([], arq_states.path('Initial'))
+        self.assertEqual(['BindStarted', 'Bound'], arq_states.path('Bound'))
+        self.assertEqual(['BindStarted', 'BindFailed'],
+                         arq_states.path('BindFailed'))
+        self.assertEqual(['BindStarted', 'Unbound'],
+                         arq_states.path('Unbound'))
+        for state in arq_states.NEVER_ENTERED:
+            self.assertRaises(arq_states.InvalidTransition, arq_states.path,
+                              state)
+        for state in arq_states.STATES:
+            if state in arq_states.NEVER_ENTERED:
+                continue
+            steps = ['Initial'] + arq_states.path(state)
+            for source, target in zip(steps, steps[1:]):
+                arq_states.check(source, target)
+
     def test_nova_side_uses_the_table(self):
         self.assertEqual(set(arq_states.RESOLVED_STATES),
                          set(cyborg_client.RESOLVED_STATES))
