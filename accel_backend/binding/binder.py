@@ -28,6 +28,11 @@ from accel_backend.objects import arq as arq_obj
 LOG = logging.getLogger(__name__)
 MAX_BACKOFF = 30.0
 
+#: What ``Binder.bind_many`` did to one ARQ: its new ``state``, its
+#: ``instance_uuid`` and the ``event`` status committed for Nova.
+BindOutcome = collections.namedtuple('BindOutcome',
+                                     'state instance_uuid event')
+
 
 class Binder:
     """Binds ARQs in background threads and delivers Nova events.
@@ -111,7 +116,8 @@ class Binder:
         :returns: the new state, or None when the ARQ is gone or no longer
             ``BindStarted`` (deleted or unbound meanwhile).
         """
-        return self.bind_many([arq_uuid]).get(arq_uuid)
+        outcome = self.bind_many([arq_uuid]).get(arq_uuid)
+        return None if outcome is None else outcome.state
 
     def bind_many(self, arq_uuids):
         """Bind ``BindStarted`` ARQs (the ARQs of one PATCH) in one
@@ -124,16 +130,19 @@ class Binder:
         commit.
 
         :param arq_uuids: list of ARQ UUIDs (str).
-        :returns: ``{arq_uuid: 'Bound' | 'BindFailed'}`` for the ARQs this
-            call moved; ARQs gone, no longer ``BindStarted`` (deleted or
+        :returns: ``{arq_uuid: BindOutcome}`` (``state`` ``Bound`` or
+            ``BindFailed``, the ARQ's ``instance_uuid`` and the ``event``
+            status committed for Nova) for the ARQs this call moved; ARQs
+            gone, no longer ``BindStarted`` (deleted or
             unbound meanwhile) or of another host than this binder's are
             left out.
         """
         outcomes = self.db.write(self._bind_locked, list(arq_uuids))
         result = {}
         now = models.utcnow()
-        for state, data, started_at in outcomes:
-            result[data['uuid']] = state
+        for state, data, started_at, event_status in outcomes:
+            result[data['uuid']] = BindOutcome(
+                state, data['instance_uuid'], event_status)
             labels = dict(host=data['hostname'] or '',
                           resource_class=data['resource_class'] or '')
             if state == arq_obj.BOUND:
@@ -151,7 +160,8 @@ class Binder:
 
     def _bind_locked(self, session, arq_uuids):
         """The transaction of ``bind_many``: a list of ``(state,
-        ARQPayload fields, time BindStarted was committed)``."""
+        ARQPayload fields, time BindStarted was committed, event
+        status)``."""
         # Locked: an unbind, a delete or another worker binding the
         # same ARQs waits for this transaction, or finished before it.
         arqs = []
@@ -186,12 +196,16 @@ class Binder:
                          handle.attach_type, handle.attach_info,
                          arq.instance_uuid)
             outcomes.append((arq.state, notifications.arq_data(arq),
-                             started_at))
+                             started_at, arq.pending_event))
         return outcomes
 
     def _bind_and_notify(self, arq_uuids):
-        self.bind_many(arq_uuids)
-        self._deliver(arq_uuids)
+        outcomes = self.bind_many(arq_uuids)
+        # The events just committed, as ``_pending`` would read them back:
+        # one transaction less on the way to Nova.
+        self._deliver(arq_uuids, first=[
+            (o.instance_uuid, arq_uuid, o.event)
+            for arq_uuid, o in sorted(outcomes.items()) if o.event])
 
     def _pending(self, arq_uuids):
         with self.db.transaction() as session:
@@ -228,18 +242,29 @@ class Binder:
                 .values(pending_event=None)
                 .execution_options(synchronize_session=False))
 
-    def _deliver(self, arq_uuids):
+    def _deliver(self, arq_uuids, first=None):
         """Send pending events until Nova took them, they are obsolete,
         the binder stops or ``retry_timeout`` passed (then they are given
         up); waits ``retry_interval`` seconds, doubling up to
-        ``MAX_BACKOFF``, between tries."""
+        ``MAX_BACKOFF``, between tries.
+
+        :param arq_uuids: list of ARQ UUIDs whose pending events to send.
+        :param first: the events to send on the first try, as ``_pending``
+            returns them (``[(instance_uuid, arq_uuid, status)]``), when
+            the caller has just committed them; None: read them.
+        """
         remaining = set(arq_uuids)
         sent = {}
+        known = [first]
 
         def send_pending():
             if self._stop.is_set():
                 return
-            events = self._pending(remaining)
+            if known[0] is not None:
+                # First try: the events the caller just committed.
+                events, known[0] = list(known[0]), None
+            else:
+                events = self._pending(remaining)
             sent.clear()
             sent.update((arq, status) for _, arq, status in events)
             done, retry = (self.notifier.send(events) if events

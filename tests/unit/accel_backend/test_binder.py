@@ -282,10 +282,14 @@ class TestBindOne(BinderTestBase):
         self.start(a, self.af)
         self.start(b, self.af)
         results = self.binder.bind_many([a, b])
-        self.assertEqual(['BindFailed', 'Bound'], sorted(results.values()))
+        self.assertEqual(['BindFailed', 'Bound'],
+                         sorted(o.state for o in results.values()))
         self.assertEqual(1, self.handles_in_use())
         # The lower ARQ id gets the device: the batch goes in lock order.
-        self.assertEqual('Bound', results[a])
+        self.assertEqual(('Bound', 'completed'),
+                         (results[a].state, results[a].event))
+        self.assertEqual(('BindFailed', 'failed'),
+                         (results[b].state, results[b].event))
 
     def _statements(self, fn):
         count = []
