@@ -175,6 +175,69 @@ RUNNERS = {'boot': run_boot, 'roundtrip': run_roundtrip,
            'scale': run_scale, 'weigher': run_weigher}
 
 
+#: Seconds to wait for a quiet machine before a measure starts.
+QUIET_WAIT = 120
+
+
+def busy_above(info):
+    """The 1-minute load average above which the machine counts as busy:
+    half its cores (1.0 on the 2-core benchmark machine).
+
+    :param info: ``machine_info()`` (``cores``).
+    """
+    try:
+        return int(info['cores']) / 2.0
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def _wait_quiet(env, limit):
+    end = time.monotonic() + QUIET_WAIT
+    while os.getloadavg()[0] > limit and time.monotonic() < end:
+        time.sleep(5)
+
+
+def _measure_once(env, name):
+    t0 = time.monotonic()
+    load0 = os.getloadavg()[0]
+    try:
+        result = RUNNERS[name](env)
+    except Exception as e:
+        env.log('measure %s FAILED: %s' % (name, e))
+        result = {'not_measured': 'failed: %s' % e,
+                  'traceback': traceback.format_exc()}
+    result['_seconds'] = time.monotonic() - t0
+    # Other work on the machine shows in the load average.
+    result['_load'] = (load0, os.getloadavg()[0])
+    env.log('measure %s done in %.0fs (load %.1f -> %.1f)' % (
+        name, result['_seconds'], load0, result['_load'][1]))
+    return result
+
+
+def run_measure(env, name, limit):
+    """One measure, on a machine as quiet as can be had.
+
+    Waits up to ``QUIET_WAIT`` seconds for the 1-minute load average to
+    drop to ``limit``; when it was above ``limit`` at the start or the
+    end of the measure, the measure runs once more and the run with the
+    lower peak load is kept (``_reruns`` and ``_load_first`` say so).
+
+    :returns: the measure's result dict.
+    """
+    _wait_quiet(env, limit)
+    env.log('measure %s ...' % name)
+    result = _measure_once(env, name)
+    if max(result['_load']) <= limit or 'not_measured' in result:
+        return result
+    env.log('measure %s ran on a busy machine; running it again' % name)
+    _wait_quiet(env, limit)
+    again = _measure_once(env, name)
+    keep, other = sorted((result, again), key=lambda r: max(r['_load']))
+    keep['_reruns'] = 1
+    keep['_load_other_run'] = other['_load']
+    return keep
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--quick', action='store_true',
@@ -204,20 +267,7 @@ def main(argv=None):
             env.placement = common.PlacementServer(workdir).start()
             env.stub = common.NovaStub().start()
         for name in only:
-            env.log('measure %s ...' % name)
-            t0 = time.monotonic()
-            load0 = os.getloadavg()[0]
-            try:
-                results[name] = RUNNERS[name](env)
-            except Exception as e:
-                env.log('measure %s FAILED: %s' % (name, e))
-                results[name] = {'not_measured': 'failed: %s' % e,
-                                 'traceback': traceback.format_exc()}
-            results[name]['_seconds'] = time.monotonic() - t0
-            # Other work on the machine shows in the load average.
-            results[name]['_load'] = (load0, os.getloadavg()[0])
-            env.log('measure %s done in %.0fs' % (name,
-                                                  time.monotonic() - t0))
+            results[name] = run_measure(env, name, busy_above(info))
     finally:
         if env.stub:
             env.stub.stop()
