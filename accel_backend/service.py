@@ -36,8 +36,9 @@ from accel_backend import exception
 from accel_backend import metrics
 from accel_backend import notifications
 from accel_backend.nova import notifier as notifier_mod
-from accel_backend.objects import device as device_obj
+from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import host_status
+from accel_backend.objects import host_sync
 from accel_backend.placement import client as placement_client
 from accel_backend.placement import records
 from accel_backend.placement import report
@@ -149,7 +150,7 @@ class Service:
         found = drivers_mod.discover_all(self.drivers)
         changes = []
         with self.db.transaction() as session:
-            deps = device_obj.sync_host(
+            deps = host_sync.sync(
                 session, self.conf.host, found,
                 max_removal_share=self.conf.discovery.max_removal_share,
                 force=force, health_changes=changes)
@@ -157,7 +158,7 @@ class Service:
                 rp_uuid=d.rp_uuid, address=d.device.address,
                 resource_class=d.resource_class, total=d.num_accelerators,
                 traits=tuple(d.traits),
-                reserved=device_obj.reserved_units(d),
+                reserved=deployable_obj.reserved_units(d),
                 subname=self._subname(d))
                 for d in deps]
         for change in changes:
@@ -207,14 +208,14 @@ class Service:
 
     def _subname(self, dep):
         # Deployables of a device with several are named
-        # <host>_<address>_<subname> (objects.device.sync_host).
+        # <host>_<address>_<subname> (objects.host_sync.sync).
         prefix = '%s_%s_' % (self.conf.host, dep.device.address)
         return dep.name[len(prefix):] if dep.name.startswith(prefix) \
             else None
 
     def _reserved_for(self, rp_uuid):
         with self.db.transaction() as session:
-            return device_obj.reserved_units_of_rp(session, rp_uuid)
+            return deployable_obj.reserved_units_of_rp(session, rp_uuid)
 
     def start(self):
         """Serve the metrics when enabled; resume half-done binding and

@@ -33,6 +33,7 @@ from sqlalchemy import orm
 
 from accel_backend.discovery import sysfs
 from accel_backend import metrics
+from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import device as device_obj
 
 LOG = logging.getLogger(__name__)
@@ -280,7 +281,7 @@ class Cleaner:
             return
         try:
             with self.db.transaction() as session:
-                units = device_obj.reserved_units_of_rp(session, rp_uuid)
+                units = deployable_obj.reserved_units_of_rp(session, rp_uuid)
             if units is not None:
                 self.reporter.set_reserved(rp_uuid, units)
         except Exception as e:

@@ -6,7 +6,7 @@ that failed or a PCI bus that did not come up than a host whose cards were
 pulled. Removing them would delete their resource providers from Placement
 and their rows (device, deployables, attach handles) from the database;
 ``[discovery] max_removal_share`` bounds what one pass may remove, for the
-database (``objects.device.sync_host``) and Placement
+database (``objects.host_sync.sync``) and Placement
 (``placement.report.Reporter``) alike.
 """
 

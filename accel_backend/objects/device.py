@@ -1,25 +1,27 @@
-"""Devices, deployables and attach handles of a host.
+"""Devices of a host and the lifecycle of their attach handles.
 
-``sync_host`` makes the database match what discovery found on a host;
-resource provider UUIDs are derived from (host, PCI address) so they stay
-the same across restarts and re-discovery.
+The device statuses, health verdicts and attach handle states every other
+module compares against are defined here, with what reads and changes
+them: listing and showing devices (the Cyborg v2 view of cyborg,
+``cyborg/api/controllers/v2/devices.py``, 17.0.0), an operator's
+enable/disable, claiming and releasing attach handles, and the cleaning
+states between tenants.  Writing a host's rows from discovery is
+``objects.host_sync``; deployables (resource providers, reserved units)
+are ``objects.deployable``.  ``stable_uuid`` derives every UUID of a
+host's rows from (host, PCI address, ...) so they stay the same across
+restarts and re-discovery.
 """
 
 import uuid
 
 import sqlalchemy as sa
-from oslo_log import log as logging
-from sqlalchemy import orm
 
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.discovery import drivers as discovery_drivers
-from accel_backend.discovery import removal
-from accel_backend.objects import attribute as attribute_obj
 from accel_backend.objects import paging
 from accel_backend import utils
 
-LOG = logging.getLogger(__name__)
 _NS = uuid.UUID('6f0e3d42-3c1b-4f8e-9a57-1d1c4c0a2b7e')
 
 #: Device statuses.  ``maintaining`` is what Cyborg 17's
@@ -45,7 +47,8 @@ UNHEALTHY = discovery_drivers.UNHEALTHY
 #: cleaning step is ``none``.  Every state is committed before the work
 #: it announces, so a restarted cleaner resumes ``dirty`` and
 #: ``cleaning`` handles.  Handles that are dirty, cleaning or
-#: clean_failed are reserved in Placement (``reserved_units``).
+#: clean_failed are reserved in Placement
+#: (``objects.deployable.reserved_units``).
 AVAILABLE = 'available'
 BOUND = 'bound'
 DIRTY = 'dirty'
@@ -60,153 +63,6 @@ RELEASED_KEY = 'accel_backend.released_handles'
 def stable_uuid(*parts):
     """Deterministic UUID (str) of the given strings."""
     return str(uuid.uuid5(_NS, '/'.join(parts)))
-
-
-def provider_name(host_rp_name, address, subname=None):
-    """Name of a deployable's resource provider: ``<compute RP>_<address>``
-    (``_<subname>`` added for one of several deployables of a device)."""
-    name = '%s_%s' % (host_rp_name, address)
-    return '%s_%s' % (name, subname) if subname else name
-
-
-def _dep_ids(hostname, address, subname):
-    parts = (hostname, address) + ((subname,) if subname else ())
-    return (stable_uuid('deployable', *parts), stable_uuid('rp', *parts),
-            '_'.join(parts))
-
-
-def sync_host(session, hostname, discovered, max_removal_share=1.0,
-              force=False, health_changes=None):
-    """Make the rows of ``hostname`` equal to ``discovered``.
-
-    New devices are inserted, changed ones updated, vanished ones deleted
-    unless one of their attach handles is in use (then they are kept with
-    status ``missing`` until released).  A device may have several
-    deployables (``subname``, e.g. one per mdev type); a deployable that
-    vanished is deleted unless in use.  The driver's health verdict is
-    stored on the device.
-
-    :param discovered: list of ``DiscoveredDeployable``.
-    :param max_removal_share: largest share (0.0 to 1.0) of the host's
-        devices this call may delete (``discovery.removal``); 1.0 never
-        refuses.
-    :param force: delete whatever vanished (an operator's ``--force``).
-    :param health_changes: a list that gets, for each device whose health
-        verdict changed, a dict of the ``DevicePayload`` fields
-        (``accel_backend.notifications``), to notify after the commit.
-    :returns: list of ``models.Deployable`` present on the host.
-    :raises MassRemovalRefused: more would be deleted; nothing changed.
-    """
-    existing = {d.address: d for d in session.scalars(
-        sa.select(models.Device).where(models.Device.hostname == hostname)
-        .options(orm.selectinload(models.Device.deployables)
-                 .selectinload(models.Deployable.attach_handles),
-                 orm.selectinload(models.Device.deployables)
-                 .selectinload(models.Deployable.attributes)))}
-    by_address = {}
-    for item in discovered:
-        by_address.setdefault(item.address, []).append(item)
-    removal.check(hostname, 'devices', len(existing), [
-        address for address, dev in existing.items()
-        if address not in by_address and not any(
-            h.in_use for dep in dev.deployables for h in dep.attach_handles)],
-        max_removal_share, force)
-    present = []
-    for address, items in by_address.items():
-        first = items[0]
-        dev = existing.pop(address, None)
-        if dev is None:
-            dev = models.Device(
-                uuid=stable_uuid('device', hostname, address),
-                hostname=hostname, address=address, status=ENABLED)
-            session.add(dev)
-        dev.type, dev.vendor, dev.model = (first.device_type,
-                                           first.vendor_id, first.model)
-        dev.std_board_info = first.std_board_info
-        if dev.status == MISSING:
-            dev.status = ENABLED
-        unhealthy = [i for i in items if i.health != HEALTHY]
-        health = UNHEALTHY if unhealthy else HEALTHY
-        if health != dev.health and health == UNHEALTHY:
-            LOG.warning('Device %s on %s is unhealthy: %s', address,
-                        hostname, unhealthy[0].health_reason)
-        elif health != dev.health and dev.health is not None:
-            LOG.info('Device %s on %s is healthy again', address, hostname)
-        reason = unhealthy[0].health_reason if unhealthy else None
-        if health_changes is not None and dev.health is not None and (
-                health, reason) != (dev.health, dev.health_reason):
-            health_changes.append(dict(
-                uuid=dev.uuid, hostname=hostname, address=address,
-                type=dev.type, vendor=dev.vendor, model=dev.model,
-                status=dev.status, health=health, health_reason=reason,
-                previous_health=dev.health))
-        dev.health = health
-        dev.health_reason = reason
-        deps = {d.uuid: d for d in dev.deployables}
-        for item in items:
-            dep_uuid, rp_uuid, name = _dep_ids(hostname, address,
-                                               item.subname)
-            dep = deps.pop(dep_uuid, None)
-            if dep is None:
-                dep = models.Deployable(uuid=dep_uuid, rp_uuid=rp_uuid,
-                                        name=name)
-                dev.deployables.append(dep)
-            if item.deployable_name:
-                dep.name = item.deployable_name
-            dep.driver_name = item.driver_name
-            dep.resource_class = item.resource_class
-            dep.traits = sorted(item.traits)
-            dep.cleaning = item.cleaning
-            _sync_handles(dep, hostname, item.attach_handles)
-            board = dev.std_board_info or {}
-            attribute_obj.sync_discovered(
-                dep, attribute_obj.discovered(
-                    dep.resource_class, dep.traits, board.get('slot'),
-                    board.get('iommu_group')),
-                lambda key, d=dep: stable_uuid('attribute', d.uuid, key))
-            dep.num_accelerators = len(dep.attach_handles)
-            present.append(dep)
-        for dep in deps.values():
-            if any(h.in_use for h in dep.attach_handles):
-                LOG.warning('Deployable %s on %s vanished but is in use; '
-                            'keeping it until it is released', dep.name,
-                            hostname)
-                present.append(dep)
-            else:
-                dev.deployables.remove(dep)
-    for dev in existing.values():
-        if any(h.in_use for dep in dev.deployables
-               for h in dep.attach_handles):
-            LOG.warning('Device %s on %s vanished but is in use; keeping '
-                        'it as missing until it is released', dev.address,
-                        hostname)
-            # A device an operator disabled stays disabled (and so
-            # reserved) when it comes back.
-            if dev.status == ENABLED:
-                dev.status = MISSING
-            present.extend(dev.deployables)
-        else:
-            LOG.info('Device %s on %s vanished; removing it', dev.address,
-                     hostname)
-            session.delete(dev)
-    session.flush()
-    return present
-
-
-def _sync_handles(dep, hostname, handles):
-    by_key = {(h.attach_type, tuple(sorted(h.attach_info.items()))): h
-              for h in dep.attach_handles}
-    for attach_type, info in handles:
-        key = (attach_type, tuple(sorted(info.items())))
-        if by_key.pop(key, None) is None:
-            dep.attach_handles.append(models.AttachHandle(
-                uuid=stable_uuid('handle', hostname, attach_type,
-                                 *['%s=%s' % kv for kv in key[1]]),
-                attach_type=attach_type, attach_info=dict(info),
-                in_use=False, state=AVAILABLE))
-    for stale in by_key.values():
-        if not stale.in_use:
-            dep.attach_handles.remove(stale)
 
 
 def find_free_handle(session, rp_uuid, hostname):
@@ -265,25 +121,6 @@ def list_(session, hostname=None, type_=None, vendor=None, limit=None,
     return list(session.scalars(query))
 
 
-def list_deployables(session, limit=None, marker=None):
-    """Deployables ordered by ``id``, one page (``objects.paging``).
-
-    :raises InvalidMarker: no deployable has the marker's UUID.
-    """
-    query = paging.paginate(session, sa.select(models.Deployable),
-                            models.Deployable, limit, marker)
-    return list(session.scalars(query))
-
-
-def get_deployable(session, deployable_uuid):
-    """:raises DeployableNotFound: no deployable has that UUID."""
-    dep = session.scalar(sa.select(models.Deployable).where(
-        models.Deployable.uuid == deployable_uuid))
-    if dep is None:
-        raise exception.DeployableNotFound(ident=deployable_uuid)
-    return dep
-
-
 def set_status(session, dev, status):
     """Record an operator's ``enabled`` / ``maintaining`` (disabled).
 
@@ -320,27 +157,6 @@ def release_handle(session, handle):
     handle.state = DIRTY
     handle.state_reason = None
     session.info.setdefault(RELEASED_KEY, set()).add(handle.id)
-
-
-def reserved_units(dep):
-    """Units of ``dep``'s inventory Placement must keep out of
-    scheduling: all of them when the device is not enabled (disabled,
-    missing) or unhealthy, else one per handle that is dirty, being
-    cleaned or failed cleaning."""
-    total = dep.num_accelerators or 0
-    dev = dep.device
-    if dev.status != ENABLED or dev.health == UNHEALTHY:
-        return total
-    return min(total, sum(1 for h in dep.attach_handles
-                          if h.state in OUT_OF_SERVICE))
-
-
-def reserved_units_of_rp(session, rp_uuid):
-    """``reserved_units`` of the deployable behind ``rp_uuid``, None when
-    no deployable has that provider."""
-    dep = session.scalar(sa.select(models.Deployable).where(
-        models.Deployable.rp_uuid == rp_uuid))
-    return None if dep is None else reserved_units(dep)
 
 
 def handles_to_clean(session, hostname):
@@ -456,17 +272,3 @@ def to_dict(dev, base_url, with_status=False):
         if reason:
             view['status_reason'] = reason
     return view
-
-
-def deployable_to_dict(dep, base_url):
-    """Cyborg v2 view of a deployable."""
-    return {
-        'uuid': dep.uuid, 'name': dep.name, 'rp_uuid': dep.rp_uuid,
-        'num_accelerators': dep.num_accelerators,
-        'device_id': dep.device_id, 'driver_name': dep.driver_name,
-        'parent_id': None, 'root_id': None,
-        'created_at': utils.isotime(dep.created_at),
-        'updated_at': utils.isotime(dep.updated_at),
-        'links': [{'href': '%s/deployables/%s' % (base_url, dep.uuid),
-                   'rel': 'self'}],
-    }

@@ -24,9 +24,9 @@ from oslo_log import log as logging
 
 from accel_backend.discovery import removal
 from accel_backend import exception
+from accel_backend.objects import deployable as deployable_obj
 from accel_backend.placement import client as pclient
 from accel_backend.placement import records
-from accel_backend.objects import device as device_obj
 
 LOG = logging.getLogger(__name__)
 OWNER_TRAIT = 'OWNER_CYBORG'
@@ -206,8 +206,8 @@ class Reporter:
         """:returns: True when the provider exists now, False when
         another provider holds its name (logged; the device is skipped
         so that the others are still reported)."""
-        name = device_obj.provider_name(root_name, dep.address,
-                                        dep.subname)
+        name = deployable_obj.provider_name(root_name, dep.address,
+                                            dep.subname)
         LOG.info('Creating resource provider %s (%s) under %s', name,
                  dep.rp_uuid, root_uuid)
         resp = self.client.post(

@@ -19,7 +19,7 @@ from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
 from accel_backend.discovery.drivers import fake as fake_driver
 from accel_backend.cyborg_import import source
-from accel_backend.objects import device as device_obj
+from accel_backend.objects import host_sync
 from tools.launch import ComponentMissing
 from tools.launch import cyborg as launch
 
@@ -167,7 +167,7 @@ class OurSide(fixtures.Fixture):
             self.conf.set_override('host', host)
             found = fake_driver.FakeDriver(self.conf).discover()
             with self.db.transaction() as session:
-                device_obj.sync_host(session, host, found)
+                host_sync.sync(session, host, found)
         self.conf.clear_override('host')
 
 

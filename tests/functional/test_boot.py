@@ -90,9 +90,9 @@ class BootFailureTest(base.AccelServersTestBase):
         # Both GPUs vanish from the host after they were reported:
         # Placement still offers them, so the scheduler picks one, but
         # accel_backend has no device left to bind the ARQ to.
-        from accel_backend.objects import device as device_obj
+        from accel_backend.objects import host_sync
         with self.accel.db.transaction() as session:
-            device_obj.sync_host(session, self.COMPUTE, [])
+            host_sync.sync(session, self.COMPUTE, [])
 
         server = self._boot_expecting_error()
 

@@ -309,9 +309,9 @@ class HotplugFailureTest(HotplugTestBase):
         xml = self.guest_xml(server['id'])
         # Both GPUs vanish from the host after they were reported:
         # Placement still offers them, accel_backend cannot bind.
-        from accel_backend.objects import device as device_obj
+        from accel_backend.objects import host_sync
         with self.accel.db.transaction() as session:
-            device_obj.sync_host(session, self.COMPUTE, [])
+            host_sync.sync(session, self.COMPUTE, [])
 
         exc = self.assertRaises(hp_exc.HotplugError, self.attach, server)
 

@@ -216,9 +216,9 @@ class DeleteFailedBuildTest(InstanceOpsTestBase):
     def test_delete_in_error(self):
         # The GPUs vanish after they were reported: the bind fails, the
         # compute refuses to spawn and the build ends in ERROR.
-        from accel_backend.objects import device as device_obj
+        from accel_backend.objects import host_sync
         with self.accel.db.transaction() as session:
-            device_obj.sync_host(session, self.COMPUTE, [])
+            host_sync.sync(session, self.COMPUTE, [])
         server = self._create_server(flavor_id=self.flavor, networks='none',
                                      expected_state='ERROR')
         self.assertIn('Exhausted all hosts', server['fault']['message'])

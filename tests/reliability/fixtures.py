@@ -32,7 +32,7 @@ import requests
 
 from accel_backend import conf as accel_conf
 from accel_backend.discovery import drivers as drivers_mod
-from accel_backend.objects import device as device_obj
+from accel_backend.objects import host_sync
 from accel_backend import service as service_mod
 from tests import accel_config
 from tests.functional.fixtures import servers
@@ -294,7 +294,7 @@ class InProcessService(fixtures.Fixture):
         self.service = service_mod.Service(conf)
         self.addCleanup(self.service.stop)
         with self.service.db.transaction() as session:
-            deps = device_obj.sync_host(
+            deps = host_sync.sync(
                 session, HOST, drivers_mod.discover_all(self.service.drivers))
             self.rps = [d.rp_uuid for d in deps]
         self.app = self.service.app

@@ -16,7 +16,7 @@ from accel_backend.api.schemas import deployable as program_schema
 from accel_backend.api import util
 from accel_backend.db import models
 from accel_backend import exception
-from accel_backend.objects import device as device_obj
+from accel_backend.objects import deployable as deployable_obj
 from accel_backend.policies import deployable as deployable_policy
 
 
@@ -25,9 +25,9 @@ def list_(req):
     util.context(req).can(deployable_policy.GET_ALL)
     limit, marker = util.page_params(req)
     with util.service(req).db.transaction() as session:
-        deps = device_obj.list_deployables(session, limit=limit,
+        deps = deployable_obj.list_(session, limit=limit,
                                            marker=marker)
-        views = [device_obj.deployable_to_dict(d, util.base_url(req))
+        views = [deployable_obj.to_dict(d, util.base_url(req))
                  for d in deps]
     return util.response(200, util.collection(req, 'deployables', views,
                                               limit))
@@ -42,7 +42,7 @@ def show(req, deployable_uuid):
             models.Deployable.uuid == deployable_uuid))
         if dep is None:
             raise exception.DeployableNotFound(ident=deployable_uuid)
-        view = device_obj.deployable_to_dict(dep, util.base_url(req))
+        view = deployable_obj.to_dict(dep, util.base_url(req))
     return util.response(200, view)
 
 
@@ -63,11 +63,11 @@ def program(req, deployable_uuid):
     image_uuid = program_schema.image_uuid(body)
     svc = util.service(req)
     with svc.db.transaction() as session:
-        dep = device_obj.get_deployable(session, deployable_uuid)
+        dep = deployable_obj.get(session, deployable_uuid)
         programmer = _programmer(svc, dep)
         if programmer is None:
             raise exception.DeployableProgramUnsupported(
                 uuid=dep.uuid, driver=dep.driver_name)
         programmer(dep, image_uuid)
-        view = device_obj.deployable_to_dict(dep, util.base_url(req))
+        view = deployable_obj.to_dict(dep, util.base_url(req))
     return util.response(200, view)

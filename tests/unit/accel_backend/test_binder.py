@@ -29,7 +29,7 @@ from accel_backend.discovery.drivers import generic_pci
 from accel_backend import exception
 from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import device as device_obj
+from accel_backend.objects import host_sync
 from accel_backend.objects import device_profile as dp_obj
 from tests.unit.accel_backend import base
 
@@ -117,7 +117,7 @@ class BinderTestBase(testtools.TestCase):
         self.db.sync()
         found = generic_pci.GenericPCIDriver(base.make_conf(self)).discover()
         with self.db.transaction() as session:
-            deps = device_obj.sync_host(session, HOST, found)
+            deps = host_sync.sync(session, HOST, found)
             self.rps = {d.device.address: d.rp_uuid for d in deps}
             dp_obj.create(session, 'one-t4', [
                 {'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}])
@@ -555,14 +555,14 @@ class TestRelease(BinderTestBase):
     def test_device_vanishing_while_in_use_kept(self):
         arq, _ = self._bound()
         with self.db.transaction() as session:
-            deps = device_obj.sync_host(session, HOST, [])
+            deps = host_sync.sync(session, HOST, [])
             self.assertEqual([self.af], [d.rp_uuid for d in deps])
             self.assertEqual('missing', deps[0].device.status)
         self.assertEqual('Bound', self.state(arq))
         with self.db.transaction() as session:
             arq_obj.unbind(arq_obj.get(session, arq))
         with self.db.transaction() as session:
-            self.assertEqual([], device_obj.sync_host(session, HOST, []))
+            self.assertEqual([], host_sync.sync(session, HOST, []))
 
 
 class TestSubmitAndResume(BinderTestBase):

@@ -19,7 +19,7 @@ from accel_backend.binding import rpc
 from accel_backend.db import api as db_api
 from accel_backend.discovery.drivers import generic_pci
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import device as device_obj
+from accel_backend.objects import host_sync
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend import service as service_mod
 from tests.unit.accel_backend import base
@@ -169,7 +169,7 @@ class TestApiAndAgentServices(testtools.TestCase):
         found = generic_pci.GenericPCIDriver(base.make_conf(self)).discover()
         with db.transaction() as session:
             for host in ('node1', 'node2'):
-                deps = device_obj.sync_host(session, host, found)
+                deps = host_sync.sync(session, host, found)
                 self.rps[host] = sorted(d.rp_uuid for d in deps)
             dp_obj.create(session, 'gpu', [{'resources:PGPU': '1'}])
         db.dispose()

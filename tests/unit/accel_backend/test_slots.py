@@ -12,6 +12,7 @@ import webob
 
 from accel_backend.discovery import drivers
 from accel_backend.objects import device as device_obj
+from accel_backend.objects import host_sync
 from accel_backend import service as service_mod
 from tests.unit.accel_backend import base
 
@@ -33,7 +34,7 @@ class SlotTest(testtools.TestCase):
         self.addCleanup(self.svc.stop)
         found = drivers.discover_all(self.svc.drivers)
         with self.svc.db.transaction() as session:
-            device_obj.sync_host(session, HOST, found)
+            host_sync.sync(session, HOST, found)
 
     def get(self, path):
         req = webob.Request.blank(path, headers={'X-Auth-Token': 'admin'})

@@ -1,0 +1,113 @@
+"""Deployables: the schedulable part of a device, one resource provider
+each.
+
+A deployable's rows come and go with discovery (``objects.host_sync``);
+this module reads them for the API (``GET /v2/deployables``, the Cyborg v2
+view of cyborg, ``cyborg/api/controllers/v2/deployables.py``, 17.0.0),
+names their resource providers, and says how much of their inventory
+Placement must keep out of scheduling.  Device statuses and attach handle
+states are those of ``objects.device``.
+"""
+
+import sqlalchemy as sa
+
+from accel_backend.db import models
+from accel_backend import exception
+from accel_backend.objects import device as device_obj
+from accel_backend.objects import paging
+from accel_backend import utils
+
+
+def provider_name(host_rp_name, address, subname=None):
+    """Name of a deployable's resource provider.
+
+    :param host_rp_name: name of the compute node's resource provider
+        (str).
+    :param address: the device's PCI address (str, ``0000:3b:00.0``).
+    :param subname: the deployable's name among several of one device
+        (str, e.g. an mdev type), or None for a device's only one.
+    :returns: ``<compute RP>_<address>``, with ``_<subname>`` appended
+        when given (str).
+    """
+    name = '%s_%s' % (host_rp_name, address)
+    return '%s_%s' % (name, subname) if subname else name
+
+
+def list_(session, limit=None, marker=None):
+    """Deployables ordered by ``id``, one page (``objects.paging``).
+
+    :param limit: page size (int) or None for all.
+    :param marker: UUID (str) of the previous page's last deployable, or
+        None.
+    :returns: list of ``models.Deployable``.
+    :raises InvalidMarker: no deployable has the marker's UUID.
+    """
+    query = paging.paginate(session, sa.select(models.Deployable),
+                            models.Deployable, limit, marker)
+    return list(session.scalars(query))
+
+
+def get(session, deployable_uuid):
+    """The deployable with that UUID.
+
+    :param deployable_uuid: str.
+    :returns: ``models.Deployable``.
+    :raises DeployableNotFound: no deployable has that UUID.
+    """
+    dep = session.scalar(sa.select(models.Deployable).where(
+        models.Deployable.uuid == deployable_uuid))
+    if dep is None:
+        raise exception.DeployableNotFound(ident=deployable_uuid)
+    return dep
+
+
+def reserved_units(dep):
+    """Units of ``dep``'s inventory Placement must keep out of
+    scheduling.
+
+    All of them when the device is not enabled (disabled, missing) or
+    unhealthy, else one per handle that is dirty, being cleaned or failed
+    cleaning (``device.OUT_OF_SERVICE``), never more than the total.
+
+    :param dep: ``models.Deployable`` with its device and attach handles
+        loadable.
+    :returns: int, 0 to ``dep.num_accelerators``.
+    """
+    total = dep.num_accelerators or 0
+    dev = dep.device
+    if dev.status != device_obj.ENABLED or dev.health == device_obj.UNHEALTHY:
+        return total
+    return min(total, sum(1 for h in dep.attach_handles
+                          if h.state in device_obj.OUT_OF_SERVICE))
+
+
+def reserved_units_of_rp(session, rp_uuid):
+    """``reserved_units`` of the deployable behind a resource provider.
+
+    :param rp_uuid: the provider's UUID (str).
+    :returns: int, or None when no deployable has that provider.
+    """
+    dep = session.scalar(sa.select(models.Deployable).where(
+        models.Deployable.rp_uuid == rp_uuid))
+    return None if dep is None else reserved_units(dep)
+
+
+def to_dict(dep, base_url):
+    """Cyborg v2 view of a deployable (cyborg,
+    ``cyborg/api/controllers/v2/deployables.py``, 17.0.0).
+
+    :param dep: ``models.Deployable``.
+    :param base_url: the API's ``/v2`` root (str), for the self link.
+    :returns: dict; ``parent_id`` and ``root_id`` are always None (no
+        nested deployables here).
+    """
+    return {
+        'uuid': dep.uuid, 'name': dep.name, 'rp_uuid': dep.rp_uuid,
+        'num_accelerators': dep.num_accelerators,
+        'device_id': dep.device_id, 'driver_name': dep.driver_name,
+        'parent_id': None, 'root_id': None,
+        'created_at': utils.isotime(dep.created_at),
+        'updated_at': utils.isotime(dep.updated_at),
+        'links': [{'href': '%s/deployables/%s' % (base_url, dep.uuid),
+                   'rel': 'self'}],
+    }

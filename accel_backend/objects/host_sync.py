@@ -1,0 +1,171 @@
+"""Host synchronisation: the database rows of a host made equal to what
+discovery found on it.
+
+``sync`` inserts, updates and deletes the devices, deployables, attach
+handles and attributes of one host in the caller's transaction.  Every
+UUID is derived from (host, PCI address, ...) with ``device.stable_uuid``,
+so rows and resource providers keep their identity across restarts and
+re-discovery.  A device or deployable that vanished while one of its
+attach handles is in use is kept (the device as ``missing``) until it is
+released.
+"""
+
+from oslo_log import log as logging
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from accel_backend.db import models
+from accel_backend.discovery import removal
+from accel_backend.objects import attribute as attribute_obj
+from accel_backend.objects import device as device_obj
+
+LOG = logging.getLogger(__name__)
+
+
+def _dep_ids(hostname, address, subname):
+    parts = (hostname, address) + ((subname,) if subname else ())
+    return (device_obj.stable_uuid('deployable', *parts),
+            device_obj.stable_uuid('rp', *parts), '_'.join(parts))
+
+
+def sync(session, hostname, discovered, max_removal_share=1.0,
+         force=False, health_changes=None):
+    """Make the rows of ``hostname`` equal to ``discovered``.
+
+    New devices are inserted, changed ones updated, vanished ones deleted
+    unless one of their attach handles is in use (then they are kept with
+    status ``missing`` until released).  A device may have several
+    deployables (``subname``, e.g. one per mdev type); a deployable that
+    vanished is deleted unless in use.  The driver's health verdict is
+    stored on the device.  Nothing is committed: the caller's
+    transaction holds the changes (flushed before returning).
+
+    :param session: an open SQLAlchemy session
+        (``accel_backend.db.api.Database.transaction``).
+    :param hostname: the host whose rows are synchronised (str).
+    :param discovered: list of ``DiscoveredDeployable``
+        (``accel_backend.discovery.drivers``), every deployable found on
+        the host.
+    :param max_removal_share: largest share (0.0 to 1.0) of the host's
+        devices this call may delete (``discovery.removal``); 1.0 never
+        refuses.
+    :param force: delete whatever vanished (an operator's ``--force``).
+    :param health_changes: a list that gets, for each device whose health
+        verdict changed, a dict of the ``DevicePayload`` fields
+        (``accel_backend.notifications``), to notify after the commit.
+    :returns: list of ``models.Deployable`` present on the host.
+    :raises MassRemovalRefused: more would be deleted; nothing changed.
+    """
+    existing = {d.address: d for d in session.scalars(
+        sa.select(models.Device).where(models.Device.hostname == hostname)
+        .options(orm.selectinload(models.Device.deployables)
+                 .selectinload(models.Deployable.attach_handles),
+                 orm.selectinload(models.Device.deployables)
+                 .selectinload(models.Deployable.attributes)))}
+    by_address = {}
+    for item in discovered:
+        by_address.setdefault(item.address, []).append(item)
+    removal.check(hostname, 'devices', len(existing), [
+        address for address, dev in existing.items()
+        if address not in by_address and not any(
+            h.in_use for dep in dev.deployables for h in dep.attach_handles)],
+        max_removal_share, force)
+    present = []
+    for address, items in by_address.items():
+        first = items[0]
+        dev = existing.pop(address, None)
+        if dev is None:
+            dev = models.Device(
+                uuid=device_obj.stable_uuid('device', hostname, address),
+                hostname=hostname, address=address,
+                status=device_obj.ENABLED)
+            session.add(dev)
+        dev.type, dev.vendor, dev.model = (first.device_type,
+                                           first.vendor_id, first.model)
+        dev.std_board_info = first.std_board_info
+        if dev.status == device_obj.MISSING:
+            dev.status = device_obj.ENABLED
+        unhealthy = [i for i in items if i.health != device_obj.HEALTHY]
+        health = device_obj.UNHEALTHY if unhealthy else device_obj.HEALTHY
+        if health != dev.health and health == device_obj.UNHEALTHY:
+            LOG.warning('Device %s on %s is unhealthy: %s', address,
+                        hostname, unhealthy[0].health_reason)
+        elif health != dev.health and dev.health is not None:
+            LOG.info('Device %s on %s is healthy again', address, hostname)
+        reason = unhealthy[0].health_reason if unhealthy else None
+        if health_changes is not None and dev.health is not None and (
+                health, reason) != (dev.health, dev.health_reason):
+            health_changes.append(dict(
+                uuid=dev.uuid, hostname=hostname, address=address,
+                type=dev.type, vendor=dev.vendor, model=dev.model,
+                status=dev.status, health=health, health_reason=reason,
+                previous_health=dev.health))
+        dev.health = health
+        dev.health_reason = reason
+        deps = {d.uuid: d for d in dev.deployables}
+        for item in items:
+            dep_uuid, rp_uuid, name = _dep_ids(hostname, address,
+                                               item.subname)
+            dep = deps.pop(dep_uuid, None)
+            if dep is None:
+                dep = models.Deployable(uuid=dep_uuid, rp_uuid=rp_uuid,
+                                        name=name)
+                dev.deployables.append(dep)
+            if item.deployable_name:
+                dep.name = item.deployable_name
+            dep.driver_name = item.driver_name
+            dep.resource_class = item.resource_class
+            dep.traits = sorted(item.traits)
+            dep.cleaning = item.cleaning
+            _sync_handles(dep, hostname, item.attach_handles)
+            board = dev.std_board_info or {}
+            attribute_obj.sync_discovered(
+                dep, attribute_obj.discovered(
+                    dep.resource_class, dep.traits, board.get('slot'),
+                    board.get('iommu_group')),
+                lambda key, d=dep: device_obj.stable_uuid(
+                    'attribute', d.uuid, key))
+            dep.num_accelerators = len(dep.attach_handles)
+            present.append(dep)
+        for dep in deps.values():
+            if any(h.in_use for h in dep.attach_handles):
+                LOG.warning('Deployable %s on %s vanished but is in use; '
+                            'keeping it until it is released', dep.name,
+                            hostname)
+                present.append(dep)
+            else:
+                dev.deployables.remove(dep)
+    for dev in existing.values():
+        if any(h.in_use for dep in dev.deployables
+               for h in dep.attach_handles):
+            LOG.warning('Device %s on %s vanished but is in use; keeping '
+                        'it as missing until it is released', dev.address,
+                        hostname)
+            # A device an operator disabled stays disabled (and so
+            # reserved) when it comes back.
+            if dev.status == device_obj.ENABLED:
+                dev.status = device_obj.MISSING
+            present.extend(dev.deployables)
+        else:
+            LOG.info('Device %s on %s vanished; removing it', dev.address,
+                     hostname)
+            session.delete(dev)
+    session.flush()
+    return present
+
+
+def _sync_handles(dep, hostname, handles):
+    by_key = {(h.attach_type, tuple(sorted(h.attach_info.items()))): h
+              for h in dep.attach_handles}
+    for attach_type, info in handles:
+        key = (attach_type, tuple(sorted(info.items())))
+        if by_key.pop(key, None) is None:
+            dep.attach_handles.append(models.AttachHandle(
+                uuid=device_obj.stable_uuid(
+                    'handle', hostname, attach_type,
+                    *['%s=%s' % kv for kv in key[1]]),
+                attach_type=attach_type, attach_info=dict(info),
+                in_use=False, state=device_obj.AVAILABLE))
+    for stale in by_key.values():
+        if not stale.in_use:
+            dep.attach_handles.remove(stale)
