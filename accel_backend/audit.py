@@ -6,8 +6,9 @@ half-done.  The audit is the safety net behind that for what can still
 drift: Nova deleting a server while nothing told us (its ARQs keep their
 devices forever), rows changed by hand or by an older release, a binding
 task lost without a crash, a cleaning step that hangs.  It runs every
-``[audit] interval`` seconds (``Service``) and repairs, for the ARQs and
-devices of its own host:
+``[audit] interval`` seconds (``accel_backend.periodic.AuditLoop``,
+started by ``Service``) and repairs, for the ARQs and devices of its own
+host:
 
 ``deleted_instances``
     ARQs bound (or failed) for longer than ``[audit] grace_period`` whose
@@ -56,7 +57,6 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from accel_backend.db import models
-from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
 
@@ -380,45 +380,3 @@ class Auditor:
                           'marked clean_failed (enable the device to '
                           'retry)', handle_uuid)
                 report.stuck_cleanings.append(handle_uuid)
-
-
-class AuditLoop:
-    """Runs ``auditor.run`` every ``interval`` seconds in a thread (the
-    first run one interval after ``start``).
-
-    Our own loop (as the discovery loop of ``Service`` and the cleaner's
-    poll), not futurist's ``PeriodicWorker`` nor oslo.service's
-    ``FixedIntervalLoopingCall``: measured in this project's environment,
-    ``import futurist`` (3.5) imports eventlet whenever it is installed, as
-    it is beside Nova (``futurist/_utils.py``, an EventletDeprecationWarning
-    at import), and oslo.service 4.8's looping calls run on a process-wide
-    backend whose default is eventlet and which a Nova in the same process
-    chooses too.  The project runs no eventlet; a thread waiting on an
-    ``Event`` stops at once.
-    """
-
-    def __init__(self, auditor, interval):
-        self.auditor = auditor
-        self.interval = interval
-        self._stop = threading.Event()
-        self._thread = None
-        self.last_report = None
-
-    def start(self):
-        if not self.interval:
-            return
-        self._thread = threading.Thread(target=self._loop, daemon=True,
-                                        name='accel-audit')
-        self._thread.start()
-
-    def _loop(self):
-        while not self._stop.wait(self.interval):
-            try:
-                self.last_report = self.auditor.run()
-            except Exception:  # never let the thread die
-                LOG.exception('Audit failed')
-
-    def stop(self):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)

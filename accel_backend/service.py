@@ -39,6 +39,7 @@ from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import host_status
 from accel_backend.objects import host_sync
+from accel_backend import periodic
 from accel_backend.placement import client as placement_client
 from accel_backend.placement import records
 from accel_backend.placement import report
@@ -121,8 +122,8 @@ class Service:
             self.transport = rpc.get_transport(conf)
         if self.binder is not None:
             self.auditor = audit.Auditor.from_service(self)
-            self._audit_loop = audit.AuditLoop(self.auditor,
-                                               conf.audit.interval)
+            self._audit_loop = periodic.AuditLoop(self.auditor,
+                                                  conf.audit.interval)
         self._serves_rpc = role == AGENT or (
             role == EMBEDDED and conf.binding.mode == 'rpc')
         self._owns_transport = transport is None and \
@@ -264,7 +265,7 @@ class Service:
             if done_once and interval == 0:
                 return
             # A thread and an Event, not futurist or oslo.service: see
-            # audit.AuditLoop for the measured reason.
+            # accel_backend.periodic for the measured reason.
             self._stop.wait(interval if done_once and interval else 5)
 
     def stop(self):

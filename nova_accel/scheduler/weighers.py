@@ -165,7 +165,7 @@ class AcceleratorCapacityView:
     The thread starts at the first ``lookup`` and ends when the view is
     garbage collected (it holds only a weak reference) or ``stop`` is
     called.  A thread waiting on an ``Event`` rather than futurist or
-    oslo.service: see ``accel_backend.audit.AuditLoop`` for the measured
+    oslo.service: see ``accel_backend.periodic`` for the measured
     reason.
     """
 

@@ -20,6 +20,7 @@ from accel_backend import audit
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
+from accel_backend import periodic
 from accel_backend import service as service_mod
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_binder
@@ -395,7 +396,7 @@ class TestRun(AuditTestBase):
         self.assertEqual(1, svc._audit_loop.interval)
 
     def test_interval_zero_disables(self):
-        loop = audit.AuditLoop(self.auditor, 0)
+        loop = periodic.AuditLoop(self.auditor, 0)
         loop.start()
         self.assertIsNone(loop._thread)
         loop.stop()
