@@ -8,29 +8,28 @@ the UUIDs accel_backend derived).  Writes are generation-safe: a 409 means
 someone else changed the provider, so it is re-read and the write retried.
 
 Reads are kept to a minimum: the reporter caches, per provider of ours,
-the generation, inventories and traits Placement last showed it, and a
-run reads only the compute node's tree (one GET: every provider with its
-generation).  A provider whose generation is the cached one is unchanged
-(any write to it, allocations included, bumps the generation), so a
-no-change resync costs one GET and no write; a changed provider is
-re-read, as is one whose write got a 409.
+the generation, inventories and traits Placement last showed it
+(``placement.provider_cache``), and a run reads only the compute node's
+tree (one GET: every provider with its generation).  A provider whose
+generation is the cached one is unchanged (any write to it, allocations
+included, bumps the generation), so a no-change resync costs one GET and
+no write; a changed provider is re-read, as is one whose write got a 409.
 """
 
 import threading
 
-import os_resource_classes as orc
-import os_traits
 from oslo_log import log as logging
 
 from accel_backend.discovery import removal
 from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.placement import client as pclient
+from accel_backend.placement import provider_cache
 from accel_backend.placement import records
 
 LOG = logging.getLogger(__name__)
-OWNER_TRAIT = 'OWNER_CYBORG'
 RETRIES = 4
+
 
 class Reporter:
     """Keeps Placement in step with the deployables of one host.
@@ -43,6 +42,11 @@ class Reporter:
     :param reserved_for: optional callable ``(rp_uuid) -> int or None``
         giving the reserved units the database wants for a provider now;
         ``set_reserved(rp, False)`` uses it.
+    :param max_removal_share: largest share (0.0 to 1.0) of our providers
+        one report may delete (``discovery.removal``).
+
+    ``cache`` is the ``provider_cache.ProviderCache`` of what Placement
+    last showed.
     """
 
     def __init__(self, client, rp_names, reserved_for=None,
@@ -51,14 +55,8 @@ class Reporter:
         self.max_removal_share = max_removal_share
         self.rp_names = rp_names
         self.reserved_for = reserved_for
-        self._known_rcs = set(orc.STANDARDS)
-        self._known_traits = set(os_traits.get_traits())
+        self.cache = provider_cache.ProviderCache(client, rp_names)
         self._lock = threading.RLock()
-        self._root = None
-        self._cache = {}
-        # Providers in our tree that are not ours: uuid -> generation at
-        # which their traits were read.
-        self._foreign = {}
         # Providers of removed devices whose DELETE got a 409 (they have
         # allocations): deleted once their usages are zero.
         self._undeletable = {}
@@ -67,45 +65,12 @@ class Reporter:
         # reserved until their usages are zero.
         self._in_use = {}
 
-    def find_compute_rp(self):
-        """:returns: ``(uuid, name)`` of the compute node RP.
-
-        :raises ComputeNodeProviderNotFound: none of the names exist.
-        """
-        for name in self.rp_names:
-            rps = self.client.get('/resource_providers?name=%s' % name
-                                  ).json()['resource_providers']
-            if rps:
-                return rps[0]['uuid'], rps[0]['name']
-        raise exception.ComputeNodeProviderNotFound(names=self.rp_names)
-
     def forget(self):
         """Drop every cached view (the next report re-reads all)."""
         with self._lock:
-            self._root = None
-            self._cache.clear()
-            self._foreign.clear()
+            self.cache.clear()
             self._undeletable.clear()
             self._in_use.clear()
-
-    def _tree(self):
-        """``(root_uuid, root_name, {uuid: rp})``; one GET when the
-        compute node RP is known and still there."""
-        for _ in range(2):
-            if self._root is None:
-                self._root = self.find_compute_rp()
-            root_uuid, root_name = self._root
-            tree = {rp['uuid']: rp for rp in self.client.get(
-                '/resource_providers?in_tree=%s' % root_uuid
-            ).json()['resource_providers']}
-            root = tree.get(root_uuid)
-            if root is not None and root['name'] == root_name:
-                return root_uuid, root_name, tree
-            LOG.info('Compute node resource provider %s (%s) changed; '
-                     'looking it up again', root_name, root_uuid)
-            self._root = None
-            self._cache.clear()
-        raise exception.ComputeNodeProviderNotFound(names=self.rp_names)
 
     def report(self, providers, force=False):
         """Create/update our child RPs; delete ours that are gone.
@@ -121,25 +86,26 @@ class Reporter:
             created and updated first).
         """
         with self._lock:
-            root_uuid, root_name, tree = self._tree()
+            root_uuid, root_name, tree = self.cache.tree()
             wanted = set()
             contended = []
             for prov in providers:
                 wanted.add(prov.rp_uuid)
                 rp = tree.get(prov.rp_uuid)
                 if rp is None:
-                    self._cache.pop(prov.rp_uuid, None)
+                    self.cache.entries.pop(prov.rp_uuid, None)
                     if not self._create_rp(prov, root_uuid, root_name):
                         continue
                 else:
-                    cached = self._cache.get(prov.rp_uuid)
+                    cached = self.cache.entries.get(prov.rp_uuid)
                     if cached is None or \
                             cached.generation != rp['generation']:
-                        self._refresh(prov.rp_uuid)
+                        self.cache.refresh(prov.rp_uuid)
                 try:
                     self._sync_inventory(prov)
                     self._sync_traits(prov.rp_uuid,
-                                      set(prov.traits) | {OWNER_TRAIT})
+                                      set(prov.traits) |
+                                      {provider_cache.OWNER_TRAIT})
                 except exception.PlacementError as e:
                     if e.kwargs.get('status') != 409:
                         raise
@@ -153,54 +119,19 @@ class Reporter:
             ours = {rp_uuid: rp for rp_uuid, rp in tree.items()
                     if rp_uuid != root_uuid and
                     rp['name'].startswith(root_name + '_') and
-                    self._is_ours(rp_uuid, rp['generation'])}
+                    self.cache.is_ours(rp_uuid, rp['generation'])}
             gone = {u: rp for u, rp in ours.items() if u not in wanted}
             removal.check(root_name, 'resource providers', len(ours),
                           [rp['name'] for rp in gone.values()],
                           self.max_removal_share, force)
             for rp_uuid, rp in gone.items():
                 self._delete_rp(rp_uuid, rp['generation'])
-            for gone in set(self._cache) - set(tree) - wanted:
-                del self._cache[gone]
+            entries = self.cache.entries
+            for gone in set(entries) - set(tree) - wanted:
+                del entries[gone]
             if contended:
                 raise contended[0]
             return root_uuid, root_name
-
-    def _refresh(self, rp_uuid):
-        """Re-read inventories and traits of one provider into the cache.
-
-        :returns: the ``records.Cached`` entry, or None when it does not
-            exist.
-        """
-        inv = self.client.get('/resource_providers/%s/inventories' %
-                              rp_uuid, ok=(200, 404))
-        traits = self.client.get('/resource_providers/%s/traits' % rp_uuid,
-                                 ok=(200, 404))
-        if inv.status_code == 404 or traits.status_code == 404:
-            self._cache.pop(rp_uuid, None)
-            return None
-        inv, traits = inv.json(), traits.json()
-        # Both carry the generation; a write between the two reads shows
-        # as a mismatch, and the lower one makes the next write 409.
-        gen = min(inv['resource_provider_generation'],
-                  traits['resource_provider_generation'])
-        entry = records.Cached(gen, inv['inventories'],
-                               set(traits['traits']))
-        self._cache[rp_uuid] = entry
-        return entry
-
-    def _is_ours(self, rp_uuid, generation):
-        cached = self._cache.get(rp_uuid)
-        if cached is not None and cached.generation == generation:
-            return OWNER_TRAIT in cached.traits
-        if self._foreign.get(rp_uuid) == generation:
-            return False
-        traits = self.client.get('/resource_providers/%s/traits' % rp_uuid
-                                 ).json()['traits']
-        if OWNER_TRAIT in traits:
-            return True
-        self._foreign[rp_uuid] = generation
-        return False
 
     def _create_rp(self, dep, root_uuid, root_name):
         """:returns: True when the provider exists now, False when
@@ -215,28 +146,18 @@ class Reporter:
             {'uuid': dep.rp_uuid, 'name': name,
              'parent_provider_uuid': root_uuid}, ok=(200, 409))
         if resp.status_code == 200:
-            self._cache[dep.rp_uuid] = records.Cached(
+            self.cache.entries[dep.rp_uuid] = records.Cached(
                 resp.json()['generation'], {}, set())
             return True
         # Created by an earlier run of ours that crashed before it could
         # write inventory (then the lookup finds it), or the name is
         # taken by a provider that is not ours.
-        if self._refresh(dep.rp_uuid) is None:
+        if self.cache.refresh(dep.rp_uuid) is None:
             LOG.error('Cannot create resource provider %s for device '
                       '%s: another provider already has that name; '
                       'the device is not reported', name, dep.address)
             return False
         return True
-
-    def _ensure_rc(self, rc):
-        if rc not in self._known_rcs:
-            self.client.put('/resource_classes/%s' % rc)
-            self._known_rcs.add(rc)
-
-    def _ensure_traits(self, traits):
-        for trait in sorted(set(traits) - self._known_traits):
-            self.client.put('/traits/%s' % trait)
-            self._known_traits.add(trait)
 
     def _put(self, rp_uuid, what, make_body, done, in_use=None):
         """Generation-safe PUT of ``/resource_providers/<rp>/<what>``.
@@ -254,7 +175,8 @@ class Reporter:
         :raises PlacementError: failure, or conflicts ``RETRIES`` times.
         """
         url = '/resource_providers/%s/%s' % (rp_uuid, what)
-        cached = self._cache.get(rp_uuid) or self._refresh(rp_uuid)
+        cached = (self.cache.entries.get(rp_uuid) or
+                  self.cache.refresh(rp_uuid))
         for _ in range(RETRIES):
             if cached is None:
                 return False
@@ -267,13 +189,13 @@ class Reporter:
                 done(cached, resp.json())
                 return True
             if resp.status_code == 404:
-                self._cache.pop(rp_uuid, None)
+                self.cache.entries.pop(rp_uuid, None)
                 return False
             if in_use is not None and pclient.error_code(resp) == \
                     pclient.INVENTORY_INUSE:
                 make_body, in_use = in_use, None
                 continue
-            cached = self._refresh(rp_uuid)
+            cached = self.cache.refresh(rp_uuid)
         raise exception.PlacementError(method='PUT', url=url, status=409,
                                        body='generation conflicts')
 
@@ -283,7 +205,7 @@ class Reporter:
         cached.inventories = data['inventories']
 
     def _sync_inventory(self, dep):
-        self._ensure_rc(dep.resource_class)
+        self.cache.ensure_rc(dep.resource_class)
         total = dep.total
         # Placement refuses a total of 0 (e.g. an mdev type with no
         # instance left): such a provider has no inventory.
@@ -378,7 +300,7 @@ class Reporter:
             return ok
 
     def _sync_traits(self, rp_uuid, traits):
-        self._ensure_traits(traits)
+        self.cache.ensure_traits(traits)
 
         def body(cached):
             if cached.traits == traits:
@@ -403,7 +325,7 @@ class Reporter:
         resp = self.client.delete('/resource_providers/%s' % rp_uuid,
                                   ok=(204, 404, 409))
         if resp.status_code != 409:
-            self._cache.pop(rp_uuid, None)
+            self.cache.entries.pop(rp_uuid, None)
             self._undeletable.pop(rp_uuid, None)
             return
         if rp_uuid not in self._undeletable:

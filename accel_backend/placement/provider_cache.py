@@ -1,0 +1,175 @@
+"""What the reporter last saw of the compute node's tree in Placement.
+
+``ProviderCache`` keeps, for ``placement.report.Reporter``: the compute
+node resource provider of the host; per provider of ours, the generation,
+inventories and traits Placement last showed (``records.Cached``); the
+providers of the tree that are not ours; and the custom resource classes
+and traits known to exist.  The compute node's tree is read in one GET
+(every provider with its generation); a provider whose generation is the
+cached one is unchanged (any write to it, allocations included, bumps the
+generation), so only changed providers are read again.
+
+A provider is ours when it carries ``OWNER_TRAIT``, the owner trait of
+the accelerator service (``OWNER_CYBORG``: os-traits,
+``os_traits/owner/__init__.py``, 3.9.0); the reporter never writes
+another's (nova-specs,
+``specs/ussuri/approved/nova-cyborg-interaction.rst``, "Placement
+update").
+
+Not thread-safe by itself: the reporter calls it under its own lock.
+"""
+
+import os_resource_classes as orc
+import os_traits
+from oslo_log import log as logging
+
+from accel_backend import exception
+from accel_backend.placement import records
+
+LOG = logging.getLogger(__name__)
+OWNER_TRAIT = 'OWNER_CYBORG'
+
+
+class ProviderCache:
+    """The cached view of one compute node's tree.
+
+    :param client: ``accel_backend.placement.client.PlacementClient``.
+    :param rp_names: candidate names of the compute node RP (list of str,
+        tried in order).
+
+    ``entries`` maps the UUID (str) of each provider of ours seen to its
+    ``records.Cached`` (``generation``, ``inventories``, ``traits``); the
+    reporter reads and updates them after each write it makes.
+    """
+
+    def __init__(self, client, rp_names):
+        self.client = client
+        self.rp_names = rp_names
+        self.entries = {}
+        self._root = None
+        # Providers in our tree that are not ours: uuid -> generation at
+        # which their traits were read.
+        self._foreign = {}
+        self._known_rcs = set(orc.STANDARDS)
+        self._known_traits = set(os_traits.get_traits())
+
+    def find_compute_rp(self):
+        """Look the compute node RP up by name (one GET per name tried).
+
+        :returns: ``(uuid, name)`` of the compute node RP (str, str).
+        :raises ComputeNodeProviderNotFound: none of the names exist.
+        :raises PlacementError: Placement failed.
+        """
+        for name in self.rp_names:
+            rps = self.client.get('/resource_providers?name=%s' % name
+                                  ).json()['resource_providers']
+            if rps:
+                return rps[0]['uuid'], rps[0]['name']
+        raise exception.ComputeNodeProviderNotFound(names=self.rp_names)
+
+    def clear(self):
+        """Drop the compute node RP, the entries and the providers known
+        not to be ours (the next ``tree`` looks everything up again); the
+        known resource classes and traits are kept."""
+        self._root = None
+        self.entries.clear()
+        self._foreign.clear()
+
+    def tree(self):
+        """Read the compute node's tree.
+
+        One GET when the compute node RP is known and still there under
+        its name; when it is gone or renamed (nova-compute re-created it)
+        it is looked up again and the entries are dropped.
+
+        :returns: ``(root_uuid, root_name, {uuid: provider dict})``, each
+            provider dict as Placement's ``GET /resource_providers``
+            shows it (``uuid``, ``name``, ``generation``, ...).
+        :raises ComputeNodeProviderNotFound: not found, or gone again
+            right after it was looked up.
+        :raises PlacementError: Placement failed.
+        """
+        for _ in range(2):
+            if self._root is None:
+                self._root = self.find_compute_rp()
+            root_uuid, root_name = self._root
+            tree = {rp['uuid']: rp for rp in self.client.get(
+                '/resource_providers?in_tree=%s' % root_uuid
+            ).json()['resource_providers']}
+            root = tree.get(root_uuid)
+            if root is not None and root['name'] == root_name:
+                return root_uuid, root_name, tree
+            LOG.info('Compute node resource provider %s (%s) changed; '
+                     'looking it up again', root_name, root_uuid)
+            self._root = None
+            self.entries.clear()
+        raise exception.ComputeNodeProviderNotFound(names=self.rp_names)
+
+    def refresh(self, rp_uuid):
+        """Re-read inventories and traits of one provider into the cache
+        (two GETs).
+
+        :param rp_uuid: the provider's UUID (str).
+        :returns: the ``records.Cached`` entry, or None when the provider
+            does not exist (its entry is dropped).
+        :raises PlacementError: Placement failed.
+        """
+        inv = self.client.get('/resource_providers/%s/inventories' %
+                              rp_uuid, ok=(200, 404))
+        traits = self.client.get('/resource_providers/%s/traits' % rp_uuid,
+                                 ok=(200, 404))
+        if inv.status_code == 404 or traits.status_code == 404:
+            self.entries.pop(rp_uuid, None)
+            return None
+        inv, traits = inv.json(), traits.json()
+        # Both carry the generation; a write between the two reads shows
+        # as a mismatch, and the lower one makes the next write 409.
+        gen = min(inv['resource_provider_generation'],
+                  traits['resource_provider_generation'])
+        entry = records.Cached(gen, inv['inventories'],
+                               set(traits['traits']))
+        self.entries[rp_uuid] = entry
+        return entry
+
+    def is_ours(self, rp_uuid, generation):
+        """Whether a provider of the tree carries ``OWNER_TRAIT``.
+
+        Answered from the cache when it saw the provider at
+        ``generation``, else from one GET of its traits.
+
+        :param rp_uuid: the provider's UUID (str).
+        :param generation: its generation in the tree just read (int).
+        :returns: bool.
+        :raises PlacementError: Placement failed.
+        """
+        cached = self.entries.get(rp_uuid)
+        if cached is not None and cached.generation == generation:
+            return OWNER_TRAIT in cached.traits
+        if self._foreign.get(rp_uuid) == generation:
+            return False
+        traits = self.client.get('/resource_providers/%s/traits' % rp_uuid
+                                 ).json()['traits']
+        if OWNER_TRAIT in traits:
+            return True
+        self._foreign[rp_uuid] = generation
+        return False
+
+    def ensure_rc(self, rc):
+        """Create resource class ``rc`` (str) in Placement unless it is a
+        standard one or known to exist (``PUT /resource_classes/<rc>``).
+
+        :raises PlacementError: Placement failed.
+        """
+        if rc not in self._known_rcs:
+            self.client.put('/resource_classes/%s' % rc)
+            self._known_rcs.add(rc)
+
+    def ensure_traits(self, traits):
+        """Create the traits (iterable of str) that are neither standard
+        nor known to exist (``PUT /traits/<trait>`` each).
+
+        :raises PlacementError: Placement failed.
+        """
+        for trait in sorted(set(traits) - self._known_traits):
+            self.client.put('/traits/%s' % trait)
+            self._known_traits.add(trait)
