@@ -16,24 +16,21 @@ Implements the wire contract Nova 34's in-tree client expects (nova 34.0.0,
 ``nova/accelerator/cyborg.py``) and the "Accelerator Requests" / ``match-rp``
 sections of the nova-cyborg-interaction spec. Every failure is raised as a
 typed exception of :mod:`nova_accel.cyborg_client.exception`; nothing returns
-``(resp, msg)`` tuples.
+``(resp, msg)`` tuples.  The session, the sending of a request and the
+reading of error bodies are :mod:`nova_accel.cyborg_client.transport`'s.
 """
 
-import threading
 from urllib import parse
 
-from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
-from oslo_serialization import jsonutils
 
 from accel_common import arq_states
 from nova_accel.cyborg_client import exception
 from nova_accel.cyborg_client import request_groups
+from nova_accel.cyborg_client import transport
 
 LOG = logging.getLogger(__name__)
 
-CONF_GROUP = 'cyborg'
 SERVICE_TYPE = 'accelerator'
 # ARQ states Nova treats as "binding finished" (nova/accelerator/cyborg.py).
 RESOLVED_STATES = frozenset(arq_states.RESOLVED_STATES)
@@ -42,68 +39,6 @@ RESOLVED_STATES = frozenset(arq_states.RESOLVED_STATES)
 PROJECT_ID_MICROVERSION = '2.1'
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 OPTIONAL_BIND_FIELDS = ('project_id',)
-
-_SESSION = None
-_SESSION_LOCK = threading.Lock()
-
-_UNAVAILABLE_EXC = (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
-                    ks_exc.DiscoveryFailure)
-
-
-def conf_session():
-    """Return the process-wide keystoneauth session built from Nova's
-    ``[cyborg]`` options (TLS, timeouts), created on first use; every
-    accelerator client of the process shares it (and its connection
-    pool), whatever auth it sends."""
-    global _SESSION
-    with _SESSION_LOCK:
-        if _SESSION is None:
-            import nova.conf
-            _SESSION = ks_loading.load_session_from_conf_options(
-                nova.conf.CONF, CONF_GROUP)
-        return _SESSION
-
-
-def error_details(resp):
-    """Extract ``(error_code, error_message)`` from an error response.
-
-    Understands Cyborg's ``{"error_message": ...}`` (a string, a JSON
-    string holding ``faultcode``/``faultstring``, or a dict), the OpenStack
-    API-WG ``{"errors": [{"status", "code", "title", "detail"}]}`` and the
-    legacy ``{"<fault>": {"message", "code"}}``; otherwise the body text.
-
-    :param resp: a ``requests.Response``.
-    :returns: tuple of (str or None, str or None).
-    """
-    text = (resp.text or '').strip()
-    try:
-        body = resp.json()
-    except ValueError:
-        return None, text[:512] or None
-    if not isinstance(body, dict):
-        return None, text[:512] or None
-    errors = body.get('errors')
-    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        first = errors[0]
-        return (first.get('code'),
-                first.get('detail') or first.get('title') or text[:512])
-    if 'error_message' in body:
-        err = body['error_message']
-        if isinstance(err, str):
-            try:
-                err = jsonutils.loads(err)
-            except ValueError:
-                return None, err
-        if isinstance(err, dict):
-            return (err.get('faultcode') or err.get('code'),
-                    err.get('faultstring') or err.get('message') or
-                    jsonutils.dumps(err))
-        return None, str(err)
-    if len(body) == 1:
-        key, value = next(iter(body.items()))
-        if isinstance(value, dict) and 'message' in value:
-            return key, value['message']
-    return None, text[:512] or None
 
 
 class AcceleratorClient(object):
@@ -145,68 +80,16 @@ class AcceleratorClient(object):
     @classmethod
     def for_auth(cls, auth):
         """Build a client sending ``auth`` (a keystoneauth1 auth plugin)
-        over :func:`conf_session`, its adapter from Nova's ``[cyborg]``
-        options.
+        over the process's one session, its adapter from Nova's
+        ``[cyborg]`` options (:func:`transport.conf_adapter`).
 
         :returns: AcceleratorClient.
         """
-        import nova.conf
-
-        adapter = ks_loading.load_adapter_from_conf_options(
-            nova.conf.CONF, CONF_GROUP, session=conf_session(), auth=auth)
-        return cls(adapter)
-
-    # -- plumbing ----------------------------------------------------------
+        return cls(transport.conf_adapter(auth))
 
     def _request(self, method, path, **kwargs):
-        """Send one request; translate transport failures and 5xx.
-
-        :returns: ``requests.Response`` with a status below 500.
-        :raises: AcceleratorServiceUnavailable (connection failure, no
-            endpoint, 5xx), AcceleratorClientError (other keystoneauth
-            failures, e.g. missing auth).
-        """
-        try:
-            resp = self._adapter.request(path, method, raise_exc=False,
-                                         **kwargs)
-        except _UNAVAILABLE_EXC as exc:
-            LOG.warning('Accelerator service unreachable (%(method)s '
-                        '%(path)s): %(exc)s',
-                        {'method': method, 'path': path, 'exc': exc})
-            raise exception.AcceleratorServiceUnavailable(reason=str(exc))
-        except ks_exc.ClientException as exc:
-            raise exception.AcceleratorClientError(
-                reason='%s %s failed: %s' % (method, path, exc))
-        if resp.status_code >= 500:
-            code, message = error_details(resp)
-            LOG.warning('Accelerator service answered %(status)s to '
-                        '%(method)s %(path)s: %(msg)s',
-                        {'status': resp.status_code, 'method': method,
-                         'path': path, 'msg': message})
-            raise exception.AcceleratorServiceUnavailable(
-                reason='%s %s' % (method, path),
-                status_code=resp.status_code, error_code=code,
-                error_message=message)
-        return resp
-
-    @staticmethod
-    def _fail(resp, exc_cls, **kwargs):
-        """Build ``exc_cls`` carrying the response's status and error."""
-        code, message = error_details(resp)
-        return exc_cls(status_code=resp.status_code, error_code=code,
-                       error_message=message, **kwargs)
-
-    @staticmethod
-    def _json(resp, what):
-        try:
-            body = resp.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            raise exception.AcceleratorClientError(
-                reason='malformed %s response: %r' % (what, resp.text[:200]),
-                status_code=resp.status_code)
-        return body
+        """``transport.request`` over this client's adapter."""
+        return transport.request(self._adapter, method, path, **kwargs)
 
     # -- device profiles ---------------------------------------------------
 
@@ -232,12 +115,12 @@ class AcceleratorClient(object):
         resp = self._request('GET', self.DEVICE_PROFILES,
                              params={'name': name})
         if resp.status_code == 404:
-            raise self._fail(resp, exception.DeviceProfileNotFound,
-                             name=name)
+            raise transport.failure(resp, exception.DeviceProfileNotFound,
+                                    name=name)
         if resp.status_code != 200:
-            raise self._fail(resp, exception.AcceleratorClientError,
-                             reason='GET device profile %s' % name)
-        profiles = self._json(resp, 'device profile list').get(
+            raise transport.failure(resp, exception.AcceleratorClientError,
+                                    reason='GET device profile %s' % name)
+        profiles = transport.json_body(resp, 'device profile list').get(
             'device_profiles')
         if not isinstance(profiles, list):
             raise exception.AcceleratorClientError(
@@ -288,8 +171,8 @@ class AcceleratorClient(object):
                              json={'device_profile_name':
                                    device_profile_name})
         if not 200 <= resp.status_code < 300:
-            raise self._fail(resp, exception.ARQCreateFailed,
-                             name=device_profile_name)
+            raise transport.failure(resp, exception.ARQCreateFailed,
+                                    name=device_profile_name)
         try:
             arqs = resp.json().get('arqs')
         except (ValueError, AttributeError):
@@ -384,8 +267,8 @@ class AcceleratorClient(object):
         resp = self._request('PATCH', self.ARQS, json=patch,
                              headers=headers)
         if not 200 <= resp.status_code < 300:
-            raise self._fail(resp, exception.ARQBindFailed,
-                             arqs=','.join(arq_uuids))
+            raise transport.failure(resp, exception.ARQBindFailed,
+                                    arqs=','.join(arq_uuids))
 
     def unbind_arqs(self, arq_uuids):
         """Unbind ARQs (keep them, drop host/RP/instance).
@@ -407,8 +290,8 @@ class AcceleratorClient(object):
         LOG.info('Unbinding accelerator requests %s', ','.join(arq_uuids))
         resp = self._request('PATCH', self.ARQS, json=patch)
         if not 200 <= resp.status_code < 300:
-            raise self._fail(resp, exception.ARQUnbindFailed,
-                             arqs=','.join(arq_uuids))
+            raise transport.failure(resp, exception.ARQUnbindFailed,
+                                    arqs=','.join(arq_uuids))
 
     def get_arq(self, arq_uuid):
         """Return one ARQ.
@@ -425,11 +308,13 @@ class AcceleratorClient(object):
         resp = self._request(
             'GET', '%s/%s' % (self.ARQS, parse.quote(str(arq_uuid), safe='')))
         if resp.status_code == 404:
-            raise self._fail(resp, exception.ARQNotFound, uuid=arq_uuid)
+            raise transport.failure(resp, exception.ARQNotFound,
+                                    uuid=arq_uuid)
         if resp.status_code != 200:
-            raise self._fail(resp, exception.AcceleratorClientError,
-                             reason='GET accelerator request %s' % arq_uuid)
-        return self._json(resp, 'accelerator request')
+            raise transport.failure(
+                resp, exception.AcceleratorClientError,
+                reason='GET accelerator request %s' % arq_uuid)
+        return transport.json_body(resp, 'accelerator request')
 
     def get_arqs_for_instance(self, instance_uuid, only_resolved=False):
         """Return the ARQs bound to an instance.
@@ -450,11 +335,12 @@ class AcceleratorClient(object):
         resp = self._request('GET', self.ARQS,
                              params={'instance': instance_uuid})
         if resp.status_code != 200:
-            raise self._fail(
+            raise transport.failure(
                 resp, exception.AcceleratorClientError,
                 reason='GET accelerator requests of instance %s' %
                        instance_uuid)
-        arqs = self._json(resp, 'accelerator request list').get('arqs')
+        arqs = transport.json_body(
+            resp, 'accelerator request list').get('arqs')
         if arqs is None:
             arqs = []
         if not isinstance(arqs, list):
@@ -471,7 +357,8 @@ class AcceleratorClient(object):
             LOG.debug('Accelerator requests of %s already gone', target)
             return
         if not 200 <= resp.status_code < 300:
-            raise self._fail(resp, exception.ARQDeleteFailed, target=target)
+            raise transport.failure(resp, exception.ARQDeleteFailed,
+                                    target=target)
 
     def delete_arqs_for_instance(self, instance_uuid):
         """Delete (unbinding first, server side) all ARQs of an instance.

@@ -46,5 +46,5 @@ def accel_auth(context):
 def accel_client(context):
     """Return an :class:`AcceleratorClient` for hot-plug work (over the
     process's one ``[cyborg]`` session,
-    :func:`nova_accel.cyborg_client.client.conf_session`)."""
+    :func:`nova_accel.cyborg_client.transport.conf_session`)."""
     return AcceleratorClient.for_auth(accel_auth(context))

@@ -31,7 +31,7 @@ import requests
 import testtools
 
 from nova_accel import cyborg_client
-from nova_accel.cyborg_client import client as client_mod
+from nova_accel.cyborg_client import transport
 from nova_accel.cyborg_client import exception
 from tests.unit.cyborg_client import fake_accel
 
@@ -475,7 +475,7 @@ class TestErrorDetails(testtools.TestCase):
         ]
         for content, expected in cases:
             with self.subTest(content=content):
-                self.assertEqual(expected, client_mod.error_details(
+                self.assertEqual(expected, transport.error_details(
                     self._resp(400, content)))
 
 

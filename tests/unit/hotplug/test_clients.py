@@ -7,6 +7,7 @@ from oslo_config import fixture as config_fixture
 import testtools
 
 from nova_accel.cyborg_client import client as client_mod
+from nova_accel.cyborg_client import transport
 from nova_accel.hotplug import clients
 
 
@@ -26,7 +27,7 @@ class TestOneSession(testtools.TestCase):
     def test_hotplug_and_build_clients_share_the_session(self):
         hotplug = clients.accel_client(self.context)
         build = client_mod.AcceleratorClient.from_context(self.context)
-        self.assertIs(client_mod.conf_session(), hotplug._adapter.session)
+        self.assertIs(transport.conf_session(), hotplug._adapter.session)
         self.assertIs(hotplug._adapter.session, build._adapter.session)
         # Each with its own auth: the service wrapper for hot-plug.
         self.assertIsNot(hotplug._adapter.auth, build._adapter.auth)
