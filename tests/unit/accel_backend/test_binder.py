@@ -29,8 +29,8 @@ from accel_backend.discovery.drivers import generic_pci
 from accel_backend import exception
 from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import host_sync
 from accel_backend.objects import device_profile as dp_obj
+from accel_backend.objects import host_sync
 from tests.unit.accel_backend import base
 
 HOST = 'compute1'
