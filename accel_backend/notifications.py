@@ -37,7 +37,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
 
-from accel_backend.binding import rpc
+from accel_backend import transports
 
 LOG = logging.getLogger(__name__)
 NAMESPACE = 'accel_backend'
@@ -115,7 +115,7 @@ class Notifications:
                 conf.register_opts(opts, group=group)
         if not conf.oslo_messaging_notifications.driver:
             return
-        rpc.register_global_only_opts(conf)
+        transports.register_global_only_opts(conf)
         if transport is None:
             transport = messaging.get_notification_transport(conf)
         self._transport = transport

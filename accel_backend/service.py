@@ -43,6 +43,7 @@ from accel_backend import periodic
 from accel_backend.placement import client as placement_client
 from accel_backend.placement import records
 from accel_backend.placement import report
+from accel_backend import transports
 
 LOG = logging.getLogger(__name__)
 
@@ -118,8 +119,7 @@ class Service:
                 conf, role, self.binder, transport=transport)
             self.app = wsgi.make_app(conf, self)
         elif self.transport is None:
-            from accel_backend.binding import rpc
-            self.transport = rpc.get_transport(conf)
+            self.transport = transports.get_rpc_transport(conf)
         if self.binder is not None:
             self.auditor = audit.Auditor.from_service(self)
             self._audit_loop = periodic.AuditLoop(self.auditor,

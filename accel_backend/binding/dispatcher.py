@@ -121,8 +121,9 @@ def for_service(conf, role, binder, transport=None):
     if role == 'embedded' and conf.binding.mode == 'local':
         return LocalDispatcher(binder), None
     from accel_backend.binding import rpc
+    from accel_backend import transports
     if transport is None:
-        transport = rpc.get_transport(conf)
+        transport = transports.get_rpc_transport(conf)
     api = rpc.AgentAPI(transport, conf.binding.agent_topic,
                        retry=conf.binding.cast_retry)
     if role == 'embedded':

@@ -16,12 +16,11 @@ to.  Methods (namespace ``accel_agent``, version 1.0), all casts:
   the next ``[cleaning] poll_interval``).
 
 The transport is ``[DEFAULT] transport_url`` (``rabbit://...`` in
-production, ``fake://`` in unit tests).  The exchange is given in every
-``Target``, never through ``set_transport_defaults``, so nothing global
-changes (Nova may run in the same process in tests).
+production, ``fake://`` in unit tests), built by
+``accel_backend.transports.get_rpc_transport``.  The exchange is given in
+every ``Target``, never through ``set_transport_defaults``, so nothing
+global changes (Nova may run in the same process in tests).
 """
-
-import importlib
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
@@ -31,35 +30,6 @@ LOG = logging.getLogger(__name__)
 EXCHANGE = 'accel_backend'
 NAMESPACE = 'accel_agent'
 VERSION = '1.0'
-
-
-# Options oslo.messaging registers on the global cfg.CONF only, yet reads
-# from the transport's conf on every cast (oslo.messaging 18; its own
-# ConfFixture registers them the same way).
-_GLOBAL_ONLY_OPTS = (
-    ('oslo_messaging._metrics.client', 'oslo_messaging_metrics',
-     'oslo_messaging_metrics'),
-    ('oslo_messaging._tracing.client', 'oslo_messaging_tracing',
-     'oslo_messaging_tracing'),
-)
-
-
-def register_global_only_opts(conf):
-    """Register on ``conf`` the oslo.messaging options it reads from a
-    transport's conf but registers on ``cfg.CONF`` only."""
-    for module, attr, group in _GLOBAL_ONLY_OPTS:
-        try:
-            opts = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError):
-            continue
-        conf.register_opts(opts, group=group)
-
-
-def get_transport(conf):
-    """The RPC transport of ``[DEFAULT] transport_url`` (registers
-    oslo.messaging's options on ``conf``)."""
-    register_global_only_opts(conf)
-    return messaging.get_rpc_transport(conf)
 
 
 class AgentEndpoint:
@@ -110,7 +80,8 @@ def stop_server(server):
 class AgentAPI:
     """Client side: the API casts to the agent of a host.
 
-    :param transport: an RPC transport (``get_transport``).
+    :param transport: an RPC transport
+        (``accel_backend.transports.get_rpc_transport``).
     :param topic: ``[binding] agent_topic``.
     :param retry: reconnection attempts before a cast raises (int; None
         retries forever).

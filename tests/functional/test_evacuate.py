@@ -27,9 +27,9 @@ import fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 
 from accel_backend import conf as accel_conf
-from accel_backend.binding import rpc as accel_rpc
 from accel_backend import service as accel_service
 from accel_backend.objects import device as device_obj
+from accel_backend import transports
 from wsgi_intercept import interceptor
 
 from tests.functional import base
@@ -74,7 +74,7 @@ class EvacuateTest(base.AccelServersTestBase):
 
     def _transport(self, conf):
         if self.accel_transport is None:
-            self.accel_transport = accel_rpc.get_transport(conf)
+            self.accel_transport = transports.get_rpc_transport(conf)
             self.addCleanup(self.accel_transport.cleanup)
         return self.accel_transport
 

@@ -19,9 +19,10 @@ from accel_backend.binding import rpc
 from accel_backend.db import api as db_api
 from accel_backend.discovery.drivers import generic_pci
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import host_sync
 from accel_backend.objects import device_profile as dp_obj
+from accel_backend.objects import host_sync
 from accel_backend import service as service_mod
+from accel_backend import transports
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_binder
 
@@ -58,7 +59,7 @@ class RecordingBinder:
 
 def fake_transport(test):
     conf = base.make_conf(test, DEFAULT={'transport_url': 'fake://'})
-    transport = rpc.get_transport(conf)
+    transport = transports.get_rpc_transport(conf)
     test.addCleanup(transport.cleanup)
     return transport
 

@@ -1,0 +1,61 @@
+"""oslo.messaging transports of accel_backend.
+
+Two parts of the service talk over oslo.messaging: the binding RPC between
+``accel-backend-api`` and the agents (``accel_backend.binding.rpc``) and
+the versioned notifications (``accel_backend.notifications``).  Both need
+their ``ConfigOpts`` prepared the same way before a transport is built
+from it, which is done here, below both, so that neither imports the
+other: this module imports nothing of accel_backend.
+
+The service's ``ConfigOpts`` is its own, never oslo.config's global
+``cfg.CONF`` (Nova may run in the same process in tests), and nothing here
+changes oslo.messaging's process-wide defaults.
+"""
+
+import importlib
+
+import oslo_messaging as messaging
+
+# Options oslo.messaging registers on the global cfg.CONF only, yet reads
+# from the transport's conf on every cast or notification (oslo.messaging,
+# ``oslo_messaging/_metrics/client.py`` and
+# ``oslo_messaging/_tracing/client.py``, 18.3.1; its own ConfFixture
+# registers them the same way).
+_GLOBAL_ONLY_OPTS = (
+    ('oslo_messaging._metrics.client', 'oslo_messaging_metrics',
+     'oslo_messaging_metrics'),
+    ('oslo_messaging._tracing.client', 'oslo_messaging_tracing',
+     'oslo_messaging_tracing'),
+)
+
+
+def register_global_only_opts(conf):
+    """Register on ``conf`` the oslo.messaging options it reads from a
+    transport's conf but registers on ``cfg.CONF`` only.
+
+    Idempotent (registering an option again is a no-op); a module or
+    attribute an oslo.messaging release lacks is skipped.
+
+    :param conf: an ``oslo_config.cfg.ConfigOpts``.
+    """
+    for module, attr, group in _GLOBAL_ONLY_OPTS:
+        try:
+            opts = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            continue
+        conf.register_opts(opts, group=group)
+
+
+def get_rpc_transport(conf):
+    """The RPC transport of ``[DEFAULT] transport_url`` (``rabbit://...``
+    in production, ``fake://`` in tests); registers oslo.messaging's
+    options on ``conf`` first.
+
+    :param conf: accel_backend ``ConfigOpts``.
+    :returns: ``oslo_messaging.Transport``; the caller owns it (its
+        ``cleanup()``).
+    :raises oslo_messaging.InvalidTransportURL: the URL cannot be parsed.
+    :raises oslo_messaging.DriverLoadFailure: no driver for its scheme.
+    """
+    register_global_only_opts(conf)
+    return messaging.get_rpc_transport(conf)
