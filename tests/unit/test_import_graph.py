@@ -1,11 +1,17 @@
 """The import graph of nova_accel, accel_backend and accel_common: no two
-packages import each other (issue 17), and each half stays out of the
-other and of accel_common's way.
+packages import each other (issue 17), no module and a package outside it
+import each other, and each half stays out of the other and of
+accel_common's way.
 
-A package's own modules and its subpackages are one unit of code: a
-subpackage importing its parent's ``exception`` module while the parent's
-service module imports the subpackage is containment, not two layers
-pointing at each other, so pairs on one line of descent are left out.
+Between packages, a package's own modules and its subpackages are one
+unit of code: a subpackage importing its parent's ``exception`` module
+while the parent's service module imports the subpackage is containment,
+not two layers pointing at each other, so pairs on one line of descent
+are left out there.  Between a module and a package they are not: a
+module of the parent that imports the subpackage must not be imported
+back by it (``accel_backend.notifications`` importing
+``accel_backend.binding.rpc`` while ``accel_backend.binding.binder``
+imports ``accel_backend.notifications`` was such a cycle).
 """
 
 import ast
@@ -34,7 +40,9 @@ def _modules():
 
 def _imported(module, path):
     """Dotted names ``module`` imports (every ``import`` statement, lazy
-    ones in functions included)."""
+    ones in functions included).  ``from pkg import name`` gives
+    ``pkg.name``: the module ``pkg.name`` when there is one, else (a name
+    defined in ``pkg``) ``pkg`` once resolved."""
     with open(path) as f:
         tree = ast.parse(f.read(), path)
     package = module if path.endswith('__init__.py') else \
@@ -51,18 +59,15 @@ def _imported(module, path):
                                           else []))
             else:
                 target = node.module
-            yield target
             for alias in node.names:
                 yield '%s.%s' % (target, alias.name)
 
 
-def package_graph():
-    """``{package: {packages it imports}}`` over the three top packages."""
+def module_graph():
+    """``{module: {modules it imports}}`` over the three top packages (a
+    package stands for its ``__init__``), and the set of packages."""
     mods = _modules()
     packages = {m for m, p in mods.items() if p.endswith('__init__.py')}
-
-    def package_of(module):
-        return module if module in packages else module.rpartition('.')[0]
 
     def resolve(name):
         while name and name not in mods:
@@ -73,11 +78,29 @@ def package_graph():
     for module, path in mods.items():
         for name in _imported(module, path):
             target = resolve(name)
-            if target:
-                a, b = package_of(module), package_of(target)
-                if a != b:
-                    graph[a].add(b)
+            if target and target != module:
+                graph[module].add(target)
+    return graph, packages
+
+
+def package_graph():
+    """``{package: {packages it imports}}`` over the three top packages."""
+    modules, packages = module_graph()
+
+    def package_of(module):
+        return module if module in packages else module.rpartition('.')[0]
+
+    graph = collections.defaultdict(set)
+    for module, targets in modules.items():
+        for target in targets:
+            a, b = package_of(module), package_of(target)
+            if a != b:
+                graph[a].add(b)
     return graph
+
+
+def _within(module, package):
+    return module == package or module.startswith(package + '.')
 
 
 def _nested(a, b):
@@ -97,6 +120,21 @@ class TestImportGraph(testtools.TestCase):
                          if a in self.graph.get(b, ()) and
                          not _nested(a, b)})
         self.assertEqual([], mutual)
+
+    def test_no_module_and_package_import_each_other(self):
+        modules, packages = module_graph()
+        cycles = []
+        for module, targets in sorted(modules.items()):
+            for package in sorted(packages):
+                if _within(module, package):
+                    continue
+                into = sorted(t for t in targets if _within(t, package))
+                back = sorted(m for m, imported in modules.items()
+                              if _within(m, package) and module in imported)
+                if into and back:
+                    cycles.append('%s -> %s -> %s' % (
+                        module, ', '.join(into), ', '.join(back)))
+        self.assertEqual([], cycles)
 
     def test_hotplug_below_the_drivers(self):
         self.assertIn('nova_accel.hotplug', self.graph['nova_accel.virt'])
