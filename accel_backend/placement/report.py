@@ -46,12 +46,11 @@ class Reporter:
         one report may delete (``discovery.removal``).
 
     ``cache`` is the ``provider_cache.ProviderCache`` of what Placement
-    last showed.
+    last showed; it holds ``client``.
     """
 
     def __init__(self, client, rp_names, reserved_for=None,
                  max_removal_share=1.0):
-        self.client = client
         self.max_removal_share = max_removal_share
         self.rp_names = rp_names
         self.reserved_for = reserved_for
@@ -64,6 +63,13 @@ class Reporter:
         # (placement.inventory.inuse): uuid -> those classes, kept and
         # reserved until their usages are zero.
         self._in_use = {}
+
+    @property
+    def client(self):
+        """The ``PlacementClient``: the cache's, so that reads and writes
+        always go through one client (replace ``cache.client`` to change
+        it)."""
+        return self.cache.client
 
     def forget(self):
         """Drop every cached view (the next report re-reads all)."""

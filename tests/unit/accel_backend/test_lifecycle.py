@@ -81,7 +81,7 @@ class ServiceTestBase(testtools.TestCase):
         self.addCleanup(svc.stop)
         if recording:
             client = test_report.RecordingClient(svc.placement.adapter)
-            svc.placement = svc.reporter.client = client
+            svc.placement = svc.reporter.cache.client = client
         return svc
 
     # -- helpers ---------------------------------------------------------
