@@ -5,6 +5,11 @@ import sys
 
 from tools.aio import cloud
 
+COMPUTE_HELP = ('nested: nova-compute with accel.LibvirtDriver, libvirtd and '
+                'accel-backend-agent in a nested VM (QEMU/TCG, virtual '
+                'IOMMU, emulated PCI accelerators) booting a real guest; '
+                'fake: nova-compute with accel.FakeDriver on this machine')
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
@@ -20,6 +25,8 @@ def main(argv=None):
                       'separated (generic_pci: two recorded T4 GPUs; '
                       'fake: 16 fake FPGAs)')
     p_up.add_argument('--arq-binding-timeout', type=int, default=120)
+    p_up.add_argument('--compute', choices=['fake', 'nested'],
+                      default='fake', help=COMPUTE_HELP)
     p_up.add_argument('--keep', action='store_true',
                       help='on failure, leave everything for inspection')
     sub.add_parser('demo', help='boot a server with an accelerator with the '
@@ -41,12 +48,19 @@ def main(argv=None):
                        default='postgresql')
     p_all.add_argument('--skip-tempest', action='store_true',
                        help='only up, demo, down (the README main job)')
+    p_all.add_argument('--compute', choices=['fake', 'nested'],
+                       default='nested', help=COMPUTE_HELP)
+    p_all.add_argument('--fake-compute', dest='compute',
+                       action='store_const', const='fake',
+                       help='same as --compute fake: the quick look '
+                       '(about 3 minutes less, no real guest)')
     args = parser.parse_args(argv)
 
     if args.command == 'up':
         cloud.up(db=args.db, discovery=args.discovery.split(','),
                  keep=args.keep,
-                 arq_binding_timeout=args.arq_binding_timeout)
+                 arq_binding_timeout=args.arq_binding_timeout,
+                 compute=args.compute)
         return 0
     if args.command == 'down':
         cloud.down()
@@ -71,7 +85,7 @@ def main(argv=None):
     if args.command == 'all':
         from tools.aio import demo
         from tools.aio import tempest
-        cloud.up(db=args.db)
+        cloud.up(db=args.db, compute=args.compute)
         try:
             rc = demo.run()
             if not args.skip_tempest:

@@ -172,6 +172,8 @@ class Cloud:
                 result = check()
                 if result:
                     return result
+            except procs.ProcessFailed:
+                raise  # the check saw the service die: no use waiting
             except Exception as e:  # noqa: BLE001 - reported on timeout
                 last = e
             if time.monotonic() > deadline:
@@ -228,9 +230,25 @@ def _find(pattern_dirs, name):
 # --------------------------------------------------------------------------
 
 def up(db='postgresql', discovery=('generic_pci', 'fake'), keep=False,
-       arq_binding_timeout=120):
-    """Start the cloud; returns the ``Cloud``.  Fails if one is running."""
+       arq_binding_timeout=120, compute='fake'):
+    """Start the cloud; returns the ``Cloud``.  Fails if one is running.
+
+    :param compute: ``'fake'`` (nova-compute with ``accel.FakeDriver`` on
+        this machine, ``discovery`` as given) or ``'nested'`` (the nested
+        compute node, :mod:`tools.aio.nested`; its ``edu`` functions are
+        the accelerators, ``discovery`` is ignored; PostgreSQL only: the
+        agent in L1 shares the API's database).
+    """
     say = Say()
+    host = config.HOST
+    if compute == 'nested':
+        if db != 'postgresql':
+            raise SystemExit('the nested compute node needs --db postgresql '
+                             '(its agent shares the API\'s database)')
+        from tools.aio import nested
+        host, discovery = nested.L1_HOST, ['l1_edu']
+    elif compute != 'fake':
+        raise SystemExit('unknown compute %r (fake or nested)' % compute)
     existing = Cloud.load()
     if existing is not None:
         if any(procs.alive(r) for r in existing.state['processes']):
@@ -248,7 +266,7 @@ def up(db='postgresql', discovery=('generic_pci', 'fake'), keep=False,
         passwords={'admin': secrets.token_hex(8),
                    'service': secrets.token_hex(8)},
         db=db, discovery=list(discovery),
-        arq_binding_timeout=arq_binding_timeout)
+        arq_binding_timeout=arq_binding_timeout, host=host, compute=compute)
     cloud = Cloud({'layout': vars(layout), 'processes': [],
                    'started': time.time()})
     for sub in ('logs', 'lock', 'db', 'etc', 'keystone', 'glance', 'nova',
@@ -314,6 +332,10 @@ def _start_all(cloud, say):
         env=cloud.env(PYTHONPATH=REPO), cwd=REPO)
     _nova(cloud, say, token)
     _accel_backend(cloud, say, token)
+    if layout.compute == 'nested':
+        from tools.aio import nested
+        rec = nested.start(cloud, say, token)
+        _discover_hosts(cloud, say, token, rec)
 
 
 def _postgres(cloud, say):
@@ -492,6 +514,16 @@ def _glance(cloud, say, token):
     cloud.gunicorn('glance', 'glance.wsgi.api', 'glance',
                    cloud.env(OS_GLANCE_CONFIG_DIR=layout.path(
                        'etc', 'glance')))
+    if layout.compute == 'nested':
+        from tools.aio import nested
+        say('glance: uploading the guest image (kernel + initramfs whose '
+            'init lists the guest\'s PCI functions)')
+        cloud.state['image_id'] = nested.upload_images(cloud, token,
+                                                       IMAGE_NAME)
+        cloud.save()
+        say('glance: up at %s, image %s (%s)' % (
+            layout.url('glance'), IMAGE_NAME, cloud.state['image_id']))
+        return
     # A tiny raw "disk": the fake compute driver never reads it.
     image, _ = cloud.http('POST', layout.url('glance', '/v2/images'), {
         'name': IMAGE_NAME, 'disk_format': 'raw', 'container_format': 'bare',
@@ -522,16 +554,22 @@ def _nova(cloud, say, token):
     cloud.run('nova-manage', nm + ['cell_v2', 'create_cell', '--name',
                                    'cell1', '--verbose'], env=env)
     cloud.run('nova-manage', nm + ['db', 'sync'], env=env)
-    say('nova: starting nova-api (gunicorn), conductor, scheduler, compute '
-        '(compute_driver = accel.FakeDriver)')
+    nested = layout.compute == 'nested'
+    say('nova: starting nova-api (gunicorn), conductor, scheduler%s' % (
+        '' if nested else ', compute (compute_driver = accel.FakeDriver)'))
     cloud.gunicorn('nova-api', 'nova.wsgi.osapi_compute',
                    'nova_api', env, threads=8)
     cpu_conf = layout.path('etc', 'nova', 'nova-cpu.conf')
-    for binary, path in (('nova-conductor', conf), ('nova-scheduler', conf),
-                         ('nova-compute', cpu_conf)):
+    binaries = [('nova-conductor', conf), ('nova-scheduler', conf)]
+    if not nested:
+        binaries.append(('nova-compute', cpu_conf))
+    for binary, path in binaries:
         cloud.record(procs.spawn(binary, [cloud.prog(binary),
                                           '--config-file', path],
                                  layout.path('logs'), env=env))
+    if nested:
+        # nova-compute runs in L1, started after accel-backend-api.
+        return
 
     def compute_rp():
         got, _ = cloud.http('GET', layout.url(
@@ -542,6 +580,17 @@ def _nova(cloud, say, token):
                if r['name'] == 'nova-compute')
     cloud.wait_for('compute node provider %s in Placement' % layout.host,
                    compute_rp, rec)
+    _discover_hosts(cloud, say, token, rec)
+
+
+def _discover_hosts(cloud, say, token, rec):
+    """``nova-manage cell_v2 discover_hosts`` until the compute host is a
+    hypervisor of the API; ``rec`` is the compute's process record."""
+    layout = cloud.layout
+    conf = layout.path('etc', 'nova', 'nova.conf')
+    env = cloud.env(OS_NOVA_DISABLE_EVENTLET_PATCHING='1',
+                    OS_NOVA_CONFIG_DIR=layout.path('etc', 'nova'))
+    nm = [cloud.prog('nova-manage'), '--config-file', conf]
 
     def discovered():
         out = cloud.run('nova-manage', nm + ['cell_v2', 'discover_hosts',
@@ -552,8 +601,9 @@ def _nova(cloud, say, token):
     cloud.wait_for('nova-manage cell_v2 discover_hosts', discovered, rec,
                    interval=1)
     for name in ('nova-conductor', 'nova-scheduler', 'nova-compute'):
-        rec = next(r for r in cloud.state['processes'] if r['name'] == name)
-        if not procs.alive(rec):
+        rec = next((r for r in cloud.state['processes']
+                    if r['name'] == name), None)
+        if rec is not None and not procs.alive(rec):
             raise procs.ProcessFailed('%s exited' % name, rec['log'])
     say('nova: up at %s, compute host %s discovered in cell1' % (
         layout.url('nova_api', '/v2.1'), layout.host))
@@ -567,6 +617,13 @@ def _accel_backend(cloud, say, token):
     cloud.run('accel-backend-manage', [
         cloud.prog('accel-backend-manage'), '--config-file', conf, 'db',
         'sync'])
+    if layout.compute == 'nested':
+        # The API alone here; the agent of the compute node runs in L1.
+        cloud.serve('accel-backend', [
+            cloud.prog('accel-backend-api'), '--config-file', conf],
+            layout.url('accel', '/'))
+        say('accel-backend-api: up at %s' % layout.url('accel', '/v2'))
+        return
     rec = cloud.serve('accel-backend', [
         cloud.prog('accel-backend'), '--config-file', conf],
         layout.url('accel', '/'))

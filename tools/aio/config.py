@@ -41,7 +41,7 @@ CATALOG = [
 #: Ports the cloud listens on (keys of ``Layout.ports``).
 PORT_NAMES = ('keystone', 'placement', 'glance', 'nova_api', 'accel',
               'neutron_stub', 'rabbit', 'rabbit_dist', 'epmd', 'postgres',
-              'metrics')
+              'metrics', 'l1_metrics')
 #: Databases (one per name; Nova has three).
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
              'nova_cell1', 'accel_backend')
@@ -114,6 +114,9 @@ class Layout:
     :ivar discovery: accel_backend's discovery drivers, keys of
         ``DISCOVERY_DRIVERS``.
     :ivar arq_binding_timeout: Nova's ``[DEFAULT] arq_binding_timeout``.
+    :ivar compute: ``'fake'`` (nova-compute with ``accel.FakeDriver`` on
+        this machine) or ``'nested'`` (a real one in the nested compute
+        node, :mod:`tools.aio.nested`).
     """
 
     run_dir: str
@@ -126,6 +129,7 @@ class Layout:
         default_factory=lambda: ['generic_pci', 'fake'])
     arq_binding_timeout: int = 120
     host: str = HOST
+    compute: str = 'fake'
 
     def path(self, *parts):
         return os.path.join(self.run_dir, *parts)
@@ -308,6 +312,9 @@ def accel_backend_conf(layout):
     ini = _common(Ini(), layout)
     ini.update('DEFAULT', {'host': layout.host,
                            'state_path': layout.path('accel-backend')})
+    if layout.compute == 'nested':
+        # The API casts binds to the agent of the nested compute node.
+        ini.set('DEFAULT', 'transport_url', layout.transport_url)
     ini.update('api', {'host_ip': '127.0.0.1',
                        'port': layout.ports['accel'],
                        'auth_strategy': 'keystone', 'workers': 8})
@@ -322,15 +329,19 @@ def accel_backend_conf(layout):
         'resource_provider_name': layout.host,
         'report_interval': 10,
     })
-    drivers = list(layout.discovery)
-    unknown = set(drivers) - set(DISCOVERY_DRIVERS)
-    if unknown or not drivers:
+    names = list(layout.discovery)
+    unknown = set(names) - set(DISCOVERY_DRIVERS)
+    if unknown or not names:
         raise ValueError('unknown discovery drivers %r' % sorted(unknown))
-    ini.set('discovery', 'enabled_drivers', drivers)
-    if 'generic_pci' in drivers:
+    # l1_edu: generic_pci on the real sysfs of the nested compute node.
+    ini.set('discovery', 'enabled_drivers', list(dict.fromkeys(
+        'generic_pci' if name == 'l1_edu' else name for name in names)))
+    if 'generic_pci' in names:
         ini.set('discovery', 'sysfs_root', os.path.join(
             layout.repo, 'tests', 'fixtures', 'sysfs', 'two-gpus'))
         ini.add('discovery', 'device_spec', json.dumps(GPU_SPEC))
+    if 'l1_edu' in names:
+        ini.add('discovery', 'device_spec', json.dumps(EDU_SPEC))
     ini.set('binding', 'workers', 2)
     # Prometheus metrics (the demo shows the bind latency histogram).
     ini.update('metrics', {'enabled': True, 'host': '127.0.0.1',
@@ -343,6 +354,11 @@ GPU_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
             'resource_class': 'PGPU', 'traits': ['CUSTOM_NVIDIA_T4']}
 
 
+#: Device spec of QEMU's ``edu`` functions of the nested compute node.
+EDU_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
+            'resource_class': 'CUSTOM_EDU', 'traits': ['CUSTOM_QEMU_EDU']}
+
+
 #: ``{discovery driver: (device profile group, accelerators it offers)}``.
 DISCOVERY_DRIVERS = {
     # Two T4 GPUs from a recorded sysfs tree, with PCI attach handles: the
@@ -353,11 +369,16 @@ DISCOVERY_DRIVERS = {
     # virt driver ignores (no <hostdev>), as Cyborg's fake driver.
     'fake': ({'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'},
              16),
+    # The nested compute node's five edu functions on its real sysfs
+    # (tools.nested.node.Layout): two share an IOMMU group, so four
+    # devices.
+    'l1_edu': ({'resources:CUSTOM_EDU': '1',
+                'trait:CUSTOM_QEMU_EDU': 'required'}, 4),
 }
 
 
 #: Deployables each discovery driver reports (one per GPU; one fake board).
-DEPLOYABLES = {'generic_pci': 2, 'fake': 1}
+DEPLOYABLES = {'generic_pci': 2, 'fake': 1, 'l1_edu': 4}
 
 
 def expected_deployables(layout):
@@ -365,17 +386,22 @@ def expected_deployables(layout):
 
 
 def demo_group(layout):
-    """The group the demo asks for: a GPU when there are GPUs (so the
-    guest shows a composed ``<hostdev>``), else a fake FPGA."""
-    name = 'generic_pci' if 'generic_pci' in layout.discovery else 'fake'
-    return dict(DISCOVERY_DRIVERS[name][0])
+    """The group the demo asks for: an ``edu`` function of the nested
+    compute node when there is one (a real guest gets it), else a GPU
+    (the guest shows a composed ``<hostdev>``), else a fake FPGA."""
+    for name in ('l1_edu', 'generic_pci', 'fake'):
+        if name in layout.discovery:
+            return dict(DISCOVERY_DRIVERS[name][0])
+    raise ValueError('no discovery driver offers a demo device')
 
 
 def tempest_group(layout):
     """The group tempest asks for: the fake FPGA when there is one (16
     units: parallel tests never run out), else a GPU."""
-    name = 'fake' if 'fake' in layout.discovery else 'generic_pci'
-    return dict(DISCOVERY_DRIVERS[name][0])
+    for name in ('fake', 'generic_pci', 'l1_edu'):
+        if name in layout.discovery:
+            return dict(DISCOVERY_DRIVERS[name][0])
+    raise ValueError('no discovery driver offers a tempest device')
 
 
 def accelerator_total(layout, group=None):

@@ -1,9 +1,16 @@
 """The demo: a server with an accelerator, with the real ``openstack`` CLI.
 
-Every step prints the command and what it answered.  The guest's composed
-``<hostdev>`` elements come from nova-compute's log: the compute driver
-here is ``accel.FakeDriver`` (no KVM, no libvirtd), which composes them with
-the same code as ``accel.LibvirtDriver`` and logs them.
+Every step prints the command and what it answered.
+
+On the nested compute node (``up --compute nested``) the server is a real
+guest: the demo shows the domain XML libvirt holds in L1 (``virsh
+dumpxml``), the device's driver in L1's kernel while the guest runs, the
+guest's own console listing the device, and after the delete the device
+back off ``vfio-pci`` and free in Placement.
+
+With ``--compute fake`` the compute driver is ``accel.FakeDriver`` (no
+libvirtd): the guest's composed ``<hostdev>`` elements come from
+nova-compute's log (the same code as ``accel.LibvirtDriver`` composes them).
 """
 
 import json
@@ -12,9 +19,11 @@ import re
 import subprocess
 import time
 import urllib.request
+from xml.etree import ElementTree
 
 from tools.aio import cloud as cloud_mod
 from tools.aio import config
+from tools.aio import nested
 
 NAME = 'aio-demo'
 
@@ -83,9 +92,14 @@ class Demo:
         print('\n== Placement allocations of the server '
               '(GET /allocations/%s)' % server['id'])
         print(json.dumps(alloc['allocations'], indent=1, sort_keys=True))
-        print('\n== the guest\'s composed <hostdev> elements '
-              '(nova-compute log, accel.FakeDriver)')
-        print(self.hostdevs(server['id']) or '(none)')
+        sess = nested.attach(self.cloud)
+        address = None
+        if sess is None:
+            print('\n== the guest\'s composed <hostdev> elements '
+                  '(nova-compute log, accel.FakeDriver)')
+            print(self.hostdevs(server['id']) or '(none)')
+        else:
+            address = self.real_guest(sess, server, token)
         self.bind_latency()
         self.osc('server', 'delete', '--wait', NAME)
         self.osc('accelerator', 'arq', 'list')
@@ -97,6 +111,8 @@ class Demo:
         print('\n== after delete: ARQs of the server: %d, Placement '
               'allocations: %d' % (len(arqs['arqs']),
                                    len(alloc['allocations'])))
+        if address is not None and not self.released(sess, address):
+            return 1
         self.osc('flavor', 'delete', NAME)
         self.osc('accelerator', 'device', 'profile', 'delete', NAME)
         print('\n== boot with --wait took %.1f s (CLI polls every 2 s)' %
@@ -106,11 +122,79 @@ class Demo:
             return 1
         return 0
 
+    def real_guest(self, sess, server, token):
+        """Show what L1's kernel, libvirt and the guest see of the device;
+        returns its PCI address in L1."""
+        layout = self.cloud.layout
+        arqs, _ = self.cloud.http('GET', layout.url(
+            'accel', '/v2/accelerator_requests?instance=%s' % server['id']),
+            token=token)
+        info = arqs['arqs'][0]['attach_handle_info']
+        address = '%s:%s:%s.%s' % (info['domain'], info['bus'],
+                                   info['device'], info['function'])
+        print('\n== the ARQ is Bound to PCI function %s of the compute node '
+              '(L1)' % address)
+        print('\n== in L1: the function while the guest runs (driver, IOMMU '
+              'group)')
+        print(json.dumps(nested.device_state(sess, address)))
+        name = server['OS-EXT-SRV-ATTR:instance_name']
+        _, xml = sess.sh('virsh -c qemu:///system dumpxml %s' % name,
+                         timeout=120)
+        print('\n== in L1: virsh dumpxml %s, its <hostdev>' % name)
+        print(_hostdev_elements(xml) or '(none)')
+        print('\n== the guest\'s console (openstack console log show): its '
+              'PCI functions (TCG inside TCG: about 80 s to boot)')
+        t0 = time.monotonic()
+        want = '0x%s:0x%s' % (config.EDU_SPEC['vendor_id'],
+                              config.EDU_SPEC['product_id'])
+        log = ''
+        while time.monotonic() - t0 < nested.GUEST_BOOT_TIMEOUT:
+            log = self.osc('console', 'log', 'show', NAME, show=False,
+                           check=False).stdout
+            if 'guest: done' in log:
+                break
+            time.sleep(5)
+        lines = [line for line in log.splitlines()
+                 if line.startswith('guest-pci ')]
+        print('\n'.join(lines) or log[-2000:] or '(empty console)')
+        print('  [guest listed its devices %.0f s after ACTIVE]' % (
+            time.monotonic() - t0))
+        if not any(want in line for line in lines):
+            raise RuntimeError('the guest does not list %s' % want)
+        return address
+
+    def released(self, sess, address):
+        """After the delete: the function is off vfio-pci in L1 and free in
+        Placement.  Returns whether it is."""
+        layout = self.cloud.layout
+        token = self.cloud.admin_token()
+        print('\n== in L1 after delete: the function %s' % address)
+        state = nested.device_state(sess, address)
+        print(json.dumps(state))
+        deps, _ = self.cloud.http('GET', layout.url(
+            'accel', '/v2/deployables'), token=token)
+        rp = next((d['rp_uuid'] for d in deps['deployables']
+                   if address in json.dumps(d)), None)
+        usages = {}
+        if rp:
+            usages, _ = self.cloud.http('GET', layout.url(
+                'placement', '/resource_providers/%s/usages' % rp),
+                token=token)
+            usages = usages['usages']
+        print('== its resource provider %s in Placement: usages %s' % (
+            rp, json.dumps(usages, sort_keys=True)))
+        if state['driver'] == 'vfio-pci' or any(usages.values()):
+            print('FAILED: the device was not given back')
+            return False
+        return True
+
     def bind_latency(self):
         """Print the metrics address and accel_backend's bind latency
-        histogram (``accel_bind_seconds``) as Prometheus scrapes it."""
-        url = 'http://127.0.0.1:%d/metrics' % self.cloud.layout.ports[
-            'metrics']
+        histogram (``accel_bind_seconds``) as Prometheus scrapes it (from
+        the agent in L1 on the nested compute node)."""
+        port = 'l1_metrics' if self.cloud.layout.compute == 'nested' else \
+            'metrics'
+        url = 'http://127.0.0.1:%d/metrics' % self.cloud.layout.ports[port]
         print('\n== accel-backend metrics at %s: bind latency '
               '(accel_bind_seconds, PATCH to Bound)' % url)
         try:
@@ -135,6 +219,13 @@ class Demo:
                 if match:
                     found = match.group(2).replace('><hostdev', '>\n<hostdev')
         return found
+
+
+def _hostdev_elements(xml):
+    """The ``<hostdev>`` elements of a domain XML (str), as XML text."""
+    root = ElementTree.fromstring(xml)
+    return ''.join(ElementTree.tostring(h, encoding='unicode')
+                   for h in root.findall('./devices/hostdev'))
 
 
 def _quote(arg):

@@ -28,6 +28,9 @@ REQUIREMENTS = [
     # SQLAlchemy 2.1 turns deprecation warnings Nova triggers into errors.
     'SQLAlchemy>=2.0,<2.1',
     'psycopg2-binary',
+    # nova-compute with accel.LibvirtDriver on the nested compute node
+    # (built against the system's libvirt: bindep.txt, profile aio).
+    'libvirt-python',
 ]
 
 

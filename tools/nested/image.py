@@ -14,6 +14,7 @@ Cache: ``$NOVA_ACCEL_NESTED_CACHE`` or ``~/.cache/nova-accel-nested``.
 """
 
 import gzip
+import hashlib
 import os
 import shutil
 import subprocess
@@ -48,11 +49,29 @@ GUEST_INIT = r'''#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
+list() {
+    for d in /sys/bus/pci/devices/*; do
+        echo "guest-pci $(basename $d) $(cat $d/vendor):$(cat $d/device) numa=$(cat $d/numa_node 2>/dev/null)"
+    done
+}
 echo "guest: PCI functions"
-for d in /sys/bus/pci/devices/*; do
-    echo "guest-pci $(basename $d) $(cat $d/vendor):$(cat $d/device)"
-done
+list
 echo "guest: done"
+if grep -q guest_watch /proc/cmdline; then
+    # A guest of Nova's: stay up and print the list again on each change
+    # (hot-add and hot-remove).
+    prev=$(list)
+    while true; do
+        sleep 3
+        now=$(list)
+        if [ "$now" != "$prev" ]; then
+            echo "guest: PCI functions changed"
+            echo "$now"
+            echo "guest: done"
+            prev=$now
+        fi
+    done
+fi
 sleep 2
 poweroff -f
 '''
@@ -148,8 +167,11 @@ def _cpio_gz(tree, path):
 def guest_initramfs(log=print):
     """The initramfs of the guest image (L2): busybox and an ``init``
     that prints every PCI function it sees (``guest-pci <address>
-    <vendor>:<device>``, ``0x`` ids as sysfs shows them) on the console,
-    then powers off.  Booted with the L1 kernel (``kernel()``).
+    <vendor>:<device> numa=<node>``, ``0x`` ids as sysfs shows them) on
+    the console, then powers off; with ``guest_watch`` on its kernel
+    command line it stays up instead and prints the list again whenever
+    it changes (``guest: PCI functions changed``).  Booted with the L1
+    kernel (``kernel()``).
 
     :returns: path of the archive.
     """
@@ -157,7 +179,8 @@ def guest_initramfs(log=print):
     if not _is_static(BUSYBOX):
         raise RuntimeError('a static %s is needed: install the Debian '
                            'package busybox-static' % BUSYBOX)
-    path = os.path.join(cache_dir(), 'guest-initramfs.cpio.gz')
+    digest = hashlib.sha256(GUEST_INIT.encode()).hexdigest()[:12]
+    path = os.path.join(cache_dir(), 'guest-initramfs-%s.cpio.gz' % digest)
     if os.path.exists(path):
         return path
     log('nested: building the guest initramfs')

@@ -6,60 +6,16 @@ accel_backend's cleaner does.  Prints one JSON document.
     python -m tools.nested.l1_passthrough --address 0000:00:04.0 \\
         --kernel VMLINUZ --initrd GUEST_INITRAMFS
 
-Runs libvirtd (QEMU driver, TCG) from this machine's packages with a
-configuration of its own (root, no security driver: L1 is throw-away).
+Runs libvirtd (QEMU driver, TCG) as ``tools.nested.libvirtd`` starts it.
 """
 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
-LIBVIRT_CONF_DIR = '/etc/libvirt'
-QEMU_CONF = '''user = "root"
-group = "root"
-dynamic_ownership = 0
-remember_owner = 0
-security_driver = "none"
-namespaces = []
-stdio_handler = "file"
-'''
-SOCKET = '/run/libvirt/libvirt-sock'
-
-
-def _ensure_account(name, uid):
-    """Debian's libvirt resolves its compiled-in ``libvirt-qemu`` user and
-    ``kvm`` group at start even when qemu.conf says root; L1's overlay gets
-    them when this machine lacks them (no libvirt-daemon-system here)."""
-    for path, line in (('/etc/group', '%s:x:%d:' % (name, uid)),
-                       ('/etc/passwd', '%s:x:%d:%d::/var/lib/libvirt:'
-                                       '/usr/sbin/nologin' % (name, uid,
-                                                              uid))):
-        with open(path) as f:
-            if any(entry.split(':')[0] == name for entry in f):
-                continue
-        with open(path, 'a') as f:
-            f.write(line + '\n')
-
-
-def _start_libvirtd():
-    _ensure_account('kvm', 64054)
-    _ensure_account('libvirt-qemu', 64055)
-    os.makedirs(LIBVIRT_CONF_DIR, exist_ok=True)
-    with open(os.path.join(LIBVIRT_CONF_DIR, 'qemu.conf'), 'w') as f:
-        f.write(QEMU_CONF)
-    for d in ('/run/libvirt', '/var/lib/libvirt/qemu', '/var/log/libvirt',
-              '/var/cache/libvirt'):
-        os.makedirs(d, exist_ok=True)
-    subprocess.run(['libvirtd', '-d'], check=True)
-    deadline = time.monotonic() + 120
-    while not os.path.exists(SOCKET):
-        if time.monotonic() > deadline:
-            raise RuntimeError('libvirtd did not open %s' % SOCKET)
-        time.sleep(0.5)
-
+from tools.nested import libvirtd
 
 def domain_xml(name, kernel, initrd, console, hostdev):
     """A minimal TCG guest booting ``kernel``/``initrd`` with its serial
@@ -110,7 +66,7 @@ def main(argv=None):
     arq = {'uuid': 'l1-test', 'attach_handle_type': 'PCI',
            'attach_handle_info': fn.address_parts}
     element = hostdev.to_string(hostdev.compose_hostdev(arq))
-    _start_libvirtd()
+    libvirtd.start()
     conn = libvirt.open('qemu:///system')
     console = '/tmp/l2-console.log'
     dom = conn.defineXML(domain_xml('l2', args.kernel, args.initrd,

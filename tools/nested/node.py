@@ -89,13 +89,18 @@ class NestedNode:
         the machine has not that much available plus 512 MiB.
     :param cpus: L1's vCPUs.
     :param log: callable(str) for progress lines.
+    :param host_forwards: TCP ports (ints) of L1 that the machine reaches
+        on its own ``127.0.0.1`` (QEMU ``hostfwd``; the service in L1
+        must listen on ``0.0.0.0`` or ``10.0.2.15``).
     """
 
-    def __init__(self, layout=None, memory_mb=3072, cpus=2, log=print):
+    def __init__(self, layout=None, memory_mb=3072, cpus=2, log=print,
+                 host_forwards=()):
         self.layout = layout or Layout()
         self.memory_mb = memory_mb
         self.cpus = cpus
         self.log = log
+        self.host_forwards = list(host_forwards)
 
     def _check(self):
         if shutil.which(QEMU) is None:
@@ -124,7 +129,13 @@ class NestedNode:
                 '-virtfs', 'local,path=/,mount_tag=hostroot,'
                 'security_model=none,readonly=on,multidevs=remap',
                 '-virtfs', 'local,path=%s,mount_tag=out,'
-                'security_model=none' % out]
+                'security_model=none' % out,
+                # User-mode network: L1 reaches the machine's loopback
+                # services at 10.0.2.2 and nothing else.
+                '-netdev', ''.join(['user,id=net0'] + [
+                    ',hostfwd=tcp:127.0.0.1:%d-:%d' % (port, port)
+                    for port in self.host_forwards]),
+                '-device', 'virtio-net-pci,netdev=net0,addr=0a.0']
         share = self.memory_mb // self.layout.numa_nodes
         for node in range(self.layout.numa_nodes):
             argv += ['-object', 'memory-backend-ram,id=m%d,size=%dM' % (
@@ -144,40 +155,69 @@ class NestedNode:
         :raises NestedError: QEMU missing, not enough memory, L1 did not
             come up or did not finish in time.
         """
-        self._check()
-        vmlinuz, modules_root, version = image.kernel(log=self.log)
-        initrd = image.initramfs(modules_root, version, log=self.log)
         with tempfile.TemporaryDirectory(prefix='nested-') as out:
-            with open(os.path.join(out, 'job.sh'), 'w') as f:
-                f.write(script)
-            argv = self.argv(vmlinuz, initrd, out, modules_root)
             start = time.monotonic()
-            self.log('nested: booting L1 (TCG, %d vCPUs, %d MiB)' % (
-                self.cpus, self.memory_mb))
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = self.start(script, out)
             try:
                 qemu_out, _ = proc.communicate(timeout=timeout)
             except BaseException:
                 # Timeout, Ctrl-C or anything else: L1 never outlives us.
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                kill(proc)
                 raise NestedError('L1 did not finish within %d s; console '
                                   'ends with:\n%s' % (
                                       timeout, _tail(out, 'console.log')))
             took = time.monotonic() - start
-            rc_path = os.path.join(out, 'job.rc')
-            if not os.path.exists(rc_path):
-                raise NestedError(
-                    'L1 stopped before the script finished (QEMU status '
-                    '%s: %s); console ends with:\n%s' % (
-                        proc.returncode, qemu_out.decode(errors='replace')
-                        .strip()[-500:], _tail(out, 'console.log')))
-            with open(rc_path) as f:
-                rc = int(f.read().strip() or 255)
+            rc = job_status(out, proc, qemu_out)
             self.log('nested: L1 ran the script in %.0f s' % took)
             return rc, _read(out, 'job.out'), took
+
+    def start(self, script, out, stdout=subprocess.PIPE):
+        """Boot L1 in the background to run ``script`` (see ``run``).
+
+        :param out: directory shared with L1 (``job.sh``, ``job.out``,
+            ``job.rc``; ``console.log`` is L1's serial console).
+        :param stdout: where QEMU's own output goes (``Popen`` argument).
+        :returns: the QEMU ``subprocess.Popen`` (its own session).  The
+            caller stops it (``kill``) when done.
+        :raises NestedError: QEMU missing or not enough memory.
+        """
+        self._check()
+        vmlinuz, modules_root, version = image.kernel(log=self.log)
+        initrd = image.initramfs(modules_root, version, log=self.log)
+        with open(os.path.join(out, 'job.sh'), 'w') as f:
+            f.write(script)
+        self.log('nested: booting L1 (TCG, %d vCPUs, %d MiB)' % (
+            self.cpus, self.memory_mb))
+        return subprocess.Popen(
+            self.argv(vmlinuz, initrd, out, modules_root),
+            stdout=stdout, stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+
+def kill(proc):
+    """Stop the QEMU of ``proc`` (and its process group) at once."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def job_status(out, proc, qemu_out=b''):
+    """The job's exit status once QEMU has exited.
+
+    :raises NestedError: L1 stopped before the job wrote its status.
+    """
+    rc_path = os.path.join(out, 'job.rc')
+    if not os.path.exists(rc_path):
+        raise NestedError(
+            'L1 stopped before the script finished (QEMU status %s: %s); '
+            'console ends with:\n%s' % (
+                proc.returncode, (qemu_out or b'').decode(
+                    errors='replace').strip()[-500:],
+                _tail(out, 'console.log')))
+    with open(rc_path) as f:
+        return int(f.read().strip() or 255)
 
 
 def _read(out, name):
