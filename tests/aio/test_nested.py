@@ -138,6 +138,10 @@ class TestCommandChannel(unittest.TestCase):
         rc, text = sess.sh('exit 3', check=False)
         self.assertEqual(3, rc)
         self.assertRaises(session.CommandFailed, sess.sh, 'false')
+        # A second session of the same process on the same L1 (``attach``
+        # after ``start``) gets its own answers, not the first one's.
+        again = session.Session.attach(out, os.getpid())
+        self.assertEqual((0, 'again\n'), again.sh('echo again'))
         log = sess.spawn('bg', 'echo "from $NAME"; sleep 0.1',
                          env={'NAME': 'the background'})
         self.assertTrue(_wait_for(lambda: 'from the background' in (

@@ -10,6 +10,7 @@ guest's boot under TCG inside TCG.
 """
 
 import json
+import subprocess
 import time
 
 import testtools
@@ -80,7 +81,14 @@ class TestARealGuest(testtools.TestCase):
         return got
 
     def delete(self, server):
-        self.nova('DELETE', '/servers/%s' % server['id'])
+        """Delete ``server`` and wait until it is gone (also when it
+        already is)."""
+        try:
+            self.nova('DELETE', '/servers/%s' % server['id'])
+        except RuntimeError as e:
+            if ': 404 ' in str(e):
+                return
+            raise
         deadline = time.monotonic() + ACTIVE_TIMEOUT
         while time.monotonic() < deadline:
             try:
@@ -105,6 +113,15 @@ class TestARealGuest(testtools.TestCase):
                 return out
             time.sleep(5)
 
+    def nova_accel(self, *args):
+        """Run the ``nova-accel`` command with the cloud's nova.conf."""
+        layout = self.cloud.layout
+        return subprocess.run(
+            [self.cloud.prog('nova-accel'), '--config-file',
+             layout.path('etc', 'nova', 'nova.conf')] + list(args),
+            env=self.cloud.env(OS_NOVA_DISABLE_EVENTLET_PATCHING='1'),
+            capture_output=True, text=True, timeout=900)
+
     def provider_of(self, address):
         deps = self.api('GET', 'accel', '/v2/deployables')['deployables']
         return next(d['rp_uuid'] for d in deps if address in json.dumps(d))
@@ -115,6 +132,7 @@ class TestARealGuest(testtools.TestCase):
         flavor = self.flavor_for('nested-one', config.demo_group(
             self.cloud.layout))
         server = self.boot('nested-one', flavor)
+        self.addCleanup(self.delete, server)
         arq, = self.arqs(server)
         self.assertEqual('Bound', arq['state'])
         info = arq['attach_handle_info']
@@ -160,6 +178,37 @@ class TestARealGuest(testtools.TestCase):
                             'the device is not offered again')
             time.sleep(3)
 
+    def test_hot_add_and_hot_remove_on_the_running_guest(self):
+        group = config.demo_group(self.cloud.layout)
+        flavor = self.flavor_for('nested-hotplug', group)
+        self.api('POST', 'accel', '/v2/device_profiles',
+                 [{'name': 'nested-extra', 'groups': [group]}])
+        self.addCleanup(self.api, 'DELETE', 'accel',
+                        '/v2/device_profiles/nested-extra')
+        server = self.boot('nested-hotplug', flavor)
+        self.addCleanup(self.delete, server)
+        out = self.console(server, lambda text: 'guest: done' in text)
+        self.assertEqual(1, _edus(_last_listing(out)), out[-2000:])
+
+        done = self.nova_accel('attach-accelerator', '--server',
+                               server['id'], '--device-profile',
+                               'nested-extra')
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        self.assertEqual(2, len(self.arqs(server)))
+        # The guest's kernel sees the second function arrive.
+        out = self.console(server, lambda text: _edus(
+            _last_listing(text)) == 2, timeout=300)
+        self.assertEqual(2, _edus(_last_listing(out)), out[-2000:])
+
+        done = self.nova_accel('detach-accelerator', '--server',
+                               server['id'], '--device-profile',
+                               'nested-extra')
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        self.assertEqual(1, len(self.arqs(server)))
+        out = self.console(server, lambda text: _edus(
+            _last_listing(text)) == 1 and 'changed' in text, timeout=300)
+        self.assertEqual(1, _edus(_last_listing(out)), out[-2000:])
+
     def test_functions_of_one_iommu_group_are_one_device(self):
         deps = self.api('GET', 'accel', '/v2/deployables')['deployables']
         text = json.dumps(deps)
@@ -169,3 +218,24 @@ class TestARealGuest(testtools.TestCase):
         self.assertEqual(1, sum(a in text for a in (first, second)))
         self.assertEqual(config.expected_deployables(self.cloud.layout),
                          len(deps))
+
+
+def _last_listing(console):
+    """The guest's last list of PCI functions on its console (the lines
+    between its last ``guest: PCI functions`` header and ``guest: done``)."""
+    lines = console.splitlines()
+    starts = [i for i, line in enumerate(lines)
+              if line.startswith('guest: PCI functions')]
+    if not starts:
+        return []
+    listing = []
+    for line in lines[starts[-1] + 1:]:
+        if line.startswith('guest: done'):
+            return listing
+        if line.startswith('guest-pci '):
+            listing.append(line)
+    return []  # still printing
+
+
+def _edus(listing):
+    return sum(' 0x1234:0x11e8' in line for line in listing)

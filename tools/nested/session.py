@@ -23,6 +23,7 @@ import os
 import shlex
 import subprocess
 import time
+import uuid
 
 from tools.nested import node as node_mod
 
@@ -71,8 +72,6 @@ class Session:
         self.log = log
         self.proc = None
         self.pid = None
-        # Command files are named by process too: ``attach`` lets another
-        # process of the machine drive the same L1.
         self._ids = itertools.count(1)
 
     @classmethod
@@ -152,7 +151,9 @@ class Session:
         :raises node.NestedError: L1 died or the command ran past
             ``timeout``.
         """
-        n = 'c%d-%04d' % (os.getpid(), next(self._ids))
+        # Unique across processes and sessions of one process (``attach``):
+        # an earlier command's answer must never be taken for this one's.
+        n = 'c%04d-%s' % (next(self._ids), uuid.uuid4().hex[:12])
         tmp = self.path('cmd', n + '.tmp')
         with open(tmp, 'w') as f:
             f.write(script)
