@@ -1,12 +1,12 @@
-"""Pieces every measure shares: statistics, processes, a Placement server,
-a Nova stub that records events, recorded sysfs trees, the HTTP client.
+"""Pieces every measure shares: statistics, child processes, recorded sysfs
+trees, the accelerator API client and the commit floor.
 
-Everything listens on 127.0.0.1 on free ports and lives in a temporary
-directory the caller owns.
+The servers themselves (Placement, the Nova stub, ``accel-backend``) are in
+``benchmarks.servers``.  Everything listens on 127.0.0.1 on free ports and
+lives in a temporary directory the caller owns.
 """
 
 import contextlib
-import http.server
 import json
 import os
 import shutil
@@ -15,7 +15,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 import uuid
 
@@ -38,9 +37,6 @@ ACCEL_HEADERS = {
     'Content-Type': 'application/json',
     'Accept': 'application/json',
 }
-PLACEMENT_HEADERS = {'x-auth-token': 'admin',
-                     'OpenStack-API-Version': 'placement 1.36',
-                     'Content-Type': 'application/json'}
 
 
 # -- statistics --------------------------------------------------------
@@ -69,19 +65,31 @@ def summary(values_s):
 
 
 def ratio(a, b):
+    """``a / b``, or None when either is missing or zero."""
     return None if not a or not b else a / b
+
+
+def not_measured(res):
+    """Whether a measure's result is ``{'not_measured': reason, ...}``."""
+    return isinstance(res, dict) and 'not_measured' in res
 
 
 # -- processes -----------------------------------------------------------
 
 def free_port():
+    """A TCP port free on 127.0.0.1 now (another process may take it)."""
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         return s.getsockname()[1]
 
 
 def wait_http(url, timeout=60.0, headers=None, ok=(200,), proc=None):
-    """Poll ``url`` until it answers a status in ``ok``."""
+    """Poll ``url`` every 0.1 s for up to ``timeout`` seconds until it
+    answers a status in ``ok``; returns that response.
+
+    :raises RuntimeError: when ``proc`` (a :class:`Proc`) exits first, or
+        on timeout.
+    """
     end = time.monotonic() + timeout
     last = None
     while time.monotonic() < end:
@@ -137,7 +145,12 @@ class Proc:
 
 
 def run(argv, log, env=None, cwd=None, timeout=300, user=None):
-    """Run a command to completion; raise with the log's tail on failure."""
+    """Run a command to completion (``timeout`` in seconds), appending its
+    output to the file ``log``.
+
+    :raises RuntimeError: with the log's tail when it exits non-zero.
+    :raises subprocess.TimeoutExpired: when it runs past ``timeout``.
+    """
     full_env = dict(os.environ)
     full_env.update(env or {})
     if user is not None:
@@ -151,6 +164,7 @@ def run(argv, log, env=None, cwd=None, timeout=300, user=None):
 
 
 def tail(path, lines=15):
+    """The last ``lines`` lines of a text file ('' when unreadable)."""
     try:
         with open(path, errors='replace') as f:
             return ''.join(f.readlines()[-lines:])
@@ -194,240 +208,7 @@ def make_sysfs(root, count):
     return root
 
 
-# -- Placement -----------------------------------------------------------
-
-class PlacementServer:
-    """openstack-placement served by gunicorn (1 worker), SQLite, noauth2."""
-
-    def __init__(self, workdir):
-        self.dir = os.path.join(workdir, 'placement')
-        os.makedirs(self.dir, exist_ok=True)
-        self.port = free_port()
-        self.url = 'http://127.0.0.1:%d' % self.port
-        with open(os.path.join(self.dir, 'placement.conf'), 'w') as f:
-            f.write('[DEFAULT]\n[api]\nauth_strategy = noauth2\n'
-                    '[placement_database]\nconnection = sqlite:///%s\n'
-                    % os.path.join(self.dir, 'placement.sqlite'))
-        self.env = {'OS_PLACEMENT_CONFIG_DIR': self.dir}
-        self.proc = None
-        self.session = requests.Session()
-        self.session.headers.update(PLACEMENT_HEADERS)
-
-    def start(self):
-        log = os.path.join(self.dir, 'placement.log')
-        run([os.path.join(BIN, 'placement-manage'), '--config-file',
-             os.path.join(self.dir, 'placement.conf'), 'db', 'sync'], log,
-            env=self.env)
-        self.proc = Proc('placement', [
-            PY, '-m', 'gunicorn', '-b', '127.0.0.1:%d' % self.port, '-w',
-            '1', '--threads', '4', 'placement.wsgi.api:application'], log,
-            env=self.env)
-        wait_http(self.url + '/', proc=self.proc)
-        return self
-
-    def stop(self):
-        if self.proc:
-            self.proc.stop()
-
-    def request(self, method, path, body=None, ok=(200, 201, 204)):
-        r = self.session.request(method, self.url + path,
-                                 data=None if body is None
-                                 else json.dumps(body))
-        if r.status_code not in ok:
-            raise RuntimeError('placement %s %s: %s %s' % (
-                method, path, r.status_code, r.text[:300]))
-        return r.json() if r.content else None
-
-    def create_compute_rp(self, name):
-        rp_uuid = str(uuid.uuid4())
-        self.request('POST', '/resource_providers',
-                     {'name': name, 'uuid': rp_uuid})
-        return rp_uuid
-
-    def providers(self, root_uuid):
-        return self.request('GET', '/resource_providers?in_tree=%s'
-                            % root_uuid)['resource_providers']
-
-
-# -- Nova stub -----------------------------------------------------------
-
-class NovaStub:
-    """A threaded HTTP server standing in for nova-api: answers version
-    documents and records ``os-server-external-events`` with their
-    arrival times (``time.perf_counter()``)."""
-
-    def __init__(self):
-        self.port = free_port()
-        self.url = 'http://127.0.0.1:%d' % self.port
-        self.events = []          # (t, event dict)
-        self.posts = 0
-        self._cond = threading.Condition()
-        stub = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = 'HTTP/1.1'
-
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                base = 'http://127.0.0.1:%d' % stub.port
-                ver = {'id': 'v2.1', 'status': 'CURRENT',
-                       'version': '2.96', 'min_version': '2.1',
-                       'updated': '2013-07-23T11:33:21Z',
-                       'links': [{'rel': 'self',
-                                  'href': base + '/v2.1/'}]}
-                if self.path.rstrip('/') in ('', '/'):
-                    self._send(200, {'versions': [ver]})
-                elif self.path.rstrip('/') == '/v2.1':
-                    self._send(200, {'version': ver})
-                else:
-                    self._send(404, {})
-
-            def do_POST(self):
-                n = int(self.headers.get('Content-Length') or 0)
-                raw = self.rfile.read(n)
-                now = time.perf_counter()
-                if not self.path.endswith('/os-server-external-events'):
-                    self._send(404, {})
-                    return
-                events = json.loads(raw or b'{}').get('events', [])
-                with stub._cond:
-                    stub.posts += 1
-                    for ev in events:
-                        stub.events.append((now, ev))
-                    stub._cond.notify_all()
-                out = [dict(ev, code=200) for ev in events]
-                self._send(200, {'events': out})
-
-        self.server = http.server.ThreadingHTTPServer(
-            ('127.0.0.1', self.port), Handler)
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(target=self.server.serve_forever,
-                                        daemon=True)
-
-    def start(self):
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-    def mark(self):
-        with self._cond:
-            return len(self.events)
-
-    def wait_tags(self, tags, since=0, timeout=60.0, partial=False):
-        """Wait for events tagged with every ARQ UUID in ``tags``.
-
-        :returns: ``{tag: (t, event)}`` of the first event per tag.
-        :raises RuntimeError: on timeout, unless ``partial`` (then what
-            arrived is returned).
-        """
-        tags = set(tags)
-        end = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                seen = {}
-                for t, ev in self.events[since:]:
-                    if ev.get('tag') in tags and ev['tag'] not in seen:
-                        seen[ev['tag']] = (t, ev)
-                if len(seen) == len(tags):
-                    return seen
-                left = end - time.monotonic()
-                if left <= 0:
-                    if partial:
-                        return seen
-                    raise RuntimeError('events for %d of %d ARQs did not '
-                                       'arrive' % (len(tags) - len(seen),
-                                                   len(tags)))
-                self._cond.wait(min(left, 0.5))
-
-
-# -- accel_backend as a process -----------------------------------------
-
-class AccelBackendProcess:
-    """``accel-backend`` (cheroot) on its own config and database."""
-
-    def __init__(self, workdir, name, placement, nova, sysfs_root,
-                 connection=None, api_workers=8, binding_workers=4,
-                 env=None):
-        self.dir = os.path.join(workdir, name)
-        os.makedirs(self.dir, exist_ok=True)
-        self.host = name
-        self.port = free_port()
-        self.url = 'http://127.0.0.1:%d' % self.port
-        self.connection = connection or 'sqlite:///%s' % os.path.join(
-            self.dir, 'accel_backend.sqlite')
-        self.conf = os.path.join(self.dir, 'accel-backend.conf')
-        self.log = os.path.join(self.dir, 'accel-backend.log')
-        self.env = env or {}
-        with open(self.conf, 'w') as f:
-            f.write('\n'.join([
-                '[DEFAULT]', 'host = %s' % name, 'state_path = %s' % self.dir,
-                'log_file = %s' % self.log, 'debug = False',
-                '[api]', 'host_ip = 127.0.0.1', 'port = %d' % self.port,
-                'workers = %d' % api_workers, 'auth_strategy = noauth',
-                '[database]', 'connection = %s' % self.connection,
-                '[binding]', 'workers = %d' % binding_workers,
-                '[discovery]', 'sysfs_root = %s' % sysfs_root,
-                'report_interval = 0',
-                'device_spec = %s' % json.dumps(GPU_SPEC),
-                '[placement]', 'auth_type = admin_token',
-                'endpoint = %s' % placement.url, 'token = admin',
-                'endpoint_override = %s' % placement.url,
-                '[nova]', 'auth_type = admin_token',
-                'endpoint = %s/v2.1' % nova.url, 'token = admin',
-                'endpoint_override = %s/v2.1' % nova.url,
-                'event_retry_interval = 0.05', 'event_retry_timeout = 60',
-                '']))
-        self.proc = None
-
-    def start(self, expect_devices=None, placement=None, root_rp=None,
-              timeout=180):
-        """Start; with ``expect_devices``, wait until that many devices are
-        stored and (with ``placement``/``root_rp``) reported to Placement
-        with inventory and traits, so measuring starts on a quiet
-        service."""
-        run([PY, '-m', 'accel_backend.cmd.manage', '--config-file',
-             self.conf, 'db', 'sync'], self.log, env=self.env)
-        self.proc = Proc('accel-backend', [
-            PY, '-m', 'accel_backend.cmd.server', '--config-file',
-            self.conf], self.log + '.out', env=self.env)
-        wait_http(self.url + '/v2', headers=ACCEL_HEADERS, proc=self.proc)
-        if not expect_devices:
-            return self
-        end = time.monotonic() + timeout
-        s = requests.Session()
-        while True:
-            deps = s.get(self.url + '/v2/deployables',
-                         headers=ACCEL_HEADERS).json()['deployables']
-            reported = expect_devices
-            if placement is not None and len(deps) >= expect_devices:
-                reported = len(placement.request(
-                    'GET', '/resource_providers?in_tree=%s&resources=PGPU:1'
-                    '&required=OWNER_CYBORG' % root_rp)['resource_providers'])
-            if len(deps) >= expect_devices and reported >= expect_devices:
-                return self
-            if time.monotonic() > end:
-                raise RuntimeError('accel-backend: %d of %d devices stored, '
-                                   '%d reported' % (len(deps), expect_devices,
-                                                    reported))
-            time.sleep(0.25)
-
-    def stop(self):
-        if self.proc:
-            self.proc.stop()
-
+# -- the accelerator API client -----------------------------------------
 
 class AccelClient:
     """The Cyborg v2 calls Nova makes, as one client for both services.
@@ -443,6 +224,11 @@ class AccelClient:
             self.s.headers['OpenStack-API-Version'] = 'accelerator ' + version
 
     def call(self, method, path, body=None, ok=(200, 201, 202, 204)):
+        """One request with a JSON-able ``body``; returns ``(seconds,
+        response)``.
+
+        :raises RuntimeError: on a status not in ``ok``.
+        """
         data = None if body is None else json.dumps(body)
         t0 = time.perf_counter()
         r = self.s.request(method, self.url + path, data=data)
@@ -503,6 +289,7 @@ class SQLiteCommitFloor:
         self.db.commit()
 
     def once(self):
+        """One INSERT + COMMIT; returns its seconds."""
         t0 = time.perf_counter()
         self.db.execute('INSERT INTO t (v) VALUES (?)', (str(uuid.uuid4()),))
         self.db.commit()
@@ -513,8 +300,10 @@ class SQLiteCommitFloor:
 
 
 def sqlite_version():
+    """The SQLite library's version (a string)."""
     return sqlite3.sqlite_version
 
 
 def which(name):
+    """The path of program ``name`` on PATH, or None."""
     return shutil.which(name)

@@ -20,6 +20,7 @@ import requests
 import sqlalchemy as sa
 
 from benchmarks import common
+from benchmarks import servers
 
 DEVICES = 50
 BINDS = 200
@@ -55,8 +56,8 @@ def measure(env):
 def _measure(env, devices, binds):
     sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-conc'),
                               devices)
-    backend = common.AccelBackendProcess(env.workdir, 'conc', env.placement,
-                                         env.stub, sysfs)
+    backend = servers.AccelBackendProcess(env.workdir, 'conc', env.placement,
+                                          env.stub, sysfs)
     root = env.placement.create_compute_rp(backend.host)
     backend.start(expect_devices=devices, placement=env.placement,
                   root_rp=root)

@@ -1,16 +1,13 @@
-"""The results file (Markdown), its PNG plots and the stdout summary."""
+"""The results file of a benchmark run (Markdown and JSON) and the summary
+table printed on stdout; the plots are drawn by ``benchmarks.plots``."""
 
+import json
 import os
 import re
 
-import matplotlib
-
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # noqa: E402
-
-UPSTREAM_OPS = ('device_profile_create', 'arq_create', 'bind_patch',
-                'patch_to_event', 'patch_to_get_bound', 'arq_list',
-                'delete_by_instance')
+from benchmarks import common
+from benchmarks import plots
+from benchmarks import upstream
 
 
 def _f(v, fmt='%.1f'):
@@ -28,15 +25,11 @@ def _slug(meta):
     return '%s-%dc' % (cpu, meta['machine']['cores'] or 0)
 
 
-def _nm(res):
-    return isinstance(res, dict) and 'not_measured' in res
-
-
 def summary_rows(results):
     """``[(measure, what, value, ratio)]`` for the summary table."""
     rows = []
     b = results.get('boot')
-    if b and not _nm(b):
+    if b and not common.not_measured(b):
         for key, label in (('accel_backend', 'a: accel flavor, accel_backend'),
                            ('nova_fake', 'b: accel flavor, Nova fake'),
                            ('no_accelerator', 'c: no accelerator')):
@@ -50,12 +43,12 @@ def summary_rows(results):
     elif b:
         rows.append(('1 boot', 'not measured', b['not_measured'], ''))
     rt = results.get('roundtrip')
-    if rt and not _nm(rt):
+    if rt and not common.not_measured(rt):
         for db in ('sqlite', 'postgresql'):
             r = rt.get(db)
             if not r:
                 continue
-            if _nm(r):
+            if common.not_measured(r):
                 rows.append(('2 ARQ round trip', db, 'not measured: ' +
                              r['not_measured'], ''))
                 continue
@@ -71,8 +64,8 @@ def summary_rows(results):
         rows.append(('2 ARQ round trip', 'not measured', rt['not_measured'],
                      ''))
     up = results.get('upstream')
-    if up and not _nm(up):
-        for op in UPSTREAM_OPS:
+    if up and not common.not_measured(up):
+        for op in upstream.OPS:
             a = up['accel_backend'].get(op)
             c = up['cyborg'].get(op)
             if a and c:
@@ -86,7 +79,7 @@ def summary_rows(results):
         rows.append(('3 vs Cyborg 17', 'not measured', up['not_measured'],
                      ''))
     c = results.get('concurrency')
-    if c and not _nm(c):
+    if c and not common.not_measured(c):
         rows.append(('4 concurrency', '%d binds / %d devices: throughput'
                      % (c['binds'], c['devices']),
                      '%.0f PATCH/s, %.0f binds+events/s' % (
@@ -100,9 +93,9 @@ def summary_rows(results):
     elif c:
         rows.append(('4 concurrency', 'not measured', c['not_measured'], ''))
     s = results.get('scale')
-    if s and not _nm(s):
+    if s and not common.not_measured(s):
         db = s['db']
-        if not _nm(db):
+        if not common.not_measured(db):
             for n, step in sorted(db['steps'].items(),
                                   key=lambda kv: int(kv[0])):
                 rows.append(('5 scale', '%d nodes x 8, %s ARQs: by instance /'
@@ -113,7 +106,7 @@ def summary_rows(results):
                                  _f(step['device_profile_by_name']['p50'])),
                              ''))
         ag = s['agent']
-        if not _nm(ag):
+        if not common.not_measured(ag):
             rows.append(('5 scale', 'agent, %d devices: initial report'
                          % ag['devices'], '%d calls, %.2f s' % (
                              ag['initial']['placement_calls'],
@@ -128,6 +121,11 @@ def summary_rows(results):
 
 
 def summary_table(meta, results):
+    """The summary as a plain-text table for stdout.
+
+    :param meta: the run's ``{'date', 'machine', 'quick', ...}``.
+    :param results: ``{measure: result dict}``.
+    """
     rows = [('measure', 'what', 'value', 'ratio')] + summary_rows(results)
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     lines = ['', 'nova-accel benchmarks, %s, %s (%s cores)%s' % (
@@ -138,121 +136,6 @@ def summary_table(meta, results):
         if i == 0:
             lines.append('  '.join('-' * w for w in widths))
     return '\n'.join(lines)
-
-
-# -- plots -------------------------------------------------------------------
-
-def _plot_boot(b, path):
-    keys = [k for k in ('accel_backend', 'nova_fake', 'no_accelerator',
-                        'no_accelerator_fake_harness') if k in b]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.boxplot([b[k]['samples_ms'] for k in keys], showmeans=False)
-    ax.set_xticks(range(1, len(keys) + 1))
-    ax.set_xticklabels(['a: accel_backend', 'b: Nova fake',
-                        'c: no accelerator', 'c\': no accel.\n(fake harness)'
-                        ][:len(keys)], fontsize=8)
-    ax.set_ylabel('POST /servers -> ACTIVE (ms)')
-    ax.set_title('Boot in Nova 34 functional harness')
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _plot_roundtrip(rt, path):
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for db, style, color in (('sqlite', 'o-', 'C0'),
-                             ('postgresql', 's--', 'C2')):
-        r = rt.get(db)
-        if not r or _nm(r):
-            continue
-        ns = sorted(r['sizes'], key=int)
-        for pct, alpha in (('p50', 1.0), ('p99', 0.45)):
-            ax.plot([int(n) for n in ns], [r['sizes'][n][pct] for n in ns],
-                    style, alpha=alpha, color=color,
-                    label='%s %s' % (db, pct))
-        ax.axhline(r['floor']['p50'], linestyle=':', alpha=0.8,
-                   label='%s floor p50 (GET /v2 + commit)' % db, color=color)
-    ax.set_xscale('log')
-    ax.set_yscale('log')
-    ax.set_xlabel('ARQs created and bound at once')
-    ax.set_ylabel('create + bind + event received (ms)')
-    ax.set_title('ARQ round trip, accel-backend over loopback')
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _plot_upstream(up, path):
-    ops = [op for op in UPSTREAM_OPS
-           if op in up['accel_backend'] and op in up['cyborg']]
-    fig, ax = plt.subplots(figsize=(8, 4))
-    x = range(len(ops))
-    ax.bar([i - 0.2 for i in x], [up['accel_backend'][o]['p50'] for o in ops],
-           width=0.4, label='accel_backend')
-    ax.bar([i + 0.2 for i in x], [up['cyborg'][o]['p50'] for o in ops],
-           width=0.4, label='Cyborg 17.0.0')
-    ax.set_xticks(list(x))
-    ax.set_xticklabels([o.replace('_', '\n') for o in ops], fontsize=7)
-    ax.set_ylabel('p50 (ms)')
-    ax.set_title('Same client, same run: accel_backend vs Cyborg 17')
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _plot_scale(db, path):
-    ns = sorted(db['steps'], key=int)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for op in ('arq_list_by_instance', 'device_list_by_host',
-               'device_profile_by_name', 'device_profile_by_uuid',
-               'arq_list_all'):
-        ax.plot([int(n) for n in ns], [db['steps'][n][op]['p50'] for n in ns],
-                'o-', label=op)
-    ax.set_xscale('log')
-    ax.set_yscale('log')
-    ax.set_xlabel('ARQs in the database (%d nodes x 8 devices)'
-                  % db['hosts'])
-    ax.set_ylabel('p50 over HTTP (ms)')
-    ax.set_title('accel_backend at scale')
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _plot_concurrency(c, path):
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.hist(c['patch_latency']['samples_ms'], bins=30)
-    ax.set_xlabel('PATCH latency under contention (ms)')
-    ax.set_ylabel('requests')
-    ax.set_title('%d concurrent binds, %d devices' % (c['binds'],
-                                                       c['devices']))
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def plots(results, prefix):
-    """Write the PNGs; returns ``{measure: filename}``."""
-    out = {}
-    todo = [('boot', lambda r: r, _plot_boot),
-            ('roundtrip', lambda r: r, _plot_roundtrip),
-            ('upstream', lambda r: r, _plot_upstream),
-            ('concurrency', lambda r: r, _plot_concurrency),
-            ('scale', lambda r: r['db'], _plot_scale)]
-    for name, pick, fn in todo:
-        r = results.get(name)
-        if not r or _nm(r):
-            continue
-        data = pick(r)
-        if _nm(data):
-            continue
-        path = '%s-%s.png' % (prefix, name)
-        fn(data, path)
-        out[name] = os.path.basename(path)
-    return out
 
 
 # -- Markdown ----------------------------------------------------------------
@@ -268,10 +151,19 @@ STATS_HEAD = ('| | n | p50 ms | p95 ms | p99 ms | min ms | max ms |\n'
 
 
 def write(results_dir, meta, results):
+    """Write ``<date>-<machine>[-quick].md``, its ``.json`` (meta and
+    results) and its PNG plots into ``results_dir``.
+
+    :param meta: the run's ``{'date', 'machine', 'versions', 'quick',
+        'command', 'total_seconds', ...}``.
+    :param results: ``{measure: result dict}``.
+    :returns: the path of the Markdown file.
+    :raises OSError: when a file cannot be written.
+    """
     day = meta['date'].split()[0]
     base = '%s-%s%s' % (day, _slug(meta), '-quick' if meta['quick'] else '')
     prefix = os.path.join(results_dir, base)
-    pngs = plots(results, prefix)
+    pngs = plots.plots(results, prefix)
     m, v = meta['machine'], meta['versions']
     L = ['# nova-accel benchmarks, %s' % meta['date'], '',
          'Command: `%s` (%.0f s in all)%s.' % (
@@ -311,7 +203,7 @@ def write(results_dir, meta, results):
           'RP created by hand as in Nova\'s `AcceleratorServerBase`). '
           'c: no accelerator (harness a); c\': no accelerator in harness b. '
           'Both harnesses use `accel.LibvirtDriver` on fake libvirt.', '']
-    if b and not _nm(b):
+    if b and not common.not_measured(b):
         L += [STATS_HEAD]
         for k in ('accel_backend', 'nova_fake', 'no_accelerator',
                   'no_accelerator_fake_harness'):
@@ -336,13 +228,13 @@ def write(results_dir, meta, results):
           'database (WAL SQLite file with accel_backend\'s pragmas, or the '
           'same PostgreSQL server), measured in the same run.' % (
               (rt or {}).get('sqlite', {}).get('devices', 128)), '']
-    if rt and not _nm(rt):
+    if rt and not common.not_measured(rt):
         for db in ('sqlite', 'postgresql'):
             r = rt.get(db)
             if not r:
                 continue
             L += ['### %s' % db, '']
-            if _nm(r):
+            if common.not_measured(r):
                 L += ['Not measured: %s' % r['not_measured'], '']
                 continue
             L += [STATS_HEAD]
@@ -359,11 +251,11 @@ def write(results_dir, meta, results):
 
     up = results.get('upstream')
     L += ['', '## 3. Against upstream openstack-cyborg 17.0.0', '']
-    if up and not _nm(up):
+    if up and not common.not_measured(up):
         L += [up.get('setup', ''), '',
               '| operation | accel_backend p50 | p95 | Cyborg 17 p50 | p95 | '
               'Cyborg/accel (p50) |', '|---|---|---|---|---|---|']
-        for op in UPSTREAM_OPS:
+        for op in upstream.OPS:
             a, c = up['accel_backend'].get(op), up['cyborg'].get(op)
             if a and c:
                 L.append('| %s | %s | %s | %s | %s | %s |' % (
@@ -378,7 +270,7 @@ def write(results_dir, meta, results):
     c = results.get('concurrency')
     L += ['', '## 4. Concurrency: %s binds for %s devices' % (
         (c or {}).get('binds', 200), (c or {}).get('devices', 50)), '']
-    if c and not _nm(c):
+    if c and not common.not_measured(c):
         L += ['%d single-GPU resource providers; %d ARQs created first; '
               '%d threads released by one barrier each PATCH one ARQ '
               '(four per device, each for its own instance; a request whose '
@@ -416,9 +308,9 @@ def write(results_dir, meta, results):
 
     s = results.get('scale')
     L += ['', '## 5. Scale', '']
-    if s and not _nm(s):
+    if s and not common.not_measured(s):
         db = s['db']
-        if _nm(db):
+        if common.not_measured(db):
             L.append('Database scale not measured: %s' % db['not_measured'])
         else:
             L += ['%d compute nodes x 8 GPUs (%d devices, deployables, attach '
@@ -437,7 +329,7 @@ def write(results_dir, meta, results):
         ag = s['agent']
         L += ['', '### Agent: report of %s GPUs to Placement'
               % ag.get('devices', 64), '']
-        if _nm(ag):
+        if common.not_measured(ag):
             L.append('Not measured: %s' % ag['not_measured'])
         else:
             L += ['| run | Placement calls | seconds |', '|---|---|---|']
@@ -459,7 +351,6 @@ def write(results_dir, meta, results):
         L += ['', '## Failures', '']
         for k, r in failed:
             L += ['%s:' % k, '```', r['traceback'][-2000:], '```']
-    import json
     with open(prefix + '.json', 'w') as f:
         json.dump({'meta': meta, 'results': results}, f, indent=1,
                   default=str)

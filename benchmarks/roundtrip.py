@@ -18,6 +18,7 @@ import time
 import uuid
 
 from benchmarks import common
+from benchmarks import servers
 from benchmarks import pg
 
 SIZES = (1, 10, 100)
@@ -54,7 +55,7 @@ def measure_backend(env, label, connection, floor_factory):
     sysfs = os.path.join(env.workdir, 'sysfs-%d' % devices)
     if not os.path.isdir(sysfs):
         common.make_sysfs(sysfs, devices)
-    backend = common.AccelBackendProcess(
+    backend = servers.AccelBackendProcess(
         env.workdir, 'rt-%s' % label, env.placement, env.stub, sysfs,
         connection=connection)
     root = env.placement.create_compute_rp(backend.host)

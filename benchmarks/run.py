@@ -38,6 +38,7 @@ import time
 import traceback
 
 from benchmarks import common
+from benchmarks import servers
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
 MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
@@ -264,8 +265,8 @@ def main(argv=None):
     results = {}
     try:
         if set(only) - {'boot'}:
-            env.placement = common.PlacementServer(workdir).start()
-            env.stub = common.NovaStub().start()
+            env.placement = servers.PlacementServer(workdir).start()
+            env.stub = servers.NovaStub().start()
         for name in only:
             results[name] = run_measure(env, name, busy_above(info))
     finally:

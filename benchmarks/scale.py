@@ -13,6 +13,7 @@ b. The agent side: the initial report of 64 GPUs to a real Placement and
    ``PlacementClient.calls`` and timed.
 """
 
+import json
 import os
 import random
 import time
@@ -21,6 +22,7 @@ import uuid
 import sqlalchemy as sa
 
 from benchmarks import common
+from benchmarks import servers
 
 HOSTS, DEVICES_PER_HOST = 1000, 8
 ARQ_STEPS = (100, 1000, 10000)
@@ -117,8 +119,8 @@ def measure_db(env):
     reps = QUICK_REPS if env.quick else REPS
     empty = os.path.join(env.workdir, 'sysfs-empty')
     os.makedirs(empty, exist_ok=True)
-    backend = common.AccelBackendProcess(env.workdir, 'scale', env.placement,
-                                         env.stub, empty)
+    backend = servers.AccelBackendProcess(env.workdir, 'scale',
+                                          env.placement, env.stub, empty)
     env.placement.create_compute_rp(backend.host)
     backend.start()
     db = db_api.Database(backend.connection)
@@ -190,7 +192,7 @@ def measure_agent(env):
             '[DEFAULT]', 'host = %s' % host, 'state_path = %s' % d,
             '[api]', 'auth_strategy = noauth',
             '[discovery]', 'sysfs_root = %s' % sysfs,
-            'device_spec = %s' % common.json.dumps(common.GPU_SPEC),
+            'device_spec = %s' % json.dumps(common.GPU_SPEC),
             '[placement]', 'auth_type = admin_token',
             'endpoint = %s' % env.placement.url, 'token = admin',
             'endpoint_override = %s' % env.placement.url,

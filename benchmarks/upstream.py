@@ -27,6 +27,7 @@ import uuid
 import requests
 
 from benchmarks import common
+from benchmarks import servers
 from tools.launch import cyborg as launch_cyborg
 
 TRIALS = int(os.environ.get("BENCH_UPSTREAM_TRIALS", 30))
@@ -241,7 +242,7 @@ def measure(env):
         cyborg = Cyborg(env.workdir, py, env.placement, env.stub, rabbit)
         cy_rp = cyborg.start(env.placement, root)
         sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-up'), 16)
-        backend = common.AccelBackendProcess(
+        backend = servers.AccelBackendProcess(
             env.workdir, 'up-accel', env.placement, env.stub, sysfs,
             api_workers=8)
         root_a = env.placement.create_compute_rp(backend.host)

@@ -39,6 +39,7 @@ import requests
 import sqlalchemy as sa
 
 from benchmarks import common
+from benchmarks import servers
 
 ACCELS_PER_HOST, USED_PER_HOST = 8, 3
 SIZES = (10, 100, 1000, 5000)
@@ -209,7 +210,7 @@ def measure(env, sizes=SIZES, samples=30):
     rng = random.Random(6)
     for n in sizes:
         work = os.path.join(env.workdir, 'weigher-%d' % n)
-        placement = common.PlacementServer(work)
+        placement = servers.PlacementServer(work)
         try:
             placement.start()
             db = os.path.join(placement.dir, 'placement.sqlite')

@@ -5,7 +5,7 @@ and write what each answered to ``doc/cyborg-deviations.md``.
     tox -e compare-cyborg
 
 The services are started with the benchmark suite's code
-(``benchmarks.common`` and ``benchmarks.upstream``, which say how
+(``benchmarks.servers`` and ``benchmarks.upstream``, which say how
 upstream is run):
 one Placement server, one Nova stub, RabbitMQ, Cyborg 17 (API under
 gunicorn without keystone, conductor, agent with the fake driver, SQLite)
@@ -43,6 +43,7 @@ import requests
 
 from benchmarks import common
 from benchmarks import run as bench_run
+from benchmarks import servers
 from benchmarks import upstream
 
 DOC = os.path.join(common.REPO, 'doc', 'cyborg-deviations.md')
@@ -613,13 +614,13 @@ def start_services(workdir, log):
     stop = []
     notes = []
     vers = bench_run.versions()
-    placement = common.PlacementServer(workdir).start()
+    placement = servers.PlacementServer(workdir).start()
     stop.append(placement)
-    stub = common.NovaStub().start()
+    stub = servers.NovaStub().start()
     stop.append(stub)
     sysfs = common.make_sysfs(os.path.join(workdir, 'sysfs'), 2)
-    backend = common.AccelBackendProcess(workdir, 'cmp-accel', placement,
-                                         stub, sysfs, api_workers=4)
+    backend = servers.AccelBackendProcess(workdir, 'cmp-accel', placement,
+                                          stub, sysfs, api_workers=4)
     stop.append(backend)
     root_a = placement.create_compute_rp(backend.host)
     backend.start(expect_devices=2, placement=placement, root_rp=root_a)

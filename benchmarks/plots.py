@@ -1,0 +1,132 @@
+"""The PNG plots of a benchmark run (matplotlib, Agg backend): one per
+measure that was measured, written next to the results file."""
+
+import os
+
+import matplotlib
+
+from benchmarks import common
+from benchmarks import upstream
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _plot_boot(b, path):
+    keys = [k for k in ('accel_backend', 'nova_fake', 'no_accelerator',
+                        'no_accelerator_fake_harness') if k in b]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.boxplot([b[k]['samples_ms'] for k in keys], showmeans=False)
+    ax.set_xticks(range(1, len(keys) + 1))
+    ax.set_xticklabels(['a: accel_backend', 'b: Nova fake',
+                        'c: no accelerator', 'c\': no accel.\n(fake harness)'
+                        ][:len(keys)], fontsize=8)
+    ax.set_ylabel('POST /servers -> ACTIVE (ms)')
+    ax.set_title('Boot in Nova 34 functional harness')
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_roundtrip(rt, path):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for db, style, color in (('sqlite', 'o-', 'C0'),
+                             ('postgresql', 's--', 'C2')):
+        r = rt.get(db)
+        if not r or common.not_measured(r):
+            continue
+        ns = sorted(r['sizes'], key=int)
+        for pct, alpha in (('p50', 1.0), ('p99', 0.45)):
+            ax.plot([int(n) for n in ns], [r['sizes'][n][pct] for n in ns],
+                    style, alpha=alpha, color=color,
+                    label='%s %s' % (db, pct))
+        ax.axhline(r['floor']['p50'], linestyle=':', alpha=0.8,
+                   label='%s floor p50 (GET /v2 + commit)' % db, color=color)
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_xlabel('ARQs created and bound at once')
+    ax.set_ylabel('create + bind + event received (ms)')
+    ax.set_title('ARQ round trip, accel-backend over loopback')
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_upstream(up, path):
+    ops = [op for op in upstream.OPS
+           if op in up['accel_backend'] and op in up['cyborg']]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    x = range(len(ops))
+    ax.bar([i - 0.2 for i in x], [up['accel_backend'][o]['p50'] for o in ops],
+           width=0.4, label='accel_backend')
+    ax.bar([i + 0.2 for i in x], [up['cyborg'][o]['p50'] for o in ops],
+           width=0.4, label='Cyborg 17.0.0')
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([o.replace('_', '\n') for o in ops], fontsize=7)
+    ax.set_ylabel('p50 (ms)')
+    ax.set_title('Same client, same run: accel_backend vs Cyborg 17')
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_scale(db, path):
+    ns = sorted(db['steps'], key=int)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for op in ('arq_list_by_instance', 'device_list_by_host',
+               'device_profile_by_name', 'device_profile_by_uuid',
+               'arq_list_all'):
+        ax.plot([int(n) for n in ns], [db['steps'][n][op]['p50'] for n in ns],
+                'o-', label=op)
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_xlabel('ARQs in the database (%d nodes x 8 devices)'
+                  % db['hosts'])
+    ax.set_ylabel('p50 over HTTP (ms)')
+    ax.set_title('accel_backend at scale')
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_concurrency(c, path):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.hist(c['patch_latency']['samples_ms'], bins=30)
+    ax.set_xlabel('PATCH latency under contention (ms)')
+    ax.set_ylabel('requests')
+    ax.set_title('%d concurrent binds, %d devices' % (c['binds'],
+                                                       c['devices']))
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plots(results, prefix):
+    """Write one PNG per measured measure as ``<prefix>-<measure>.png``.
+
+    :param results: ``{measure: result dict}`` as ``benchmarks.run``
+        collects them; measures not measured are skipped.
+    :param prefix: the path of the results file without its ending.
+    :returns: ``{measure: file name}`` (without its folder).
+    :raises OSError: when a file cannot be written.
+    """
+    out = {}
+    todo = [('boot', lambda r: r, _plot_boot),
+            ('roundtrip', lambda r: r, _plot_roundtrip),
+            ('upstream', lambda r: r, _plot_upstream),
+            ('concurrency', lambda r: r, _plot_concurrency),
+            ('scale', lambda r: r['db'], _plot_scale)]
+    for name, pick, fn in todo:
+        r = results.get(name)
+        if not r or common.not_measured(r):
+            continue
+        data = pick(r)
+        if common.not_measured(data):
+            continue
+        path = '%s-%s.png' % (prefix, name)
+        fn(data, path)
+        out[name] = os.path.basename(path)
+    return out
