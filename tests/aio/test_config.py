@@ -1,5 +1,6 @@
-"""The all-in-one launcher's configuration (``tools.aio.config``), its
-Neutron stub and its process handling - nothing here starts the cloud."""
+"""The all-in-one launcher's configuration (``tools.aio.config``,
+``client_config``, ``devices``), its Neutron stub and its process handling
+- nothing here starts the cloud."""
 
 import configparser
 import io
@@ -12,8 +13,10 @@ import unittest
 import wsgiref.util
 
 from accel_backend import conf as accel_conf
+from tools.aio import client_config
 from tools.aio import cloud
 from tools.aio import config
+from tools.aio import devices
 from tools.aio import neutron_stub
 from tools.aio import procs
 
@@ -82,7 +85,7 @@ class TestLayout(unittest.TestCase):
         # What `down` removes (the run dir) is all the cloud writes.
         lay = layout()
         confs = dict(config.all_configs(lay))
-        confs['tempest'] = config.tempest_conf(lay, 'img', '1', '2')
+        confs['tempest'] = client_config.tempest_conf(lay, 'img', '1', '2')
         for name, ini in confs.items():
             for section, items in ini.sections.items():
                 for key, value in items:
@@ -183,7 +186,7 @@ class TestServiceConfigs(unittest.TestCase):
         self.assertEqual(['generic_pci', 'fake'],
                          conf.discovery.enabled_drivers)
         self.assertTrue(os.path.isdir(conf.discovery.sysfs_root))
-        self.assertEqual([config.GPU_SPEC],
+        self.assertEqual([devices.GPU_SPEC],
                          [json.loads(s) for s in conf.discovery.device_spec])
         self.assertEqual('aio-compute',
                          conf.discovery.resource_provider_name)
@@ -206,15 +209,15 @@ class TestServiceConfigs(unittest.TestCase):
 
     def test_groups_and_totals(self):
         both = layout()
-        self.assertEqual('1', config.demo_group(both)['resources:PGPU'])
-        self.assertEqual('1', config.tempest_group(both)['resources:FPGA'])
-        self.assertEqual(18, config.accelerator_total(both))
-        self.assertEqual(16, config.accelerator_total(
-            both, config.tempest_group(both)))
-        self.assertEqual(3, config.expected_deployables(both))
+        self.assertEqual('1', devices.demo_group(both)['resources:PGPU'])
+        self.assertEqual('1', devices.tempest_group(both)['resources:FPGA'])
+        self.assertEqual(18, devices.accelerator_total(both))
+        self.assertEqual(16, devices.accelerator_total(
+            both, devices.tempest_group(both)))
+        self.assertEqual(3, devices.expected_deployables(both))
         gpus = layout(discovery=['generic_pci'])
-        self.assertEqual('1', config.tempest_group(gpus)['resources:PGPU'])
-        self.assertEqual(2, config.accelerator_total(gpus))
+        self.assertEqual('1', devices.tempest_group(gpus)['resources:PGPU'])
+        self.assertEqual(2, devices.accelerator_total(gpus))
 
     def test_rabbitmq(self):
         env, text = config.rabbitmq(self.layout)
@@ -226,20 +229,21 @@ class TestServiceConfigs(unittest.TestCase):
         self.assertEqual(RUN + '/rabbitmq', env['HOME'])
 
     def test_clouds_and_openrc(self):
-        clouds = config.clouds_yaml(self.layout)['clouds']
+        clouds = client_config.clouds_yaml(self.layout)['clouds']
         self.assertEqual(('admin', 'adminpw', self.layout.auth_url),
                          (clouds['aio-admin']['auth']['username'],
                           clouds['aio-admin']['auth']['password'],
                           clouds['aio-admin']['auth']['auth_url']))
-        rc = config.openrc(self.layout)
+        rc = client_config.openrc(self.layout)
         self.assertIn('export OS_CLOUD=aio-admin', rc)
         self.assertIn(RUN + '/clouds.yaml', rc)
 
     def test_tempest_conf(self):
-        conf = parse(config.tempest_conf(self.layout, 'img-1', 'f1', 'f2'))
+        conf = parse(client_config.tempest_conf(self.layout, 'img-1', 'f1',
+                                                'f2'))
         accel = conf['accelerator']
         self.assertEqual('accelerator', accel['catalog_type'])
-        self.assertEqual(config.tempest_group(self.layout),
+        self.assertEqual(devices.tempest_group(self.layout),
                          json.loads(accel['device_profile_group']))
         self.assertEqual(('FPGA', '16', '120'),
                          (accel['resource_class'],

@@ -14,7 +14,7 @@ import unittest
 from accel_backend import conf as accel_conf
 from tests.aio.test_config import layout
 from tests.aio.test_config import parse
-from tools.aio import config
+from tools.aio import devices
 from tools.aio import nested
 from tools.nested import node
 from tools.nested import session
@@ -61,7 +61,7 @@ class TestL1Configs(unittest.TestCase):
         self.assertEqual(['generic_pci'], conf.discovery.enabled_drivers)
         # L1's real sysfs, not a recorded tree.
         self.assertEqual('/sys/bus/pci/devices', conf.discovery.sysfs_root)
-        self.assertEqual([config.EDU_SPEC], [
+        self.assertEqual([devices.EDU_SPEC], [
             json.loads(s) for s in conf.discovery.device_spec])
         self.assertEqual(('0.0.0.0', self.layout.ports['l1_metrics']),
                          (conf.metrics.host, conf.metrics.port))
@@ -69,11 +69,11 @@ class TestL1Configs(unittest.TestCase):
 
     def test_the_demo_and_tempest_ask_for_an_edu_function(self):
         lay = self.layout
-        self.assertEqual('1', config.demo_group(lay)['resources:CUSTOM_EDU'])
+        self.assertEqual('1', devices.demo_group(lay)['resources:CUSTOM_EDU'])
         self.assertEqual('1',
-                         config.tempest_group(lay)['resources:CUSTOM_EDU'])
+                         devices.tempest_group(lay)['resources:CUSTOM_EDU'])
         # Five functions, two in one IOMMU group: four devices.
-        self.assertEqual(4, config.expected_deployables(lay))
+        self.assertEqual(4, devices.expected_deployables(lay))
 
     def test_write_configs_into_the_shared_directory(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -16,7 +16,7 @@ import time
 import testtools
 
 from tools.aio import cloud as cloud_mod
-from tools.aio import config
+from tools.aio import devices
 from tools.aio import nested
 from tools.nested import node
 
@@ -129,7 +129,7 @@ class TestARealGuest(testtools.TestCase):
     # -- scenarios ---------------------------------------------------------
 
     def test_boot_use_delete_and_offer_again(self):
-        flavor = self.flavor_for('nested-one', config.demo_group(
+        flavor = self.flavor_for('nested-one', devices.demo_group(
             self.cloud.layout))
         server = self.boot('nested-one', flavor)
         self.addCleanup(self.delete, server)
@@ -179,7 +179,7 @@ class TestARealGuest(testtools.TestCase):
             time.sleep(3)
 
     def test_hot_add_and_hot_remove_on_the_running_guest(self):
-        group = config.demo_group(self.cloud.layout)
+        group = devices.demo_group(self.cloud.layout)
         flavor = self.flavor_for('nested-hotplug', group)
         self.api('POST', 'accel', '/v2/device_profiles',
                  [{'name': 'nested-extra', 'groups': [group]}])
@@ -216,7 +216,7 @@ class TestARealGuest(testtools.TestCase):
         # The two functions behind the PCIe-to-PCI bridge share an IOMMU
         # group: one of them is offered, never both to two guests.
         self.assertEqual(1, sum(a in text for a in (first, second)))
-        self.assertEqual(config.expected_deployables(self.cloud.layout),
+        self.assertEqual(devices.expected_deployables(self.cloud.layout),
                          len(deps))
 
 

@@ -5,12 +5,17 @@ which passwords) and returns either an :class:`Ini` (rendered with
 :meth:`Ini.render`) or plain data; nothing here touches the disk, the
 network or a process, so the unit tests in ``tests/aio`` check the whole
 configuration of the cloud without starting anything.
+
+The services' own files are here; what the clients read (clouds.yaml,
+openrc, tempest.conf) is in ``tools.aio.client_config``, and what each
+discovery driver offers in ``tools.aio.devices``.
 """
 
 import dataclasses
 import json
 import os
 
+from tools.aio import devices
 from tools.launch import rabbitmq as launch_rabbit
 
 REGION = 'RegionOne'
@@ -81,9 +86,11 @@ class Ini:
         return values[-1] if values else default
 
     def get_all(self, section, key):
+        """Every value of ``key`` in ``section``, in order (a list)."""
         return [v for k, v in self.sections.get(section, []) if k == key]
 
     def render(self):
+        """The file's text."""
         out = []
         for section, items in self.sections.items():
             out.append('[%s]' % section)
@@ -112,7 +119,7 @@ class Layout:
     :ivar passwords: ``{'admin': ..., 'service': ...}``.
     :ivar db: ``'postgresql'`` or ``'sqlite'``.
     :ivar discovery: accel_backend's discovery drivers, keys of
-        ``DISCOVERY_DRIVERS``.
+        ``devices.DISCOVERY_DRIVERS``.
     :ivar arq_binding_timeout: Nova's ``[DEFAULT] arq_binding_timeout``.
     :ivar compute: ``'fake'`` (nova-compute with ``accel.FakeDriver`` on
         this machine) or ``'nested'`` (a real one in the nested compute
@@ -132,9 +139,12 @@ class Layout:
     compute: str = 'fake'
 
     def path(self, *parts):
+        """A path under the run directory."""
         return os.path.join(self.run_dir, *parts)
 
     def url(self, port_name, path=''):
+        """``http://127.0.0.1:<port>`` + ``path`` (``port_name``: a key of
+        ``ports``)."""
         return 'http://127.0.0.1:%d%s' % (self.ports[port_name], path)
 
     @property
@@ -157,6 +167,7 @@ class Layout:
         raise ValueError('unknown database backend %r' % self.db)
 
     def config_dir(self, service):
+        """The folder of ``service``'s config files."""
         return self.path('etc', service)
 
     def endpoints(self):
@@ -199,6 +210,7 @@ def _common(ini, layout):
 
 
 def keystone_conf(layout):
+    """keystone.conf: fernet tokens, keys under the run directory."""
     ini = _common(Ini(), layout)
     ini.set('database', 'connection', layout.db_url('keystone'))
     ini.set('token', 'provider', 'fernet')
@@ -215,6 +227,7 @@ def keystone_conf(layout):
 
 
 def placement_conf(layout):
+    """placement.conf: Keystone authentication, its own database."""
     ini = _common(Ini(), layout)
     ini.set('api', 'auth_strategy', 'keystone')
     ini.update('keystone_authtoken', keystone_authtoken(layout, 'placement'))
@@ -223,6 +236,7 @@ def placement_conf(layout):
 
 
 def glance_conf(layout):
+    """glance-api.conf: a file store under the run directory."""
     ini = _common(Ini(), layout)
     ini.update('DEFAULT', {
         'enabled_backends': 'fs:file',
@@ -309,6 +323,11 @@ def nova_cpu_conf(layout):
 
 
 def accel_backend_conf(layout):
+    """accel-backend.conf: Keystone authentication, the discovery drivers
+    of ``layout.discovery``, Prometheus metrics.
+
+    :raises ValueError: for an unknown discovery driver, or none.
+    """
     ini = _common(Ini(), layout)
     ini.update('DEFAULT', {'host': layout.host,
                            'state_path': layout.path('accel-backend')})
@@ -330,7 +349,7 @@ def accel_backend_conf(layout):
         'report_interval': 10,
     })
     names = list(layout.discovery)
-    unknown = set(names) - set(DISCOVERY_DRIVERS)
+    unknown = set(names) - set(devices.DISCOVERY_DRIVERS)
     if unknown or not names:
         raise ValueError('unknown discovery drivers %r' % sorted(unknown))
     # l1_edu: generic_pci on the real sysfs of the nested compute node.
@@ -339,77 +358,14 @@ def accel_backend_conf(layout):
     if 'generic_pci' in names:
         ini.set('discovery', 'sysfs_root', os.path.join(
             layout.repo, 'tests', 'fixtures', 'sysfs', 'two-gpus'))
-        ini.add('discovery', 'device_spec', json.dumps(GPU_SPEC))
+        ini.add('discovery', 'device_spec', json.dumps(devices.GPU_SPEC))
     if 'l1_edu' in names:
-        ini.add('discovery', 'device_spec', json.dumps(EDU_SPEC))
+        ini.add('discovery', 'device_spec', json.dumps(devices.EDU_SPEC))
     ini.set('binding', 'workers', 2)
     # Prometheus metrics (the demo shows the bind latency histogram).
     ini.update('metrics', {'enabled': True, 'host': '127.0.0.1',
                            'port': layout.ports['metrics']})
     return ini
-
-
-#: Device spec of the recorded two-GPU sysfs tree (generic_pci discovery).
-GPU_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
-            'resource_class': 'PGPU', 'traits': ['CUSTOM_NVIDIA_T4']}
-
-
-#: Device spec of QEMU's ``edu`` functions of the nested compute node.
-EDU_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
-            'resource_class': 'CUSTOM_EDU', 'traits': ['CUSTOM_QEMU_EDU']}
-
-
-#: ``{discovery driver: (device profile group, accelerators it offers)}``.
-DISCOVERY_DRIVERS = {
-    # Two T4 GPUs from a recorded sysfs tree, with PCI attach handles: the
-    # guest gets real composed <hostdev> elements.
-    'generic_pci': ({'resources:PGPU': '1',
-                     'trait:CUSTOM_NVIDIA_T4': 'required'}, 2),
-    # accel_backend's fake device: 16 FPGA units whose TEST_PCI handles the
-    # virt driver ignores (no <hostdev>), as Cyborg's fake driver.
-    'fake': ({'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'},
-             16),
-    # The nested compute node's five edu functions on its real sysfs
-    # (tools.nested.node.Layout): two share an IOMMU group, so four
-    # devices.
-    'l1_edu': ({'resources:CUSTOM_EDU': '1',
-                'trait:CUSTOM_QEMU_EDU': 'required'}, 4),
-}
-
-
-#: Deployables each discovery driver reports (one per GPU; one fake board).
-DEPLOYABLES = {'generic_pci': 2, 'fake': 1, 'l1_edu': 4}
-
-
-def expected_deployables(layout):
-    return sum(DEPLOYABLES[name] for name in layout.discovery)
-
-
-def demo_group(layout):
-    """The group the demo asks for: an ``edu`` function of the nested
-    compute node when there is one (a real guest gets it), else a GPU
-    (the guest shows a composed ``<hostdev>``), else a fake FPGA."""
-    for name in ('l1_edu', 'generic_pci', 'fake'):
-        if name in layout.discovery:
-            return dict(DISCOVERY_DRIVERS[name][0])
-    raise ValueError('no discovery driver offers a demo device')
-
-
-def tempest_group(layout):
-    """The group tempest asks for: the fake FPGA when there is one (16
-    units: parallel tests never run out), else a GPU."""
-    for name in ('fake', 'generic_pci', 'l1_edu'):
-        if name in layout.discovery:
-            return dict(DISCOVERY_DRIVERS[name][0])
-    raise ValueError('no discovery driver offers a tempest device')
-
-
-def accelerator_total(layout, group=None):
-    """How many accelerators of ``group``'s resource class the compute node
-    offers (all of them when ``group`` is None)."""
-    return sum(count for name, (grp, count) in DISCOVERY_DRIVERS.items()
-               if name in layout.discovery and
-               (group is None or _rc(grp) == _rc(group)))
 
 
 def rabbitmq(layout):
@@ -421,89 +377,6 @@ def rabbitmq(layout):
         layout.ports['epmd'])
     return env, launch_rabbit.config(layout.ports['rabbit'],
                                      log_to_console=True)
-
-
-def clouds_yaml(layout):
-    """``clouds.yaml`` data (``aio-admin`` and ``aio-demo`` clouds)."""
-    def cloud(user, project, password):
-        return {'auth': {'auth_url': layout.auth_url, 'username': user,
-                         'password': password, 'project_name': project,
-                         'user_domain_name': DOMAIN,
-                         'project_domain_name': DOMAIN},
-                'region_name': REGION, 'identity_api_version': 3,
-                'interface': 'public'}
-    return {'clouds': {
-        'aio-admin': cloud('admin', 'admin', layout.passwords['admin']),
-        'aio-demo': cloud('demo', 'demo', layout.passwords['admin']),
-    }}
-
-
-def openrc(layout):
-    """Shell exports for the admin (``source $run_dir/openrc``)."""
-    lines = ['# nova-accel all-in-one cloud: admin credentials',
-             'export OS_CLOUD=aio-admin',
-             'export OS_CLIENT_CONFIG_FILE=%s' % layout.path('clouds.yaml'),
-             'export PATH=%s:$PATH' % os.path.join(layout.venv, 'bin')]
-    return '\n'.join(lines) + '\n'
-
-
-def tempest_conf(layout, image_ref, flavor_ref, flavor_ref_alt):
-    """tempest.conf for ``tempest run --regex nova_accel``."""
-    ini = Ini()
-    ini.update('DEFAULT', {'log_file': 'tempest.log', 'debug': True,
-                           'use_stderr': False})
-    ini.update('auth', {
-        'admin_username': 'admin', 'admin_password':
-            layout.passwords['admin'],
-        'admin_project_name': 'admin', 'admin_domain_name': DOMAIN,
-        'use_dynamic_credentials': True,
-        'create_isolated_networks': False,
-    })
-    ini.update('identity', {
-        'uri_v3': layout.auth_url, 'auth_version': 'v3',
-        'region': REGION, 'v3_endpoint_type': 'publicURL',
-    })
-    ini.update('identity-feature-enabled', {'api_v2': False})
-    ini.update('compute', {
-        'image_ref': image_ref, 'image_ref_alt': image_ref,
-        'flavor_ref': flavor_ref, 'flavor_ref_alt': flavor_ref_alt,
-        'region': REGION, 'build_timeout': 180,
-        'min_compute_nodes': 1,
-        'min_microversion': '2.1', 'max_microversion': 'latest',
-    })
-    ini.update('compute-feature-enabled', {
-        'resize': False, 'cold_migration': False, 'live_migration': False,
-        'shelve': True, 'snapshot': False, 'console_output': False,
-        'vnc_console': False, 'spice_console': False,
-        'serial_console': False, 'rescue': True,
-        'interface_attach': False, 'attach_encrypted_volume': False,
-    })
-    ini.update('validation', {'run_validation': False,
-                              'connect_method': 'fixed'})
-    ini.update('network-feature-enabled', {'ipv6': False})
-    ini.update('service_available', {
-        'nova': True, 'glance': True, 'neutron': False, 'cinder': False,
-        'swift': False, 'heat': False, 'horizon': False,
-        'accelerator': True,
-    })
-    ini.update('image', {'region': REGION})
-    ini.update('placement', {'region': REGION})
-    ini.update('accelerator', {
-        'region': REGION, 'catalog_type': 'accelerator',
-        'endpoint_type': 'publicURL',
-        'device_profile_group': json.dumps(tempest_group(layout)),
-        'resource_class': _rc(tempest_group(layout)),
-        'accelerators_per_host': accelerator_total(layout,
-                                                   tempest_group(layout)),
-        'arq_binding_timeout': layout.arq_binding_timeout,
-    })
-    ini.set('oslo_concurrency', 'lock_path', layout.path('tempest', 'lock'))
-    return ini
-
-
-def _rc(group):
-    return next(k.split(':', 1)[1] for k in group
-                if k.startswith('resources:'))
 
 
 def all_configs(layout):

@@ -22,8 +22,9 @@ import urllib.request
 from xml.etree import ElementTree
 
 from tools.aio import cloud as cloud_mod
-from tools.aio import config
+from tools.aio import devices
 from tools.aio import nested
+from tools.aio import services
 
 NAME = 'aio-demo'
 
@@ -64,7 +65,7 @@ class Demo:
 
     def run(self):
         layout = self.cloud.layout
-        group = config.demo_group(layout)
+        group = devices.demo_group(layout)
         print('== nova-accel all-in-one demo (cloud in %s)' %
               layout.run_dir)
         self.cleanup()
@@ -77,7 +78,7 @@ class Demo:
                  'accel:device_profile=%s' % NAME, NAME)
         t0 = time.monotonic()
         self.osc('server', 'create', '--flavor', NAME, '--image',
-                 cloud_mod.IMAGE_NAME, '--nic', 'none', '--wait', NAME,
+                 services.IMAGE_NAME, '--nic', 'none', '--wait', NAME,
                  columns=['id', 'status'])
         boot = time.monotonic() - t0
         server = json.loads(self.osc(
@@ -145,8 +146,8 @@ class Demo:
         print('\n== the guest\'s console (openstack console log show): its '
               'PCI functions (TCG inside TCG: about 80 s to boot)')
         t0 = time.monotonic()
-        want = '0x%s:0x%s' % (config.EDU_SPEC['vendor_id'],
-                              config.EDU_SPEC['product_id'])
+        want = '0x%s:0x%s' % (devices.EDU_SPEC['vendor_id'],
+                              devices.EDU_SPEC['product_id'])
         log = ''
         while time.monotonic() - t0 < nested.GUEST_BOOT_TIMEOUT:
             log = self.osc('console', 'log', 'show', NAME, show=False,

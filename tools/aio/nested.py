@@ -29,6 +29,7 @@ import json
 import os
 
 from tools.aio import config
+from tools.aio import devices
 from tools.aio import procs
 from tools.nested import image
 from tools.nested import node as node_mod
@@ -199,12 +200,12 @@ def start(cloud, say, token):
         got, _ = cloud.http('GET', layout.url(
             'accel', '/v2/deployables'), token=token)
         deps = got['deployables']
-        return len(deps) >= config.expected_deployables(layout) and all(
+        return len(deps) >= devices.expected_deployables(layout) and all(
             d.get('rp_uuid') for d in deps)
     _wait(cloud, sess, 'the devices of L1 in Placement', reported, rec,
           logs, 'accel-backend-agent')
     say('nested: accel-backend-agent reported %d devices of L1' %
-        config.accelerator_total(layout))
+        devices.accelerator_total(layout))
     return rec
 
 

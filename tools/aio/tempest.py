@@ -2,17 +2,17 @@
 
 Makes a tempest workspace in the run dir (``tempest init``), two plain
 flavors for ``[compute] flavor_ref``/``flavor_ref_alt``, writes
-``etc/tempest.conf`` from the cloud's endpoints (``config.tempest_conf``)
-and runs tempest from the venv, where this bundle - and so the
-``nova_accel`` tempest plugin - is installed.
+``etc/tempest.conf`` from the cloud's endpoints
+(``client_config.tempest_conf``) and runs tempest from the venv, where
+this bundle - and so the ``nova_accel`` tempest plugin - is installed.
 """
 
 import os
 import subprocess
 import time
 
+from tools.aio import client_config
 from tools.aio import cloud as cloud_mod
-from tools.aio import config
 
 
 def _flavor(cloud, token, name, ram):
@@ -30,7 +30,7 @@ def prepare(cloud, extra=None):
     """Workspace dir with its tempest.conf; returns the dir.
 
     :param extra: ``{section: {option: value}}`` set on top of
-        ``config.tempest_conf`` (e.g. cyborg-tempest-plugin's options).
+        ``client_config.tempest_conf`` (e.g. cyborg-tempest-plugin's options).
     """
     layout = cloud.layout
     workspace = layout.path('tempest', 'workspace')
@@ -43,8 +43,8 @@ def prepare(cloud, extra=None):
     token = cloud.admin_token()
     flavor = _flavor(cloud, token, 'aio-tempest', 128)
     flavor_alt = _flavor(cloud, token, 'aio-tempest-alt', 192)
-    ini = config.tempest_conf(layout, cloud.state['image_id'], flavor,
-                              flavor_alt)
+    ini = client_config.tempest_conf(layout, cloud.state['image_id'],
+                                     flavor, flavor_alt)
     for section, options in (extra or {}).items():
         ini.update(section, options)
     with open(os.path.join(workspace, 'etc', 'tempest.conf'), 'w') as f:

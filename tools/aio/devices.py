@@ -1,0 +1,81 @@
+"""The accelerators of the all-in-one cloud: what each of accel_backend's
+discovery drivers offers there, and the device profile groups the demo
+and tempest ask for.
+
+Pure functions of a ``tools.aio.config.Layout`` (its ``discovery``
+list); nothing here touches the disk, the network or a process.
+"""
+
+#: Device spec of the recorded two-GPU sysfs tree (generic_pci discovery).
+GPU_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
+            'resource_class': 'PGPU', 'traits': ['CUSTOM_NVIDIA_T4']}
+
+
+#: Device spec of QEMU's ``edu`` functions of the nested compute node.
+EDU_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
+            'resource_class': 'CUSTOM_EDU', 'traits': ['CUSTOM_QEMU_EDU']}
+
+
+#: ``{discovery driver: (device profile group, accelerators it offers)}``.
+DISCOVERY_DRIVERS = {
+    # Two T4 GPUs from a recorded sysfs tree, with PCI attach handles: the
+    # guest gets real composed <hostdev> elements.
+    'generic_pci': ({'resources:PGPU': '1',
+                     'trait:CUSTOM_NVIDIA_T4': 'required'}, 2),
+    # accel_backend's fake device: 16 FPGA units whose TEST_PCI handles the
+    # virt driver ignores (no <hostdev>), as Cyborg's fake driver.
+    'fake': ({'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'},
+             16),
+    # The nested compute node's five edu functions on its real sysfs
+    # (tools.nested.node.Layout): two share an IOMMU group, so four
+    # devices.
+    'l1_edu': ({'resources:CUSTOM_EDU': '1',
+                'trait:CUSTOM_QEMU_EDU': 'required'}, 4),
+}
+
+
+#: Deployables each discovery driver reports (one per GPU; one fake board).
+DEPLOYABLES = {'generic_pci': 2, 'fake': 1, 'l1_edu': 4}
+
+
+def expected_deployables(layout):
+    """How many deployables accel_backend reports with the discovery
+    drivers of ``layout`` (a ``config.Layout``)."""
+    return sum(DEPLOYABLES[name] for name in layout.discovery)
+
+
+def demo_group(layout):
+    """The group the demo asks for: an ``edu`` function of the nested
+    compute node when there is one (a real guest gets it), else a GPU
+    (the guest shows a composed ``<hostdev>``), else a fake FPGA."""
+    for name in ('l1_edu', 'generic_pci', 'fake'):
+        if name in layout.discovery:
+            return dict(DISCOVERY_DRIVERS[name][0])
+    raise ValueError('no discovery driver offers a demo device')
+
+
+def tempest_group(layout):
+    """The group tempest asks for: the fake FPGA when there is one (16
+    units: parallel tests never run out), else a GPU."""
+    for name in ('fake', 'generic_pci', 'l1_edu'):
+        if name in layout.discovery:
+            return dict(DISCOVERY_DRIVERS[name][0])
+    raise ValueError('no discovery driver offers a tempest device')
+
+
+def accelerator_total(layout, group=None):
+    """How many accelerators of ``group``'s resource class the compute node
+    offers (all of them when ``group`` is None)."""
+    return sum(count for name, (grp, count) in DISCOVERY_DRIVERS.items()
+               if name in layout.discovery and
+               (group is None or resource_class(grp) == resource_class(group)))
+
+
+def resource_class(group):
+    """The resource class a device profile group asks for (``group``: a
+    ``{'resources:<RC>': amount, ...}`` dict).
+
+    :raises StopIteration: when it asks for no resource.
+    """
+    return next(k.split(':', 1)[1] for k in group
+                if k.startswith('resources:'))
