@@ -58,9 +58,7 @@ def _measure(env, devices, binds):
                               devices)
     backend = servers.AccelBackendProcess(env.workdir, 'conc', env.placement,
                                           env.stub, sysfs)
-    root = env.placement.create_compute_rp(backend.host)
-    backend.start(expect_devices=devices, placement=env.placement,
-                  root_rp=root)
+    backend.start_reported(devices)
     try:
         client = common.AccelClient(backend.url)
         rps = sorted(d['rp_uuid'] for d in client.deployables())

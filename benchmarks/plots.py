@@ -12,6 +12,23 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def _save(fig, path):
+    """Lay ``fig`` out, write it to ``path`` (PNG, 100 dpi) and close it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _loglog(ax, xlabel, ylabel, title):
+    """Log scales on both axes, the labels, the title and a small legend."""
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+
+
 def _plot_boot(b, path):
     keys = [k for k in ('accel_backend', 'nova_fake', 'no_accelerator',
                         'no_accelerator_fake_harness') if k in b]
@@ -23,9 +40,7 @@ def _plot_boot(b, path):
                         ][:len(keys)], fontsize=8)
     ax.set_ylabel('POST /servers -> ACTIVE (ms)')
     ax.set_title('Boot in Nova 34 functional harness')
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def _plot_roundtrip(rt, path):
@@ -42,15 +57,10 @@ def _plot_roundtrip(rt, path):
                     label='%s %s' % (db, pct))
         ax.axhline(r['floor']['p50'], linestyle=':', alpha=0.8,
                    label='%s floor p50 (GET /v2 + commit)' % db, color=color)
-    ax.set_xscale('log')
-    ax.set_yscale('log')
-    ax.set_xlabel('ARQs created and bound at once')
-    ax.set_ylabel('create + bind + event received (ms)')
-    ax.set_title('ARQ round trip, accel-backend over loopback')
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _loglog(ax, 'ARQs created and bound at once',
+            'create + bind + event received (ms)',
+            'ARQ round trip, accel-backend over loopback')
+    _save(fig, path)
 
 
 def _plot_upstream(up, path):
@@ -67,9 +77,7 @@ def _plot_upstream(up, path):
     ax.set_ylabel('p50 (ms)')
     ax.set_title('Same client, same run: accel_backend vs Cyborg 17')
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def _plot_scale(db, path):
@@ -80,16 +88,9 @@ def _plot_scale(db, path):
                'arq_list_all'):
         ax.plot([int(n) for n in ns], [db['steps'][n][op]['p50'] for n in ns],
                 'o-', label=op)
-    ax.set_xscale('log')
-    ax.set_yscale('log')
-    ax.set_xlabel('ARQs in the database (%d nodes x 8 devices)'
-                  % db['hosts'])
-    ax.set_ylabel('p50 over HTTP (ms)')
-    ax.set_title('accel_backend at scale')
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _loglog(ax, 'ARQs in the database (%d nodes x 8 devices)' % db['hosts'],
+            'p50 over HTTP (ms)', 'accel_backend at scale')
+    _save(fig, path)
 
 
 def _plot_concurrency(c, path):
@@ -99,9 +100,7 @@ def _plot_concurrency(c, path):
     ax.set_ylabel('requests')
     ax.set_title('%d concurrent binds, %d devices' % (c['binds'],
                                                        c['devices']))
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def plots(results, prefix):

@@ -210,7 +210,8 @@ class AccelBackendProcess:
     :param workdir: the caller's work directory; files go to
         ``<workdir>/<name>``.
     :param name: the service's host name (``[DEFAULT] host``).
-    :param placement: a started :class:`PlacementServer` (its URL).
+    :param placement: a started :class:`PlacementServer` (its URL; and
+        where :meth:`start_reported` makes the compute node provider).
     :param nova: a started :class:`NovaStub` (its URL).
     :param sysfs_root: a tree written by ``common.make_sysfs``.
     :param connection: a SQLAlchemy URL; default a SQLite file.
@@ -230,6 +231,7 @@ class AccelBackendProcess:
         self.conf = os.path.join(self.dir, 'accel-backend.conf')
         self.log = os.path.join(self.dir, 'accel-backend.log')
         self.env = env or {}
+        self.placement = placement
         with open(self.conf, 'w') as f:
             f.write('\n'.join([
                 '[DEFAULT]', 'host = %s' % name, 'state_path = %s' % self.dir,
@@ -285,6 +287,17 @@ class AccelBackendProcess:
                                    '%d reported' % (len(deps), expect_devices,
                                                     reported))
             time.sleep(0.25)
+
+    def start_reported(self, devices, timeout=180):
+        """Create this host's compute node provider in Placement, start,
+        and wait (up to ``timeout`` seconds) until ``devices`` devices are
+        stored and reported under it; returns self.
+
+        :raises RuntimeError: when it fails to start or report in time.
+        """
+        root = self.placement.create_compute_rp(self.host)
+        return self.start(expect_devices=devices, placement=self.placement,
+                          root_rp=root, timeout=timeout)
 
     def stop(self):
         """Stop the process (SIGTERM, then SIGKILL after 15 s)."""

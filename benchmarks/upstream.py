@@ -245,9 +245,7 @@ def measure(env):
         backend = servers.AccelBackendProcess(
             env.workdir, 'up-accel', env.placement, env.stub, sysfs,
             api_workers=8)
-        root_a = env.placement.create_compute_rp(backend.host)
-        backend.start(expect_devices=16, placement=env.placement,
-                      root_rp=root_a)
+        backend.start_reported(16)
         ac = common.AccelClient(backend.url)
         ac_rp = sorted(d['rp_uuid'] for d in ac.deployables())[0]
         cc = common.AccelClient(cyborg.url)

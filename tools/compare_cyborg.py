@@ -237,8 +237,7 @@ def start_services(workdir, log):
     backend = servers.AccelBackendProcess(workdir, 'cmp-accel', placement,
                                           stub, sysfs, api_workers=4)
     stop.append(backend)
-    root_a = placement.create_compute_rp(backend.host)
-    backend.start(expect_devices=2, placement=placement, root_rp=root_a)
+    backend.start_reported(2)
     ac = common.AccelClient(backend.url)
     dep = sorted(ac.deployables(), key=lambda d: d['name'])[0]
     dev = ac.call('GET', '/v2/devices')[1].json()['devices'][0]['uuid']
