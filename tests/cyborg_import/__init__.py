@@ -8,15 +8,8 @@ cyborg-import`` (``ACCEL_CYBORG_IMPORT=1``) builds the venv and runs
 them.  A missing venv or RabbitMQ fails them; it never skips them.
 """
 
-import os
+from tests import opt_in
 
 ENV = 'ACCEL_CYBORG_IMPORT'
 
-
-def load_tests(loader, standard_tests, pattern):
-    if os.environ.get(ENV) != '1':
-        return standard_tests
-    this_dir = os.path.dirname(__file__)
-    standard_tests.addTests(loader.discover(
-        start_dir=this_dir, pattern=pattern or 'test*.py'))
-    return standard_tests
+load_tests = opt_in.load_tests_when(ENV, __file__)

@@ -20,6 +20,7 @@ from accel_backend.db import api as db_api
 from accel_backend.discovery.drivers import fake as fake_driver
 from accel_backend.cyborg_import import source
 from accel_backend.objects import host_sync
+from tests.functional.fixtures import servers
 from tools.launch import ComponentMissing
 from tools.launch import cyborg as launch
 
@@ -230,10 +231,4 @@ class CyborgServices(fixtures.Fixture):
 
     def stop(self):
         for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            servers.terminate(proc, 15)

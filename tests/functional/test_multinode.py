@@ -25,6 +25,7 @@ import fixtures
 import testtools
 
 from accel_backend.objects import device as device_obj
+from tests import waiting
 from tests.functional.fixtures import accel_nodes
 from tests.functional.fixtures import databases
 from tests.functional.fixtures import rabbitmq
@@ -38,18 +39,6 @@ WAIT = 30
 
 def rp_uuid(host, address):
     return device_obj.stable_uuid('rp', host, address)
-
-
-def wait_for(what, predicate, timeout=WAIT, details=lambda: ''):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError('timed out waiting for %s\n%s' % (
-                what, details()))
-        time.sleep(0.1)
 
 
 class TestMultiNode(testtools.TestCase):
@@ -84,6 +73,12 @@ class TestMultiNode(testtools.TestCase):
 
     # -- helpers ---------------------------------------------------------
 
+    def wait_for(self, what, predicate):
+        """``waiting.wait_for`` for up to ``WAIT`` seconds, polling every
+        0.1 s; a failure shows the agents' logs."""
+        return waiting.wait_for(what, predicate, WAIT, interval=0.1,
+                                log=self.details)
+
     def arq(self, arq_uuid, api=0):
         return self.apis[api].request(
             'GET', '/v2/accelerator_requests/' + arq_uuid)
@@ -107,15 +102,13 @@ class TestMultiNode(testtools.TestCase):
         def bound():
             arq = self.arq(arq_uuid)
             return arq if arq['state'] == 'Bound' else None
-        return wait_for('ARQ %s Bound' % arq_uuid, bound,
-                        details=self.details)
+        return self.wait_for('ARQ %s Bound' % arq_uuid, bound)
 
     def wait_event(self, arq_uuid, instance):
         want = {'name': 'accelerator-request-bound', 'server_uuid': instance,
                 'tag': arq_uuid, 'status': 'completed'}
-        return wait_for('event for ARQ %s' % arq_uuid,
-                        lambda: want in self.nova.received(),
-                        details=self.details)
+        return self.wait_for('event for ARQ %s' % arq_uuid,
+                             lambda: want in self.nova.received())
 
     # -- the test --------------------------------------------------------
 
@@ -124,7 +117,7 @@ class TestMultiNode(testtools.TestCase):
         def all_devices():
             devs = self.apis[1].request('GET', '/v2/devices')['devices']
             return devs if len(devs) == 4 else None
-        devices = wait_for('4 devices', all_devices, details=self.details)
+        devices = self.wait_for('4 devices', all_devices)
         self.assertEqual(
             sorted((h, device_obj.stable_uuid('device', h, a))
                    for h in HOSTS for a in ADDRESSES),
@@ -140,8 +133,8 @@ class TestMultiNode(testtools.TestCase):
                     'GET', '/resource_providers?in_tree=' +
                     self.compute_rps[host])['resource_providers']
                 return rps if len(rps) == 3 else None
-            children = [rp for rp in wait_for('%s provider tree' % host,
-                                              tree, details=self.details)
+            children = [rp for rp in self.wait_for('%s provider tree' % host,
+                                                   tree)
                         if rp['uuid'] != self.compute_rps[host]]
             self.assertEqual(
                 sorted(rp_uuid(host, a) for a in ADDRESSES),

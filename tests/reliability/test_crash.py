@@ -35,6 +35,7 @@ from testtools import content
 from tests import reliability
 from tests.functional.fixtures import servers
 from tests.reliability import fixtures as rel_fixtures
+from tests.waiting import wait_for
 
 GPUS = 64
 BAD = 8
@@ -53,18 +54,6 @@ def record_result(name, values):
     data[name] = values
     with open(path, 'w') as f:
         json.dump(data, f, indent=1, sort_keys=True)
-
-
-def wait_for(what, predicate, timeout, interval=0.05, log=None):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError('%s: not within %ss%s' % (
-                what, timeout, '\n' + log() if log else ''))
-        time.sleep(interval)
 
 
 class CrashTestBase(testtools.TestCase):

@@ -13,6 +13,7 @@ import uuid
 from testtools import content
 
 from tests import reliability
+from tests import waiting
 from tests.reliability import fixtures as rel_fixtures
 from tests.reliability import test_crash
 
@@ -56,7 +57,7 @@ class TestEventDelivery(test_crash.CrashTestBase):
         return out
 
     def wait_delivered(self, arqs, timeout=30):
-        test_crash.wait_for(
+        waiting.wait_for(
             'events delivered', lambda: set(arqs) <= set(
                 self.nova.events_by_tag()) and not any(
                 u in arqs for u, _ in self.accel.pending_events()),
@@ -66,7 +67,7 @@ class TestEventDelivery(test_crash.CrashTestBase):
             self.assertEqual({'completed'}, set(events[arq]))
 
     def wait_pending(self, arqs, timeout=15):
-        test_crash.wait_for(
+        waiting.wait_for(
             'events pending', lambda: set(arqs) <= {
                 u for u, _ in self.accel.pending_events()}, timeout,
             log=self.accel.all_logs)

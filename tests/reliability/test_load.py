@@ -32,6 +32,7 @@ from testtools import content
 from accel_backend import audit
 from accel_backend.db import api as db_api
 from tests import reliability
+from tests import waiting
 from tests.reliability import fixtures as rel_fixtures
 from tests.reliability import test_crash
 
@@ -151,14 +152,8 @@ class TestLoad(test_crash.CrashTestBase):
                 with lock:
                     errors.append(('thread %d' % index, repr(e)))
 
-        threads = [threading.Thread(target=worker, args=(i,))
-                   for i in range(THREADS)]
-        t0 = time.monotonic()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(600)
-        elapsed = time.monotonic() - t0
+        elapsed, _ = waiting.run_threads(
+            worker, [(i,) for i in range(THREADS)], 600)
         total = sum(statuses.values())
 
         self.addDetail('statuses', content.text_content('\n'.join(
@@ -168,7 +163,7 @@ class TestLoad(test_crash.CrashTestBase):
         self.assertGreaterEqual(total, REQUESTS)
 
         # Every binding told Nova once it was done.
-        test_crash.wait_for('events', lambda: set(binds) <= set(
+        waiting.wait_for('events', lambda: set(binds) <= set(
             self.nova.events_by_tag()), 30, log=accel.log_text)
         events = self.nova.events_by_tag()
         self.assertEqual([], [a for a in binds

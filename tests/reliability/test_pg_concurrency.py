@@ -38,6 +38,7 @@ import testtools
 from testtools import content
 
 from tests import reliability
+from tests import waiting
 from tests.functional.fixtures import accel_nodes
 from tests.functional.fixtures import databases
 from tests.functional.fixtures import rabbitmq
@@ -123,8 +124,8 @@ class TestPostgreSQLConcurrency(testtools.TestCase):
             deps = api.request('GET', '/v2/deployables')['deployables']
             ok = [d for d in deps if d.get('rp_uuid')]
             return ok if len(ok) == GPUS else None
-        deps = test_crash.wait_for('%d deployables' % GPUS, reported, 60,
-                                   log=self.logs)
+        deps = waiting.wait_for('%d deployables' % GPUS, reported, 60,
+                                log=self.logs)
         rps = [d['rp_uuid'] for d in deps]
         api.request('POST', '/v2/device_profiles', [
             {'name': 'gpu', 'groups': [{'resources:PGPU': '1'}]}],
@@ -235,14 +236,9 @@ class TestPostgreSQLConcurrency(testtools.TestCase):
                     if resp is not None and resp.status_code == 404:
                         forget(arqs)
 
-        threads = [threading.Thread(target=worker, args=(i,))
-                   for i in range(THREADS)]
-        t0 = time.monotonic()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(SECONDS + 4 * CLIENT_TIMEOUT)
-        elapsed = time.monotonic() - t0
+        elapsed, threads = waiting.run_threads(
+            worker, [(i,) for i in range(THREADS)],
+            SECONDS + 4 * CLIENT_TIMEOUT)
         self.assertEqual([], [t.name for t in threads if t.is_alive()])
         total = sum(statuses.values())
         self.addDetail('statuses', content.text_content('\n'.join(
@@ -250,7 +246,7 @@ class TestPostgreSQLConcurrency(testtools.TestCase):
             for k, v in sorted(statuses.items(), key=str))))
 
         # The agent finishes what was accepted: nothing stays BindStarted.
-        test_crash.wait_for('no ARQ BindStarted', lambda: not self.query(
+        waiting.wait_for('no ARQ BindStarted', lambda: not self.query(
             CONSISTENCY['ARQ BindStarted']), 60, log=self.logs)
         time.sleep(2)
         states = dict(self.query(
@@ -297,6 +293,6 @@ class TestPostgreSQLConcurrency(testtools.TestCase):
         if left:
             api.request('DELETE', '/v2/accelerator_requests?arqs=' +
                         ','.join(left), expect=(204,))
-        test_crash.wait_for('all handles available', lambda: self.query(
+        waiting.wait_for('all handles available', lambda: self.query(
             "SELECT COUNT(*) FROM attach_handles WHERE in_use OR "
             "state != 'available'")[0][0] == 0, 60, log=self.logs)
