@@ -8,6 +8,7 @@ its ``accelerator-request-bound`` events to the Nova API fixture over HTTP
 """
 
 import os
+import threading
 
 import fixtures
 from lxml import etree
@@ -157,6 +158,18 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
         return self.accel_request(
             'GET', '/v2/accelerator_requests?instance=%s' % server_id)['arqs']
 
+    def assert_one_bound_arq(self, server_id, rp_uuid):
+        """The server has one ARQ, Bound to it on this compute host and on
+        the device provider ``rp_uuid``; returns that ARQ (dict)."""
+        arqs = self.arqs_of(server_id)
+        self.assertEqual(1, len(arqs))
+        arq = arqs[0]
+        self.assertEqual('Bound', arq['state'])
+        self.assertEqual(server_id, arq['instance_uuid'])
+        self.assertEqual(self.COMPUTE, arq['hostname'])
+        self.assertEqual(rp_uuid, arq['device_rp_uuid'])
+        return arq
+
     def accel_flavor(self, profile):
         flavor_id = self._create_flavor(
             extra_spec={'accel:device_profile': profile})
@@ -169,3 +182,20 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
     def device_rps(self):
         """``{pci_address: rp_uuid}`` of the devices accel_backend found."""
         return {r.address: r.rp_uuid for r in self.accel.discover_and_report()}
+
+    def hang_binding(self):
+        """Make accel_backend's binder hang (a hung host agent): every
+        ``bind_many`` waits, up to 30 s, until the returned function is
+        called (the test's cleanup calls it too).  Returns that function.
+        """
+        gate = threading.Event()
+        real = self.accel.binder.bind_many
+
+        def slow_bind(arq_uuids):
+            gate.wait(30)
+            return real(arq_uuids)
+
+        self.useFixture(fixtures.MockPatchObject(self.accel.binder,
+                                                 'bind_many', slow_bind))
+        self.addCleanup(gate.set)
+        return gate.set

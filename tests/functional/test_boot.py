@@ -26,13 +26,7 @@ class BootWithAcceleratorTest(base.AccelServersTestBase):
             '/allocations/%s' % server['id']).body['allocations']
         self.assertEqual({'PGPU': 1}, allocs[rps[address]]['resources'])
         # ... and accel_backend shows the ARQ bound to it.
-        arqs = self.arqs_of(server['id'])
-        self.assertEqual(1, len(arqs))
-        arq = arqs[0]
-        self.assertEqual('Bound', arq['state'])
-        self.assertEqual(server['id'], arq['instance_uuid'])
-        self.assertEqual(self.COMPUTE, arq['hostname'])
-        self.assertEqual(rps[address], arq['device_rp_uuid'])
+        arq = self.assert_one_bound_arq(server['id'], rps[address])
         self.assertEqual('PCI', arq['attach_handle_type'])
 
         self._delete_server(server)
@@ -108,7 +102,7 @@ class BootFailureTest(base.AccelServersTestBase):
     def test_binding_timeout(self):
         # A device that never finishes binding (a hung host agent): the
         # ARQ stays BindStarted and no event reaches Nova.
-        release = self._hang_binding()
+        release = self.hang_binding()
 
         server = self._boot_expecting_error()
         release()
@@ -122,19 +116,3 @@ class BootFailureTest(base.AccelServersTestBase):
                       fault['details'])
         self.assertIn('_get_bound_arq_resources', fault['details'])
         self._assert_nothing_left(server)
-
-    def _hang_binding(self):
-        import threading
-
-        import fixtures
-        gate = threading.Event()
-        real = self.accel.binder.bind_many
-
-        def slow_bind(arq_uuids):
-            gate.wait(30)
-            return real(arq_uuids)
-
-        self.useFixture(fixtures.MockPatchObject(self.accel.binder,
-                                                 'bind_many', slow_bind))
-        self.addCleanup(gate.set)
-        return gate.set

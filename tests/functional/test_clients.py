@@ -128,6 +128,20 @@ class ClientsTestCase(testtools.TestCase):
                            'server_uuid': instance, 'tag': arq_uuid,
                            'status': 'completed'}], events)
 
+    def assert_cli_deletes(self, user_run, admin_run, name, dp_uuid):
+        """Through a command set: a user creates and deletes an ARQ of
+        profile ``name`` (it holds no device), and the admin deletes the
+        profile; both are gone (404).  ``user_run``, ``admin_run``: as
+        ``cli._Base.__call__``."""
+        spare = user_run('accelerator', 'arq', 'create', name)
+        user_run('accelerator', 'arq', 'delete', spare['uuid'], fmt=None)
+        self.accel.request('GET', '/v2/accelerator_requests/'
+                           + spare['uuid'], expect=(404,))
+        admin_run('accelerator', 'device', 'profile', 'delete', name,
+                  fmt=None)
+        self.accel.request('GET', '/v2/device_profiles/' + dp_uuid,
+                           expect=(404,))
+
     def assert_device_lists(self, run):
         """``device list/show`` and ``deployable list/show`` through a
         command set (``run`` as ``cli._Base.__call__``)."""
@@ -252,16 +266,7 @@ class TestOpenStackClientCommands(ClientsTestCase):
                            + instance, expect=(204,), service_token=True)
         self.accel.request('GET', '/v2/accelerator_requests/' + arq['uuid'],
                            expect=(404,))
-        spare = self.user_osc('accelerator', 'arq', 'create', name)
-        self.user_osc('accelerator', 'arq', 'delete', spare['uuid'],
-                      fmt=None)
-        self.accel.request('GET', '/v2/accelerator_requests/'
-                           + spare['uuid'], expect=(404,))
-
-        self.osc('accelerator', 'device', 'profile', 'delete', name,
-                 fmt=None)
-        self.accel.request('GET', '/v2/device_profiles/' + dp['uuid'],
-                           expect=(404,))
+        self.assert_cli_deletes(self.user_osc, self.osc, name, dp['uuid'])
 
     def test_devices_and_deployables(self):
         self.assert_device_lists(self.osc)
@@ -321,14 +326,7 @@ class TestCyborgClientCommands(ClientsTestCase):
                             arq['uuid'])
         self.accel.request('DELETE', '/v2/accelerator_requests?instance='
                            + instance, expect=(204,), service_token=True)
-        spare = self.cyborg('accelerator', 'arq', 'create', name)
-        self.cyborg('accelerator', 'arq', 'delete', spare['uuid'], fmt=None)
-        self.accel.request('GET', '/v2/accelerator_requests/'
-                           + spare['uuid'], expect=(404,))
-        self.cyborg('accelerator', 'device', 'profile', 'delete', name,
-                    fmt=None)
-        self.accel.request('GET', '/v2/device_profiles/' + dp['uuid'],
-                           expect=(404,))
+        self.assert_cli_deletes(self.cyborg, self.cyborg, name, dp['uuid'])
 
     def test_devices_and_deployables(self):
         self.assert_device_lists(self.cyborg)

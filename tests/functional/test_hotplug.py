@@ -73,6 +73,15 @@ class HotplugTestBase(base.AccelServersTestBase):
         return self._create_server(flavor_id=self.plain_flavor,
                                    networks='none')
 
+    def assert_kept(self, server, address, allocs):
+        """The hot-plugged accelerator is still there: the guest's hostdev
+        ``address`` (a list), the allocations ``allocs``, one Bound ARQ."""
+        self.assertEqual(address,
+                         hostdev_addresses(self.guest_xml(server['id'])))
+        self.assertEqual(allocs, self.allocations(server['id']))
+        self.assertEqual(['Bound'],
+                         [a['state'] for a in self.arqs_of(server['id'])])
+
     def assert_plain(self, server, before_allocs, before_xml=None):
         """Nothing of an accelerator is left on the server."""
         self.assertEqual([], self.arqs_of(server['id']))
@@ -102,13 +111,7 @@ class HotplugTest(HotplugTestBase):
         self.assertEqual([rp], result['devices'])
         self.assertEqual(1, len(result['hostdevs']))
         # ... its ARQ is Bound to the instance on that GPU's provider ...
-        arqs = self.arqs_of(server['id'])
-        self.assertEqual(1, len(arqs))
-        arq = arqs[0]
-        self.assertEqual('Bound', arq['state'])
-        self.assertEqual(server['id'], arq['instance_uuid'])
-        self.assertEqual(self.COMPUTE, arq['hostname'])
-        self.assertEqual(rp, arq['device_rp_uuid'])
+        arq = self.assert_one_bound_arq(server['id'], rp)
         self.assertEqual([arq['uuid']], result['arqs'])
         # ... and the allocation grew by PGPU:1 on the device's provider,
         # the compute node's part unchanged.
@@ -154,11 +157,7 @@ class HotplugTest(HotplugTestBase):
                          hostdev_addresses(self.guest_xml(server['id'])))
         # ... and so does rebuild (destroy, then spawn on this host).
         server = self._rebuild_server(server, server['image']['id'])
-        self.assertEqual(address,
-                         hostdev_addresses(self.guest_xml(server['id'])))
-        self.assertEqual(allocs, self.allocations(server['id']))
-        self.assertEqual(['Bound'],
-                         [a['state'] for a in self.arqs_of(server['id'])])
+        self.assert_kept(server, address, allocs)
         # The hot-plugged device is still detachable after all that.
         self.detach(server)
         self.assertEqual([], hostdev_addresses(self.guest_xml(server['id'])))
@@ -188,11 +187,7 @@ class HotplugTest(HotplugTestBase):
                 server['id'], {'os-resetState': {'state': 'active'}})
             server = self._wait_for_state_change(server, 'ACTIVE')
         self.assertEqual(self.COMPUTE, server['OS-EXT-SRV-ATTR:host'])
-        self.assertEqual(address,
-                         hostdev_addresses(self.guest_xml(server['id'])))
-        self.assertEqual(allocs, self.allocations(server['id']))
-        self.assertEqual(['Bound'],
-                         [a['state'] for a in self.arqs_of(server['id'])])
+        self.assert_kept(server, address, allocs)
         # The refusal left a consistent server: the device detaches.
         self.detach(server)
         self.assertEqual([], self.arqs_of(server['id']))
@@ -322,7 +317,7 @@ class HotplugFailureTest(HotplugTestBase):
         server = self.boot_plain()
         before = self.allocations(server['id'])
         xml = self.guest_xml(server['id'])
-        release = self._hang_binding()
+        release = self.hang_binding()
 
         exc = self.assertRaises(hp_exc.HotplugError, self.attach, server)
         release()
@@ -346,17 +341,3 @@ class HotplugFailureTest(HotplugTestBase):
 
         self.assertIn('libvirt refused the device', str(exc))
         self.assert_plain(server, before, before_xml=xml)
-
-    def _hang_binding(self):
-        import threading
-        gate = threading.Event()
-        real = self.accel.binder.bind_many
-
-        def slow_bind(arq_uuids):
-            gate.wait(30)
-            return real(arq_uuids)
-
-        self.useFixture(base.fixtures.MockPatchObject(
-            self.accel.binder, 'bind_many', slow_bind))
-        self.addCleanup(gate.set)
-        return gate.set

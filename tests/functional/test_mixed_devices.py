@@ -49,6 +49,16 @@ MDEV_PARENT = '0000:41:00.0'
 MDEV_PARENT_NODEDEV = 'pci_0000_41_00_0'
 
 
+def no_node_device(name):
+    """The ``libvirtError`` libvirt raises for an unknown node device."""
+    return fakelibvirt.make_libvirtError(
+        fakelibvirt.libvirtError,
+        'Node device not found: no node device with matching name '
+        "'%s'" % name,
+        error_code=fakelibvirt.VIR_ERR_NO_NODE_DEVICE,
+        error_domain=fakelibvirt.VIR_FROM_NODEDEV)
+
+
 class LibvirtMdevDevicesInfo(fakelibvirt.HostMdevDevicesInfo):
     """``HostMdevDevicesInfo`` answering unknown names as libvirt does."""
 
@@ -56,12 +66,7 @@ class LibvirtMdevDevicesInfo(fakelibvirt.HostMdevDevicesInfo):
         try:
             return self.devices[device_name]
         except KeyError:
-            raise fakelibvirt.make_libvirtError(
-                fakelibvirt.libvirtError,
-                'Node device not found: no node device with matching name '
-                "'%s'" % device_name,
-                error_code=fakelibvirt.VIR_ERR_NO_NODE_DEVICE,
-                error_domain=fakelibvirt.VIR_FROM_NODEDEV)
+            raise no_node_device(device_name)
 
 
 def node_device_create_xml(conn, xml, flags):
@@ -72,12 +77,7 @@ def node_device_create_xml(conn, xml, flags):
     mdev_uuid = doc.findtext('./capability[@type="mdev"]/uuid')
     dev = conn.pci_info.get_device_by_name(parent)
     if dev is None or not dev.is_capable_of_mdevs:
-        raise fakelibvirt.make_libvirtError(
-            fakelibvirt.libvirtError,
-            'Node device not found: no node device with matching name '
-            "'%s'" % parent,
-            error_code=fakelibvirt.VIR_ERR_NO_NODE_DEVICE,
-            error_domain=fakelibvirt.VIR_FROM_NODEDEV)
+        raise no_node_device(parent)
     # libvirt (>= 7.3) names an mdev nodedev after its UUID and parent.
     name = mdev_nodedev_name(mdev_uuid, parent)
     conn.mdev_info.devices[name] = fakelibvirt.FakeMdevDevice(

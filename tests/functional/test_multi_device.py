@@ -24,8 +24,6 @@ What Placement does with the two ways of asking for two GPUs:
 
 import os
 
-from lxml import etree
-
 from tests.functional import base
 
 SYSFS_GPU_SERVER = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
@@ -35,16 +33,6 @@ A100_SPEC = {'vendor_id': '10de', 'product_id': '20b5',
              'device_type': 'GPU'}
 NODE0 = ('0000:17:00.0', '0000:65:00.0')
 NODE1 = ('0000:ca:00.0', '0000:e3:00.0')
-
-
-def hostdev_addresses(xml):
-    out = []
-    for addr in etree.fromstring(xml).findall(
-            './devices/hostdev[@type="pci"]/source/address'):
-        out.append('%04x:%02x:%02x.%x' % tuple(
-            int(addr.get(k), 16) for k in ('domain', 'bus', 'slot',
-                                            'function')))
-    return out
 
 
 def handle_address(arq):
@@ -88,8 +76,8 @@ class MultiDeviceTest(base.AccelServersTestBase):
                              handle_address(arq))
         addresses = [handle_address(a) for a in arqs]
         self.assertEqual(count, len(set(addresses)))
-        self.assertEqual(sorted(addresses),
-                         sorted(hostdev_addresses(self.guest_xml(server_id))))
+        self.assertEqual(sorted(addresses), sorted(
+            base.hostdev_addresses(self.guest_xml(server_id))))
         allocs = self.allocations(server_id)
         gpu_allocs = {rp: res for rp, res in allocs.items()
                       if 'PGPU' in res}

@@ -5,6 +5,7 @@ from lxml import etree
 import testtools
 
 import nova.conf
+from nova.virt.libvirt import config as vconfig
 
 from nova_accel import conf as accel_conf
 
@@ -32,6 +33,22 @@ MDEV_ARQ = {
 }
 TEST_PCI_ARQ = dict(PCI_ARQ, uuid='3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e04',
                     attach_handle_type='TEST_PCI')
+
+
+def config_guest(name='accel-guest',
+                 uuid='f1e2d3c4-b5a6-4978-8a9b-0c1d2e3f4a5b', memory=1024,
+                 vcpus=1):
+    """A minimal ``LibvirtConfigGuest`` (virt type ``test``, hvm);
+    ``memory`` in MiB."""
+    guest = vconfig.LibvirtConfigGuest()
+    guest.virt_type = 'test'
+    guest.name = name
+    guest.uuid = uuid
+    guest.memory = memory
+    guest.vcpus = vcpus
+    guest.os_type = 'hvm'
+    return guest
+
 
 _DOMAIN = ("<domain type='test'><name>%(name)s</name><memory>1024</memory>"
            "<os><type>hvm</type></os><devices>%(devices)s</devices>"

@@ -7,7 +7,6 @@ from unittest import mock
 import libvirt
 from lxml import etree
 from nova.virt import fake as nova_fake
-from nova.virt.libvirt import config as vconfig
 from nova.virt.libvirt import driver as nova_libvirt_driver
 
 from nova_accel.virt import exception
@@ -15,17 +14,6 @@ from nova_accel.virt import fake
 from nova_accel.virt import hostdev
 from nova_accel.virt.libvirt import driver
 from tests.unit.virt import base
-
-
-def _guest():
-    guest = vconfig.LibvirtConfigGuest()
-    guest.virt_type = 'test'
-    guest.name = 'accel-guest'
-    guest.uuid = 'f1e2d3c4-b5a6-4978-8a9b-0c1d2e3f4a5b'
-    guest.memory = 1024
-    guest.vcpus = 1
-    guest.os_type = 'hvm'
-    return guest
 
 
 class LibvirtDriverTest(base.TestCase):
@@ -52,7 +40,7 @@ class LibvirtDriverTest(base.TestCase):
             driver.LibvirtDriver._guest_add_accel_pci_devices)
 
     def test_adds_our_hostdevs(self):
-        guest = _guest()
+        guest = base.config_guest()
         self.drv._guest_add_accel_pci_devices(
             guest, [base.PCI_ARQ, base.TEST_PCI_ARQ, base.PCI_ARQ_2])
         self.assertEqual(2, len(guest.devices))
@@ -76,7 +64,7 @@ class LibvirtDriverTest(base.TestCase):
         dom.undefine()
 
     def test_bad_handle_fails_guest_config(self):
-        guest = _guest()
+        guest = base.config_guest()
         bad = dict(base.PCI_ARQ, attach_handle_info={
             'domain': '0000', 'bus': 'af', 'device': '40', 'function': '0'})
         self.assertRaises(exception.InvalidAttachHandle,
@@ -84,7 +72,7 @@ class LibvirtDriverTest(base.TestCase):
         self.assertEqual([], guest.devices)
 
     def test_no_arqs(self):
-        guest = _guest()
+        guest = base.config_guest()
         self.drv._guest_add_accel_pci_devices(guest, [])
         self.assertEqual([], guest.devices)
 

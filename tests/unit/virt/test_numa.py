@@ -21,13 +21,8 @@ NODEDEV = """<device><name>%(name)s</name><parent>computer</parent>
 
 
 def numa_guest(mach_type='pc-q35-8.2', cell_on_node=CELL_ON_NODE):
-    guest = vconfig.LibvirtConfigGuest()
-    guest.virt_type = 'test'
-    guest.name = 'accel-numa'
-    guest.uuid = 'f1e2d3c4-b5a6-4978-8a9b-0c1d2e3f4a5c'
-    guest.memory = 2048
-    guest.vcpus = 2
-    guest.os_type = 'hvm'
+    guest = base.config_guest('accel-numa',
+                              'f1e2d3c4-b5a6-4978-8a9b-0c1d2e3f4a5c', 2048, 2)
     guest.os_mach_type = mach_type
     guest.cpu = vconfig.LibvirtConfigGuestCPU()
     guest.cpu.numa = vconfig.LibvirtConfigGuestCPUNUMA()
