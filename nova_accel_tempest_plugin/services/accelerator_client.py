@@ -31,6 +31,13 @@ class AcceleratorClient(rest_client.RestClient):
         body = json.loads(body) if body else {}
         return rest_client.ResponseBody(resp, body)
 
+    def _list(self, url, params):
+        """GET ``url`` with the query ``params`` (a dict); expects 200."""
+        if params:
+            url += '?' + parse.urlencode(params)
+        resp, body = self.get(url)
+        return self._json(resp, body, 200)
+
     # -- device profiles ---------------------------------------------------
 
     def create_device_profile(self, name, groups, description=None):
@@ -43,11 +50,8 @@ class AcceleratorClient(rest_client.RestClient):
         return self._json(resp, body, 201)
 
     def list_device_profiles(self, **params):
-        url = 'device_profiles'
-        if params:
-            url += '?' + parse.urlencode(params)
-        resp, body = self.get(url)
-        return self._json(resp, body, 200)
+        """GET /device_profiles[?name=...]."""
+        return self._list('device_profiles', params)
 
     def show_device_profile(self, uuid_or_name):
         resp, body = self.get('device_profiles/%s' % uuid_or_name)
@@ -66,11 +70,7 @@ class AcceleratorClient(rest_client.RestClient):
 
     def list_arqs(self, **params):
         """GET /accelerator_requests[?instance=...&bind_state=...]."""
-        url = 'accelerator_requests'
-        if params:
-            url += '?' + parse.urlencode(params)
-        resp, body = self.get(url)
-        return self._json(resp, body, 200)
+        return self._list('accelerator_requests', params)
 
     def show_arq(self, arq_uuid):
         resp, body = self.get('accelerator_requests/%s' % arq_uuid)

@@ -20,7 +20,19 @@ RESOLVED = arq_states.RESOLVED_STATES
 
 
 class AcceleratorMixin:
-    """Device profile and ARQ helpers over ``cls.accel_admin``."""
+    """Device profile and ARQ helpers over ``cls.accel_admin``; skips the
+    tests when no accelerator service is available."""
+
+    @classmethod
+    def skip_checks(cls):
+        super().skip_checks()
+        if not CONF.service_available.accelerator:
+            raise cls.skipException('accelerator service not available')
+
+    @classmethod
+    def setup_clients(cls):
+        super().setup_clients()
+        cls.accel_admin = cls.accel_client(cls.os_admin)
 
     @classmethod
     def accel_client(cls, manager, microversion=None):
@@ -68,15 +80,8 @@ class AcceleratorAPITest(AcceleratorMixin, test.BaseTestCase):
     credentials = ['primary', 'admin', 'project_reader']
 
     @classmethod
-    def skip_checks(cls):
-        super().skip_checks()
-        if not CONF.service_available.accelerator:
-            raise cls.skipException('accelerator service not available')
-
-    @classmethod
     def setup_clients(cls):
         super().setup_clients()
-        cls.accel_admin = cls.accel_client(cls.os_admin)
         cls.accel_admin_22 = cls.accel_client(cls.os_admin, '2.2')
         cls.accel = cls.accel_client(cls.os_primary)
         cls.accel_reader = cls.accel_client(cls.os_project_reader)
@@ -92,15 +97,8 @@ class ServerAcceleratorTest(AcceleratorMixin,
     min_microversion = '2.37'
 
     @classmethod
-    def skip_checks(cls):
-        super().skip_checks()
-        if not CONF.service_available.accelerator:
-            raise cls.skipException('accelerator service not available')
-
-    @classmethod
     def setup_clients(cls):
         super().setup_clients()
-        cls.accel_admin = cls.accel_client(cls.os_admin)
         cls.admin_flavors = cls.os_admin.flavors_client
         cls.admin_servers = cls.os_admin.servers_client
         cls.placement = cls.os_admin.placement_client
