@@ -99,7 +99,7 @@ def _plot_concurrency(c, path):
     ax.set_xlabel('PATCH latency under contention (ms)')
     ax.set_ylabel('requests')
     ax.set_title('%d concurrent binds, %d devices' % (c['binds'],
-                                                       c['devices']))
+                                                      c['devices']))
     _save(fig, path)
 
 

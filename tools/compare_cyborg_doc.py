@@ -159,7 +159,7 @@ def classify(c, a):
         return 'DIFFERS', '%s vs %s' % (cs, as_)
     if c.get('state') != a.get('state'):
         return 'STATE', 'ARQ ends %s vs %s' % (c.get('state'),
-                                                a.get('state'))
+                                               a.get('state'))
     return 'same', ''
 
 
