@@ -1,7 +1,8 @@
 """Unit tests of nova_accel.scheduler.weighers (Placement faked)."""
 
-import types
+import threading
 import time
+import types
 from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
@@ -43,8 +44,12 @@ class FakePlacement:
         self.providers = providers
         self.calls = []
         self.fail = None
+        #: Cleared, it holds every read until set (a test's gate).
+        self.gate = threading.Event()
+        self.gate.set()
 
     def get(self, url, version=None, global_request_id=None):
+        self.gate.wait(30)
         self.calls.append((url, version, global_request_id))
         if self.fail is not None:
             if isinstance(self.fail, Exception):
@@ -252,7 +257,12 @@ class WeigherTest(WeigherTestBase):
 class NoViewYetTest(WeigherTestBase):
 
     def test_first_request_is_neutral_and_starts_the_reads(self):
+        # The thread's first read may not finish before the first request
+        # is answered: held until then (else a race decides the answer).
+        self.placement.gate.clear()
+        self.addCleanup(self.placement.gate.set)
         self.assertEqual([0.0, 0.0, 0.0], self._raw())
+        self.placement.gate.set()
         _wait(lambda: self.weigher.view.reads >= 1)
         self.assertEqual([-2.0, 0.0, 0.0], self._raw())
 
