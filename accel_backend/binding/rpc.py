@@ -25,6 +25,8 @@ global changes (Nova may run in the same process in tests).
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from accel_common import rpc_server
+
 LOG = logging.getLogger(__name__)
 
 EXCHANGE = 'accel_backend'
@@ -68,13 +70,7 @@ def start_server(transport, topic, host, binder, cleaner=None):
 
 def stop_server(server):
     """Stop and wait for a server of ``start_server`` (None is fine)."""
-    if server is None:
-        return
-    try:
-        server.stop()
-        server.wait()
-    except Exception:
-        LOG.exception('Stopping the agent RPC server failed')
+    rpc_server.stop(server, 'agent')
 
 
 class AgentAPI:

@@ -20,6 +20,7 @@ from nova import rpc as nova_rpc
 import nova.conf
 from oslo_log import log as logging
 
+from accel_common import rpc_server
 from nova_accel import conf as accel_conf
 from nova_accel.hotplug import exception
 
@@ -94,13 +95,7 @@ def start_server(host, manager):
 
 def stop_server(server):
     """Stop a server returned by :func:`start_server` (None is fine)."""
-    if server is None:
-        return
-    try:
-        server.stop()
-        server.wait()
-    except Exception:
-        LOG.exception('Stopping the accelerator hot-plug RPC server failed')
+    rpc_server.stop(server, 'accelerator hot-plug')
 
 
 def instance_host(context, instance_uuid):
