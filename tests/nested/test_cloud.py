@@ -209,6 +209,34 @@ class TestARealGuest(testtools.TestCase):
             _last_listing(text)) == 1 and 'changed' in text, timeout=300)
         self.assertEqual(1, _edus(_last_listing(out)), out[-2000:])
 
+    def test_a_free_function_removed_from_l1_then_rescanned(self):
+        # L1's kernel drops a free function (hot-unplug as the PCI core
+        # does it) and finds it again on a rescan: the agent deletes its
+        # provider, then reports it again under the same identity.
+        address = node.Layout.NUMA1_EDU
+        rp = self.provider_of(address)
+        name = '%s_%s' % (nested.L1_HOST, address)
+        self.sess.sh('echo 1 > /sys/bus/pci/devices/%s/remove' % address)
+
+        def providers():
+            return [p['uuid'] for p in self.api(
+                'GET', 'placement', '/resource_providers?name=%s' % name)[
+                'resource_providers']]
+        self._until(lambda: not providers() and address not in json.dumps(
+            self.api('GET', 'accel', '/v2/deployables')), 'not removed')
+
+        self.sess.sh('echo 1 > /sys/bus/pci/rescan')
+        self._until(lambda: providers() == [rp], 'not reported again')
+        inventory = self.api('GET', 'placement', '/resource_providers/%s/'
+                             'inventories' % rp)['inventories']
+        self.assertEqual(1, inventory['CUSTOM_EDU']['total'])
+
+    def _until(self, check, message, timeout=300):
+        deadline = time.monotonic() + timeout
+        while not check():
+            self.assertLess(time.monotonic(), deadline, message)
+            time.sleep(3)
+
     def test_functions_of_one_iommu_group_are_one_device(self):
         deps = self.api('GET', 'accel', '/v2/deployables')['deployables']
         text = json.dumps(deps)
