@@ -33,6 +33,7 @@ from testtools import content
 
 from tests.functional.fixtures import cli
 from tests.functional.fixtures import servers
+from tests import waiting
 
 T4_GROUP = {'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}
 BIND_TIMEOUT = 15
@@ -123,6 +124,11 @@ class ClientsTestCase(testtools.TestCase):
             time.sleep(0.05)
 
     def assert_bound_event(self, instance, arq_uuid):
+        # The event is sent after the commit that makes the ARQ Bound: a
+        # reader can see Bound first.
+        waiting.wait_for('the bound event of ARQ %s' % arq_uuid, lambda: [
+            e for e in self.nova.received() if e['tag'] == arq_uuid],
+            BIND_TIMEOUT)
         events = [e for e in self.nova.received() if e['tag'] == arq_uuid]
         self.assertEqual([{'name': 'accelerator-request-bound',
                            'server_uuid': instance, 'tag': arq_uuid,
