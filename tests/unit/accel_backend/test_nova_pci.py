@@ -272,3 +272,24 @@ class TestReadAsNovaReadsIt(testtools.TestCase):
                                 ['{"vendor_id": 4318}'])
         self.assertIn('names no vendor_id', str(err))
 
+
+class TestWithheldIdsAreAProblem(testtools.TestCase):
+    """A value that does not parse is reported through the drivers'
+    ``config_problems`` (the service's health says it)."""
+
+    def test_driver_config_problems(self):
+        self.useFixture(fixtures.FakeLogger())
+        spec = ('{"vendor_id": "10de", "product_id": "20b5", '
+                '"address": "0000:ca:00.9"}')
+        drv = load(self, 'nvidia_gpu', base.GPU_SERVER,
+                   discovery={'nova_pci_device_spec': [spec]})
+        self.assertEqual([], drv.discover())
+        (problem,) = drivers.config_problems([drv])
+        self.assertIn('Cannot parse Nova [pci] device_spec %s' % spec,
+                      problem)
+        self.assertIn('every device 10de:20b5 is left to Nova', problem)
+        good = load(self, 'nvidia_gpu', base.GPU_SERVER, discovery={
+            'nova_pci_device_spec': ['{"vendor_id": "10de", '
+                                     '"address": "0000:ca:00.0"}']})
+        self.assertEqual([], drivers.config_problems([good]))
+        self.assertEqual([], drivers.config_problems([object()]))

@@ -10,7 +10,9 @@ import os
 import fixtures
 from oslo_utils import uuidutils
 import testtools
+import webob
 
+from accel_backend import service as service_mod
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import real_servers
 from tests.unit.accel_backend import test_lifecycle
@@ -284,3 +286,63 @@ class TestFPGAManagementAndUserFunctions(RealServerTest):
                           '0000:b2:00.1', '0000:b2:00.2', '0000:d8:00.0',
                           '0000:d8:00.1'], sorted(self.providers()))
 
+
+class TestNovaConfigFailsClosed(RealServerTest):
+    """Nova's ``[pci] device_spec`` on a server: a line that does not
+    parse withholds the devices of the ids it names and the health check
+    says so; a nova.conf that cannot be read changes nothing."""
+
+    TREE = tree('fpga-pairs')
+    DRIVERS = 'fpga'
+    U250 = '0000:3b:00.1'
+    OTHERS = ['0000:b2:00.1', '0000:b2:00.2', '0000:d8:00.1']
+    # No function 9: nova-compute refuses to start with this line.
+    BAD = ('{"vendor_id": "10ee", "product_id": "5005", '
+           '"address": "0000:3b:00.9"}')
+
+    def health(self, svc):
+        """``(status, reasons)`` of the service's ``/healthcheck``."""
+        resp = webob.Request.blank(
+            '/healthcheck', headers={'Accept': 'application/json'}
+        ).get_response(svc.app)
+        return resp.status_int, ' '.join(resp.json['reasons'])
+
+    def test_malformed_line_withholds_the_device_it_names(self):
+        svc = self.make_service(self.make_conf(
+            nova_pci_device_spec=[self.BAD]))
+        svc.report_pass()
+        self.assertEqual(self.OTHERS, sorted(self.providers()))
+        self.assertEqual(self.OTHERS, self.candidates('resources=FPGA:1'))
+        self.assertEqual(1, self.logger.output.count(
+            'Cannot parse Nova [pci] device_spec %s' % self.BAD))
+        status, reasons = self.health(svc)
+        self.assertEqual(503, status)
+        self.assertIn('host compute1: discovery degraded: Cannot parse '
+                      'Nova [pci] device_spec %s' % self.BAD, reasons)
+        self.assertIn('every device 10ee:5005 is left to Nova', reasons)
+        # The line fixed: the U250 is offered, the host healthy again.
+        fixed = self.make_service(self.make_conf(nova_pci_device_spec=[
+            self.BAD.replace('3b:00.9', '3b:00.0')]))
+        fixed.report_pass()
+        self.assertEqual([self.U250] + self.OTHERS, sorted(self.providers()))
+        self.assertEqual(200, self.health(fixed)[0])
+
+    def test_unreadable_nova_conf_reports_and_removes_nothing(self):
+        svc = self.make_service()
+        svc.report_pass()
+        before = sorted(self.providers())
+        self.assertEqual([self.U250] + self.OTHERS, before)
+        self.writes(svc)
+        # Absent, and a directory: unreadable as a file even for root
+        # (a chmod 000 file does not stop root).
+        for path in (os.path.join(self.tmp, 'nova.conf'), self.tmp):
+            conf = self.make_conf(nova_config_file=path)
+            self.assertIsNone(service_mod.build_or_refuse(
+                conf, service_mod.EMBEDDED, 'accel-backend'))
+            self.assertEqual(before, sorted(self.providers()))
+            status, reasons = self.health(svc)
+            self.assertEqual(503, status)
+            self.assertIn('host compute1: discovery refused: Nova\'s [pci] '
+                          'device_spec cannot be used', reasons)
+            self.assertIn(path, reasons)
+        self.assertEqual([], self.writes(svc))
