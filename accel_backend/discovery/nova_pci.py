@@ -191,6 +191,7 @@ class NovaSpec:
 
     :param raw: the spec (dict).
     :param text: its text, for messages.
+    :param modules: ``nova_devspec()``.
     :raises NovaSpecError: Nova's parser rejects it (its message).
     """
 

@@ -265,6 +265,14 @@ class TestReadAsNovaReadsIt(testtools.TestCase):
                           devspec.PciDeviceSpec,
                           {'vendor_id': '10de', 'one_time_use': 'true'})
 
+    def test_a_number_as_regex_fails_closed(self):
+        # Nova's parser fails with a TypeError (measured): a rejection.
+        spec = json.dumps({'vendor_id': '10de', 'product_id': '20b5',
+                           'address': {'bus': 23}})
+        found, problems = self.both([spec])
+        self.assertEqual(A100S, sorted(a for a in found if a in A100S))
+        self.assertEqual(1, len(problems))
+
     def test_a_number_as_vendor_id_is_no_vendor_id(self):
         # Nova's parser fails with an AttributeError (measured), which is
         # a rejection like its own errors: no hex vendor id, so no guess.
