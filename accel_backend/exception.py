@@ -240,6 +240,17 @@ class NovaPCIConfigUnusable(AccelBackendError):
                'Nova claims')
 
 
+class NovaPCISpecWithheld(AccelBackendError):
+    """Some of Nova's ``[pci] device_spec`` values do not parse: the
+    devices of the ids they name are left to Nova (withheld), the others
+    are reported.  Recorded as the host's status, never raised to a
+    caller."""
+    status = 503
+    code = 'accel.discovery.nova_pci_withheld'
+    msg_fmt = ('%(problems)s; fix Nova\'s [pci] device_spec (the devices '
+               'of these ids stay withheld until it parses)')
+
+
 class DatabaseOptionUnsupported(AccelBackendError):
     """A ``[database]`` option oslo.db offers that accel_backend does not
     honour is set (``accel_backend.db.api``): refused at start rather

@@ -171,7 +171,10 @@ class Service:
     def report_pass(self, force=False, report=True):
         """``discover_and_report`` once, its outcome recorded as this
         host's status (``objects.host_status``): what the API's health
-        check and ``accel-backend-manage discovery status`` show.
+        check and ``accel-backend-manage discovery status`` show.  A pass
+        whose drivers withhold devices because of their configuration
+        (``drivers.config_problems``: a Nova ``[pci] device_spec`` value
+        that does not parse) is recorded ``degraded``, with why.
 
         :param report: as ``discover_and_report``.
         :returns: list of ``ProviderRecord`` reported.
@@ -192,7 +195,12 @@ class Service:
                 labels['outcome'] = host_status.FAILING
                 self._record(host_status.FAILING, e)
                 raise
-        self._record(host_status.OK)
+        problems = drivers_mod.config_problems(self.drivers)
+        if problems:
+            self._record(host_status.DEGRADED, exception.NovaPCISpecWithheld(
+                problems='; '.join(problems)))
+        else:
+            self._record(host_status.OK)
         return reported
 
     def _record(self, state, error=None):

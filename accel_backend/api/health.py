@@ -4,10 +4,11 @@ of ours (entry points ``oslo.middleware.healthcheck``):
 * ``accel_database``: the database answers (``SELECT 1``);
 * ``accel_placement``: Placement answers its version document
   (``GET /``);
-* ``accel_discovery``: no host's last discovery pass was refused or
-  failed (``objects.host_status``: a sysfs root that cannot be read, a
-  Nova ``[pci] device_spec`` that cannot be used, a refused mass removal,
-  Placement unreachable...); the reason names the hosts and why.
+* ``accel_discovery``: no host's last discovery pass was refused,
+  failed or degraded (``objects.host_status``: a sysfs root that cannot
+  be read, a Nova ``[pci] device_spec`` that cannot be used or has values
+  that do not parse, a refused mass removal, Placement unreachable...);
+  the reason names the hosts and why.
 
 ``[healthcheck] backends`` chooses them (default: all three); a load balancer
 that should only take an API node out when its own database is gone

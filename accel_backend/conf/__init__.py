@@ -123,8 +123,12 @@ DISCOVERY_OPTS = [
                help='mdev driver: resource class of mediated device '
                     'inventories (``VGPU`` or a ``CUSTOM_`` class).'),
     cfg.ListOpt('mdev_types', default=[],
-                help='mdev driver: mdev type names to report (e.g. '
-                     'nvidia-222); empty reports every type.'),
+                help='mdev driver: the enabled mdev types (e.g. '
+                     'nvidia-222), as Nova\'s ``[devices] '
+                     'enabled_mdev_types``; each physical GPU offers one '
+                     'of them (``[mdev_<type>] device_addresses``). Empty: '
+                     'no mediated device is reported, with a warning '
+                     'that names the GPUs offering types.'),
     cfg.IntOpt('fake_total', default=16, min=1,
                help='fake driver: number of accelerators of the fake '
                     'device.'),

@@ -153,9 +153,11 @@ class ARQ(TimestampMixin, Base):
 
 
 class HostStatus(Base):
-    """The last discovery pass of each host: ``state`` ``ok``, ``refused``
-    (a misconfiguration: nothing was reported or removed) or ``failing``
-    (e.g. Placement unreachable), with the reason and the error code."""
+    """The last discovery pass of each host: ``state`` ``ok``,
+    ``degraded`` (reported, but a misconfiguration withheld devices),
+    ``refused`` (a misconfiguration: nothing was reported or removed) or
+    ``failing`` (e.g. Placement unreachable), with the reason and the
+    error code."""
 
     __tablename__ = 'host_status'
     hostname = sa.Column(sa.String(255), primary_key=True)

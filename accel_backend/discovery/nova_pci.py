@@ -5,16 +5,60 @@ Nova selects passthrough devices with ``[pci] device_spec`` (formerly
 ``vendor_id``, ``product_id`` (hex or ``*``) and ``address``, either a
 string ``[[[[<domain>]:]<bus>]:][<slot>][.[<func>]]`` whose fields may be
 ``*`` or empty (any), or an object ``{"domain", "bus", "slot",
-"function"}`` of exact hex values or regular expressions.  ``devname``
-(a network interface) cannot be resolved from PCI sysfs and is ignored;
+"function"}`` of regular expressions, each matched from the start of the
+field's hex digits (``"bus": "8"`` selects buses 80-8f), unknown keys
+ignored.  ``devname`` names a network interface instead of an address;
 other tags (``physical_network``, ``resource_class`` ...) do not change
-what is selected.  As in Nova, a spec naming a PF's address also selects
-its virtual functions.
+what is selected.  A spec naming a PF's address also selects its virtual
+functions.
 
 A device two services hand out to guests gets handed out twice: our
 drivers refuse every device that one of these specs selects.
+
+Which parser reads a value:
+
+* Nova's own, ``nova.pci.devspec.PciDeviceSpec`` (Nova 34,
+  ``nova/pci/devspec.py``), wherever Nova can be imported: on the compute
+  node, where the agent runs beside nova-compute, both then read a value
+  the same way, quirks included.  It is imported on first use only, when
+  a spec is configured: it loads all of Nova's options (measured on a
+  loaded 2-core machine: 1.0-1.4 s, 5 s from a cold disk cache, about
+  1,800 modules, eventlet among them, imported but not monkey patched).
+  It resolves ``devname`` from the host's ``/sys/class/net``, as Nova
+  does.
+* ``OwnSpec``, the same grammar and matching rules, where Nova is not
+  installed (accel_backend on a host without nova-compute, reading a copy
+  of its nova.conf).  Where it cannot tell, it selects more: a spec with
+  ``devname`` selects every function of its ids, and any address spec
+  also selects the VFs of the functions it names.
+
+What is added to Nova's parser, and why:
+
+* A spec whose address is one function (all four fields exact) also
+  selects that function's VFs.  Nova does this only when it finds
+  ``sriov_totalvfs`` under the host's ``/sys/bus/pci/devices``, whatever
+  ``[discovery] sysfs_root`` says; our rule reads the VF's ``physfn``
+  under that root, so the outcome does not depend on which root is read
+  (on the compute node itself, both agree).
+* ``one_time_use`` is left out of what Nova's parser sees: Nova checks
+  ``one_time_use = true`` against its process-wide
+  ``CONF.pci.report_in_placement``, which accel_backend never loads from
+  the compute node's nova.conf, so Nova's parser rejects every such spec
+  here (measured with Nova 34: ``PciConfigInvalidSpec``).  The tag does
+  not change what is selected.
+* Nova only selects a ``remote_managed`` device whose VPD has a card
+  serial number; accel_backend does not read the VPD and assumes one,
+  selecting at least what Nova does.
+
+Fail closed: a value neither parser accepts (nova-compute itself refuses
+to start with it) still leaves every function of the vendor (and product)
+ids it names to Nova, with an error logged and the problem kept
+(``NovaClaims.problems``: the service records its host as ``degraded``
+with it, which the health check shows); a value from which no vendor id
+can be told stops discovery (``NovaPCIConfigUnusable``).
 """
 
+import functools
 import json
 import os
 import re
@@ -22,37 +66,62 @@ import re
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from accel_backend.discovery import sysfs
 from accel_backend import exception
+from accel_common import pci
 
 LOG = logging.getLogger(__name__)
 ANY = None
-_HEX = re.compile(r'^(0x)?[0-9a-fA-F]+$')
-_FIELDS = (('domain', 0xffff), ('bus', 0xff), ('slot', 0x1f),
-           ('function', 0x7))
+_HEX = re.compile(r'^\s*(0[xX])?[0-9a-fA-F]+\s*$')
+_ID_IN_TEXT = {
+    key: re.compile(r'"%s"\s*:\s*"\s*(?:0x)?([0-9a-fA-F]{1,4})\s*"' % key)
+    for key in ('vendor_id', 'product_id')}
 
 
 class NovaSpecError(ValueError):
-    pass
+    """A device spec the parser (Nova's or ours) rejects."""
 
 
-def _split_address(address):
-    m = sysfs.ADDRESS_RE.match(address)
-    return {'domain': m.group('domain'), 'bus': m.group('bus'),
-            'slot': m.group('slot'), 'function': m.group('function')}
+@functools.lru_cache(maxsize=None)
+def nova_devspec():
+    """Nova's ``(nova.pci.devspec, nova.exception)`` modules, or None
+    where Nova is not installed (cached: imported once per process)."""
+    try:
+        from nova import exception as nova_exception
+        from nova.pci import devspec
+    except ImportError as e:
+        LOG.info('Nova is not importable (%s): Nova\'s [pci] device_spec '
+                 'is read by accel_backend\'s own parser', e)
+        return None
+    return devspec, nova_exception
 
 
 def _hex_or_any(value, what, maximum):
-    value = (value or '').strip()
-    if value in ('', '*'):
+    if value is None or value == '*':
         return ANY
-    if not _HEX.match(value) or int(value, 16) > maximum:
+    if not isinstance(value, str) or not _HEX.match(value) or \
+            int(value, 16) > maximum:
         raise NovaSpecError('bad %s %r' % (what, value))
     return int(value, 16)
 
 
-class NovaPCISpec:
-    """One parsed Nova device spec (``text`` keeps the original)."""
+def _fields(address):
+    """``{field: hex digits}`` of a function's address, as Nova compares
+    them (``0000``, ``af``, ``00``, ``0``)."""
+    a = pci.parse(address)
+    return {'domain': '%04x' % a.domain, 'bus': '%02x' % a.bus,
+            'slot': '%02x' % a.slot, 'function': '%x' % a.function}
+
+
+class OwnSpec:
+    """One device spec read without Nova (see the module).
+
+    :param raw: the spec (dict).
+    :param text: its text, for messages.
+    :raises NovaSpecError: a value Nova's parser would reject too.
+    """
+
+    #: Why this spec stands for a value that did not parse, else None.
+    problem = None
 
     def __init__(self, raw, text):
         if not isinstance(raw, dict):
@@ -63,23 +132,20 @@ class NovaPCISpec:
                                    0xffff)
         self.devname = raw.get('devname')
         address = raw.get('address')
+        if address is not None and self.devname is not None:
+            raise NovaSpecError('devname and address are exclusive')
         self.glob = self.regex = None
         if isinstance(address, dict):
-            unknown = set(address) - {f for f, _ in _FIELDS}
-            if unknown:
-                raise NovaSpecError('unknown address keys %s' %
-                                    sorted(unknown))
             self.regex = {}
-            for field, maximum in _FIELDS:
-                value = str(address.get(field, '.*'))
-                if _HEX.match(value):
-                    self.regex[field] = int(value, 16)
-                else:
-                    try:
-                        self.regex[field] = re.compile(value)
-                    except re.error as e:
-                        raise NovaSpecError('bad %s regex %r: %s' %
-                                            (field, value, e))
+            for field, _, _ in pci.FIELDS:
+                value = address.get(field, '.*')
+                if not isinstance(value, str):
+                    raise NovaSpecError('%s must be a string' % field)
+                try:
+                    self.regex[field] = re.compile(value)
+                except re.error as e:
+                    raise NovaSpecError('bad %s regex %r: %s' %
+                                        (field, value, e))
         elif isinstance(address, str):
             self.glob = self._parse_glob(address)
         elif address is not None:
@@ -91,71 +157,141 @@ class NovaPCISpec:
         fields = dbs.split(':') if dbs else []
         if len(fields) > 3:
             raise NovaSpecError('bad address %r' % address)
-        fields = [''] * (3 - len(fields)) + fields
-        values = {}
-        for (field, maximum), value in zip(_FIELDS, fields + [func]):
-            values[field] = _hex_or_any(value, field, maximum)
-        return values
+        fields = [''] * (3 - len(fields)) + fields + [func]
+        return {field: _hex_or_any(value.strip() or '*', field, maximum)
+                for (field, _, maximum), value in zip(pci.FIELDS, fields)}
 
     def _address_matches(self, address):
-        parts = _split_address(address)
         if self.glob is not None:
-            return all(want is ANY or want == int(parts[f], 16)
+            a = pci.parse(address)
+            return all(want is ANY or want == getattr(a, f)
                        for f, want in self.glob.items())
         if self.regex is not None:
-            for field, want in self.regex.items():
-                if isinstance(want, int):
-                    if want != int(parts[field], 16):
-                        return False
-                elif not want.fullmatch(parts[field]):
-                    return False
+            parts = _fields(address)
+            return all(rx.match(parts[f]) for f, rx in self.regex.items())
         return True
 
     def matches(self, fn):
         """True when Nova would take PCI function ``fn``
-        (``sysfs.PCIFunction``)."""
-        if self.devname is not None and self.glob is None and \
-                self.regex is None and self.vendor is ANY:
+        (``sysfs.PCIFunction``), or might."""
+        if self.devname is not None and self.vendor is ANY:
             return False  # a netdev name only: not resolvable here
         if self.vendor is not ANY and self.vendor != int(fn.vendor_id, 16):
             return False
         if self.product is not ANY and \
                 self.product != int(fn.product_id, 16):
             return False
-        if self.glob is None and self.regex is None:
-            return True
         if self._address_matches(fn.address):
             return True
         return bool(fn.physfn) and self._address_matches(fn.physfn)
 
 
-_ID_IN_TEXT = {
-    key: re.compile(r'"%s"\s*:\s*"\s*(?:0x)?([0-9a-fA-F]{1,4})\s*"' % key)
-    for key in ('vendor_id', 'product_id')}
+class NovaSpec:
+    """One device spec read by Nova's ``PciDeviceSpec`` (see the module).
+
+    :param raw: the spec (dict).
+    :param text: its text, for messages.
+    :param modules: ``nova_devspec()``.
+    :raises NovaSpecError: Nova's parser rejects it (its message).
+    """
+
+    problem = None
+
+    def __init__(self, raw, text, modules):
+        devspec, nova_exception = modules
+        if not isinstance(raw, dict):
+            raise NovaSpecError('not an object')
+        self.text = text
+        raw = {k: v for k, v in raw.items() if k != 'one_time_use'}
+        try:
+            self.spec = devspec.PciDeviceSpec(raw)
+        # Nova's own errors, and what its parser raises on a value of
+        # the wrong type (measured: AttributeError for a vendor_id that
+        # is a number, TypeError for a regex that is one).
+        except (nova_exception.NovaException, AttributeError, TypeError,
+                ValueError, KeyError, OSError) as e:
+            raise NovaSpecError(str(e) or type(e).__name__)
+
+    def matches(self, fn):
+        """True when Nova takes PCI function ``fn``
+        (``sysfs.PCIFunction``)."""
+        # The VPD is not read: a serial number is assumed (see the
+        # module), so a remote_managed spec selects what it names.
+        dev = {'vendor_id': fn.vendor_id, 'product_id': fn.product_id,
+               'address': fn.address, 'parent_addr': fn.physfn,
+               'capabilities': {'vpd': {'card_serial_number': 'assumed'}}}
+        if self.spec.match(dev):
+            return True
+        address = self.spec.address
+        return bool(fn.physfn) and address is not None and \
+            address.pci_address_spec.is_single_address() and \
+            self.spec.match(dict(dev, address=fn.physfn, parent_addr=None))
 
 
-def _conservative(text):
-    """The spec to apply for a value that does not parse: every function
-    of the vendor (and product) ids it names, whatever else it says.
+def _spec(raw, text):
+    modules = nova_devspec()
+    if modules is None:
+        return OwnSpec(raw, text)
+    return NovaSpec(raw, text, modules)
 
+
+def _id_or_none(value):
+    if isinstance(value, str) and _HEX.match(value) and \
+            int(value, 16) <= 0xffff:
+        return int(value, 16)
+    return None
+
+
+def _conservative(raw, text, error):
+    """Specs to apply for a value that does not parse: every function of
+    the vendor (and product) ids it names, whatever else it says.
+
+    :param raw: the parsed JSON object, or None when ``text`` is no JSON
+        (then every vendor id in the text counts; with more than one,
+        every product of each).
     :raises NovaPCIConfigUnusable: it names no vendor id.
     """
-    ids = {key: m.group(1) for key, rx in _ID_IN_TEXT.items()
-           for m in [rx.search(text)] if m}
-    if 'vendor_id' not in ids:
+    if isinstance(raw, dict):
+        pairs = [(_id_or_none(raw.get('vendor_id')),
+                  _id_or_none(raw.get('product_id')))]
+    else:
+        vendors, products = (
+            sorted({int(v, 16) for v in _ID_IN_TEXT[key].findall(text)})
+            for key in ('vendor_id', 'product_id'))
+        if len(vendors) == 1 and len(products) <= 1:
+            pairs = [(vendors[0], products[0] if products else ANY)]
+        else:
+            pairs = [(v, ANY) for v in vendors]
+    pairs = [p for p in pairs if p[0] is not None]
+    if not pairs:
         raise exception.NovaPCIConfigUnusable(
             reason='%r names no vendor_id' % text, source='nova.conf')
-    return NovaPCISpec(ids, text.strip())
+    specs = []
+    for vendor, product in pairs:
+        spec = OwnSpec({'vendor_id': '%04x' % vendor,
+                        'product_id': _id_text(product)}, text)
+        spec.problem = (
+            'Cannot parse Nova [pci] device_spec %s (%s): every device '
+            '%04x:%s is left to Nova, none is offered' % (
+                text, error, vendor, _id_text(product)))
+        LOG.error('%s', spec.problem)
+        specs.append(spec)
+    return specs
+
+
+def _id_text(value):
+    return '*' if value is ANY else '%04x' % value
 
 
 def parse(texts):
-    """Parse Nova ``device_spec`` values (list of str) into specs.
+    """Parse Nova ``device_spec`` values (list of str) into specs
+    (``NovaSpec``, or ``OwnSpec`` without Nova), one per object.
 
-    A value may hold one JSON object or a list of them.  Fail closed: a
-    value that does not parse (Nova itself would refuse to start with
-    it) still claims, for Nova, every function of the vendor and product
-    ids it names, with an error logged; one that names no vendor id
-    stops discovery.
+    A value may hold one JSON object or a list of them.  Fail closed: an
+    object (or a value) that does not parse still claims, for Nova, every
+    function of the vendor and product ids it names, with an error logged
+    and the spec's ``problem`` set; one that names no vendor id stops
+    discovery.
 
     :raises NovaPCIConfigUnusable: a value names no vendor id.
     """
@@ -163,22 +299,17 @@ def parse(texts):
     for text in texts:
         try:
             raw = json.loads(text)
-            if isinstance(raw, list):
-                specs.extend(NovaPCISpec(item, json.dumps(item))
-                             for item in raw)
-            else:
-                specs.append(NovaPCISpec(raw, text.strip()))
-        except (ValueError, NovaSpecError) as e:
-            spec = _conservative(text)
-            LOG.error('Cannot parse Nova [pci] device_spec %r (%s): every '
-                      'device %s:%s is left to Nova', text, e,
-                      _id_text(spec.vendor), _id_text(spec.product))
-            specs.append(spec)
+        except ValueError as e:
+            specs.extend(_conservative(None, text, e))
+            continue
+        items = raw if isinstance(raw, list) else [raw]
+        for item in items:
+            item_text = text.strip() if item is raw else json.dumps(item)
+            try:
+                specs.append(_spec(item, item_text))
+            except NovaSpecError as e:
+                specs.extend(_conservative(item, item_text, e))
     return specs
-
-
-def _id_text(value):
-    return '*' if value is ANY else '%04x' % value
 
 
 def read_nova_conf(path):
@@ -197,12 +328,18 @@ def read_nova_conf(path):
 class NovaClaims:
     """Which PCI functions Nova's PCI passthrough claims on this host.
 
-    :param specs: list of ``NovaPCISpec``.
+    :param specs: list of ``NovaSpec`` / ``OwnSpec``.
     """
 
     def __init__(self, specs):
         self.specs = specs
         self._warned = set()
+
+    @property
+    def problems(self):
+        """Why some specs stand for values that did not parse (list of
+        str, each naming the ids left to Nova); [] when all parsed."""
+        return [s.problem for s in self.specs if s.problem]
 
     @classmethod
     def from_conf(cls, conf):
@@ -227,7 +364,7 @@ class NovaClaims:
         return cls(parse(texts))
 
     def claimed_by(self, fn):
-        """The first Nova spec selecting ``fn`` (``NovaPCISpec``) or None."""
+        """The first Nova spec selecting ``fn`` or None."""
         return next((s for s in self.specs if s.matches(fn)), None)
 
     def refuse(self, fn, driver_name):

@@ -10,13 +10,9 @@ point the root at a recorded tree of plain files and relative links.
 
 import dataclasses
 import os
-import re
 
 from accel_backend import exception
-
-ADDRESS_RE = re.compile(
-    r'^(?P<domain>[0-9a-f]{4}):(?P<bus>[0-9a-f]{2}):'
-    r'(?P<slot>[0-1][0-9a-f])\.(?P<function>[0-7])$')
+from accel_common import pci
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,9 +39,7 @@ class PCIFunction:
     def address_parts(self):
         """``{"domain", "bus", "device", "function"}`` as Cyborg's PCI
         attach handle info wants them (hex strings without ``0x``)."""
-        m = ADDRESS_RE.match(self.address)
-        return {'domain': m.group('domain'), 'bus': m.group('bus'),
-                'device': m.group('slot'), 'function': m.group('function')}
+        return pci.parse(self.address).handle_info()
 
 
 def _read(path):
@@ -114,7 +108,7 @@ def scan(root):
                                              reason=e.strerror or str(e))
     functions = []
     for name in names:
-        if not ADDRESS_RE.match(name):
+        if not pci.ADDRESS_RE.match(name):
             continue
         fn = read_function(root, name)
         if fn is not None:
@@ -246,7 +240,7 @@ def reset_function(root, address):
     :raises OSError: no such function, no ``reset`` file, or the kernel
         refused the reset.
     """
-    if not ADDRESS_RE.match(address):
+    if not pci.ADDRESS_RE.match(address):
         raise OSError('not a PCI address: %r' % address)
     path = os.path.join(root, address, 'reset')
     fd = os.open(path, os.O_WRONLY)  # no O_CREAT: missing -> ENOENT

@@ -16,12 +16,16 @@ OK = 'ok'
 REFUSED = 'refused'
 #: Anything else that failed (Placement unreachable...): retried.
 FAILING = 'failing'
+#: The pass was reported, but a misconfiguration made discovery withhold
+#: devices (a Nova ``[pci] device_spec`` value that does not parse: the
+#: ids it names are left to Nova).
+DEGRADED = 'degraded'
 
 
 def record(session, hostname, state, reason=None, code=None):
     """Set the status of ``hostname`` (one row per host, upserted).
 
-    :param state: ``OK``, ``REFUSED`` or ``FAILING``.
+    :param state: ``OK``, ``DEGRADED``, ``REFUSED`` or ``FAILING``.
     :param reason: the error message (str) or None.
     :param code: the error's stable code (``AccelBackendError.code``) or
         None.

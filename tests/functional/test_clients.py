@@ -156,10 +156,15 @@ class ClientsTestCase(testtools.TestCase):
         for dev in devices:
             self.assertEqual(('GPU', '10de', servers.HOST),
                              (dev['type'], dev['vendor'], dev['hostname']))
-        shown = run('accelerator', 'device', 'show', devices[0]['uuid'])
-        self.assertEqual(devices[0]['uuid'], shown['uuid'])
-        self.assertEqual('NVIDIA Corporation TU104GL [Tesla T4]',
-                         shown['model'])
+        slots = set()
+        for dev in devices:
+            shown = run('accelerator', 'device', 'show', dev['uuid'])
+            self.assertEqual(
+                (dev['uuid'], 'NVIDIA Corporation TU104GL [Tesla T4]'),
+                (shown['uuid'], shown['model']))
+            # Each card's physical slot (servers.SLOTS_TWO_GPUS).
+            slots.add(shown['std_board_info']['slot'])
+        self.assertEqual({'CPU2 SLOT3', 'CPU2 SLOT5'}, slots)
         deployables = run('accelerator', 'deployable', 'list')
         self.assertEqual(
             sorted(d['uuid'] for d in self.stack.gpus.values()),
@@ -420,6 +425,9 @@ class TestOpenStackSDK(ClientsTestCase):
         self.assertEqual(2, len(devices))
         self.assertEqual(devices[0].uuid,
                          self.acc.get_device(devices[0].uuid).uuid)
+        self.assertEqual({'CPU2 SLOT3', 'CPU2 SLOT5'}, {
+            self.acc.get_device(d.uuid).std_board_info['slot']
+            for d in devices})
         deployables = {d.id: d for d in self.acc.deployables()}
         self.assertEqual(
             sorted(d['uuid'] for d in self.stack.gpus.values()),

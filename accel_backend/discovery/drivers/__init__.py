@@ -65,6 +65,15 @@ def load(conf, names):
             for name in names]
 
 
+def config_problems(drivers):
+    """What the drivers' configuration makes them withhold (a Nova
+    ``[pci] device_spec`` value that does not parse...): sorted list of
+    distinct str, [] when nothing.  A driver may say so with a
+    ``config_problems`` attribute (list of str); none is required."""
+    return sorted({p for drv in drivers
+                   for p in getattr(drv, 'config_problems', ())})
+
+
 def discover_all(drivers):
     """Run every driver; a device reported by two drivers goes to the
     first one (in ``enabled_drivers`` order), with a warning, and of two

@@ -91,6 +91,13 @@ class PCIDriverBase:
         self._groups = iommu.Groups(found)
         return found
 
+    @property
+    def config_problems(self):
+        """Configuration this driver works around by withholding devices
+        (list of str): Nova ``[pci] device_spec`` values that do not
+        parse (``nova_pci.NovaClaims.problems``)."""
+        return self.nova.problems
+
     def refused(self, fn):
         """True (with a warning, once) when Nova's PCI passthrough claims
         ``fn``, which this driver would otherwise take."""

@@ -1,5 +1,6 @@
 """Discovery drivers over recorded sysfs trees: nvidia_gpu, fpga, mdev,
-fake; NUMA traits, health, pci.ids names and Nova PCI coexistence."""
+fake; NUMA traits, health and pci.ids names (Nova PCI coexistence:
+``test_nova_pci``)."""
 
 import json
 import os
@@ -10,8 +11,6 @@ import testtools
 
 from accel_backend.discovery import drivers
 from accel_backend.discovery.drivers import base as drv_base
-from accel_backend.discovery import nova_pci
-from accel_backend import exception
 from accel_backend.discovery import pci_ids
 from accel_backend.discovery import sysfs
 from tests.unit.accel_backend import base
@@ -346,140 +345,6 @@ class TestHealth(testtools.TestCase):
             os.path.join(root, '0000:00:00.0', 'reset')))
         self.assertRaises(OSError, sysfs.reset_function, root,
                           '../../etc')
-
-
-class TestNovaPCICoexistence(testtools.TestCase):
-
-    def setUp(self):
-        super().setUp()
-        self.logger = self.useFixture(fixtures.FakeLogger(
-            name='accel_backend.discovery.nova_pci'))
-
-    def addresses(self, name='nvidia_gpu', root=base.GPU_SERVER, **disc):
-        return [d.address for d in load(self, name, root,
-                                        discovery=disc).discover()]
-
-    def test_vendor_product_spec_claims_all(self):
-        spec = '{"vendor_id": "10de", "product_id": "20b5"}'
-        self.assertEqual([], self.addresses(nova_pci_device_spec=[spec]))
-        for addr in A100S:
-            self.assertIn(addr, self.logger.output)
-        self.assertIn("Nova's [pci] device_spec %s;" % spec,
-                      self.logger.output)
-        # VFs, which the driver skips anyway, are not warned about.
-        self.assertNotIn('0000:17:00.4', self.logger.output)
-
-    def test_string_address_glob(self):
-        spec = json.dumps({'vendor_id': '10de', 'address': '*:ca:00.*'})
-        self.assertEqual(['0000:17:00.0', '0000:65:00.0', '0000:e3:00.0'],
-                         self.addresses(nova_pci_device_spec=[spec]))
-        self.assertIn('Device 0000:ca:00.0 (10de:20b5) is claimed by '
-                      'Nova', self.logger.output)
-        self.assertNotIn('0000:17:00.0', self.logger.output)
-
-    def test_partial_string_address(self):
-        # ":e3:" = any domain, bus e3, any slot and function.
-        spec = json.dumps({'address': ':e3:'})
-        self.assertEqual(A100S[:3],
-                         self.addresses(nova_pci_device_spec=[spec]))
-
-    def test_dict_address_with_regex(self):
-        spec = json.dumps({'vendor_id': '10de', 'address': {
-            'domain': '0000', 'bus': '[6c]5|ca', 'slot': '00',
-            'function': '[0-7]'}})
-        self.assertEqual(['0000:17:00.0', '0000:e3:00.0'],
-                         self.addresses(nova_pci_device_spec=[spec]))
-
-    def test_pf_address_claims_its_vfs(self):
-        spec = json.dumps({'address': '0000:17:00.0'})
-        found = self.addresses(nova_pci_device_spec=[spec],
-                               nvidia_include_vfs='true')
-        self.assertEqual(['0000:65:00.4', '0000:65:00.5', '0000:ca:00.0',
-                          '0000:e3:00.0'], found)
-
-    def test_list_value_and_devname_ignored(self):
-        spec = json.dumps([{'devname': 'eth3'},
-                           {'vendor_id': '10ee', 'product_id': '5005'}])
-        self.assertEqual(['0000:3b:00.0', '0000:86:00.0'],
-                         self.addresses('fpga', base.FPGA_CARD,
-                                        nova_pci_device_spec=[spec],
-                                        fpga_management_functions='true'))
-
-    def test_nova_conf_file(self):
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'nova.conf')
-        with open(path, 'w') as f:
-            f.write('[DEFAULT]\ncompute_driver = libvirt.LibvirtDriver\n'
-                    '[pci]\n'
-                    'device_spec = {"vendor_id": "10de", '
-                    '"product_id": "1eb8", "address": "0000:af:00.0"}\n'
-                    'device_spec = {"vendor_id": "8086", '
-                    '"product_id": "1572", "physical_network": "phys"}\n')
-        conf = base.make_conf(self, discovery={'nova_config_file': path})
-        from accel_backend.discovery.drivers import generic_pci
-        found = generic_pci.GenericPCIDriver(conf).discover()
-        self.assertEqual(['0000:d8:00.0'], [d.address for d in found])
-        self.assertIn('0000:af:00.0', self.logger.output)
-        self.assertIn('"address": "0000:af:00.0"', self.logger.output)
-
-    def test_old_passthrough_whitelist_name(self):
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'nova.conf')
-        with open(path, 'w') as f:
-            f.write('[pci]\npassthrough_whitelist = '
-                    '{"vendor_id": "10de", "product_id": "1eb8"}\n')
-        self.assertEqual(1, len(nova_pci.read_nova_conf(path)))
-
-    def test_warned_once_per_device(self):
-        spec = json.dumps({'vendor_id': '10de'})
-        drv = load(self, 'nvidia_gpu', base.GPU_SERVER,
-                   discovery={'nova_pci_device_spec': [spec]})
-        drv.discover()
-        drv.discover()
-        self.assertEqual(1, self.logger.output.count('0000:17:00.0'))
-
-    def test_unparsable_nova_spec_fails_closed(self):
-        # What Nova would refuse to start with still claims the ids it
-        # names: the A100s are left to Nova, not offered twice.
-        for spec in ('{"vendor_id": "10de", "product_id": "20b5", '
-                     '"address": "1:2:3:4"}',
-                     '{"vendor_id": "10de", "product_id": "20b5",'):
-            self.assertEqual([], self.addresses(nova_pci_device_spec=[spec]))
-            self.assertIn('Cannot parse Nova [pci] device_spec',
-                          self.logger.output)
-            self.assertIn('every device 10de:20b5 is left to Nova',
-                          self.logger.output)
-        # A vendor alone claims every device of the vendor.
-        self.assertEqual([], self.addresses(nova_pci_device_spec=[
-            '{"vendor_id": "10de", "address": {"bus": "("}}']))
-
-    def test_spec_naming_no_vendor_stops_the_drivers(self):
-        for spec in ('{"vendor_id": "zz"}', 'not json',
-                     '{"address": "1:2:3:4"}'):
-            err = self.assertRaises(
-                exception.NovaPCIConfigUnusable, load, self, 'nvidia_gpu',
-                base.GPU_SERVER, discovery={'nova_pci_device_spec': [spec]})
-            self.assertIn('names no vendor_id', str(err))
-
-    def test_unreadable_nova_conf_stops_the_drivers(self):
-        missing = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                               'nova.conf')
-        err = self.assertRaises(
-            exception.NovaPCIConfigUnusable, load, self, 'generic_pci',
-            base.TWO_GPUS, (base.T4_SPEC,),
-            discovery={'nova_config_file': missing})
-        self.assertIn(missing, str(err))
-        with open(missing, 'w') as f:
-            f.write('[pci\ndevice_spec = {}\n')  # not ini
-        self.assertRaises(
-            exception.NovaPCIConfigUnusable, load, self, 'generic_pci',
-            base.TWO_GPUS, (base.T4_SPEC,),
-            discovery={'nova_config_file': missing})
-
-    def test_unclaimed_devices_not_warned(self):
-        spec = json.dumps({'vendor_id': '15b3'})
-        self.assertEqual(A100S, self.addresses(nova_pci_device_spec=[spec]))
-        self.assertEqual('', self.logger.output)
 
 
 class TestNumaTrait(testtools.TestCase):

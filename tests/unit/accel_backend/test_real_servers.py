@@ -4,12 +4,15 @@ Placement (openstack-placement's fixture); the tests assert what Placement
 holds afterwards (providers, inventories, traits, allocation candidates)
 and how many writes it took."""
 
+import collections
 import os
 
 import fixtures
 from oslo_utils import uuidutils
 import testtools
+import webob
 
+from accel_backend import service as service_mod
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import real_servers
 from tests.unit.accel_backend import test_lifecycle
@@ -71,6 +74,20 @@ class RealServerTest(test_lifecycle.ServiceTestBase):
         svc.placement.log.clear()
         return done
 
+    def write_kinds(self, svc):
+        """``writes(svc)`` counted by kind: ``create`` (a provider),
+        ``inventory`` and ``traits`` (of a provider), ``new trait`` (a
+        custom trait Placement did not know yet)."""
+        kinds = collections.Counter()
+        for method, url in self.writes(svc):
+            kind = ('create' if url == '/resource_providers' else
+                    'inventory' if url.endswith('/inventories') else
+                    'traits' if url.endswith('/traits') else
+                    'new trait' if url.startswith('/traits/') else
+                    '%s %s' % (method, url))
+            kinds[kind] += 1
+        return dict(kinds)
+
 
 class TestTreesAreRecorded(testtools.TestCase):
 
@@ -114,6 +131,13 @@ class TestGPUWithItsAudioFunction(RealServerTest):
         self.assertEqual((1, 0, 1), self.inv('0000:41:00.0', 'PGPU'))
         self.assertEqual(['0000:41:00.0'], self.candidates(
             'resources=PGPU:1'))
+        # The blocked GPU keeps its traits: only its inventory is held.
+        for name, numa in (('0000:01:00.0', 0), ('0000:41:00.0', 1)):
+            self.assertEqual(
+                {'OWNER_CYBORG', 'CUSTOM_NVIDIA_2230',
+                 'CUSTOM_PCI_VENDOR_10DE', 'CUSTOM_PCI_PRODUCT_10DE_2230',
+                 'CUSTOM_NUMA_NODE_%d' % numa},
+                self.traits(self.providers()[name]['uuid']))
         view = self.device_view(svc, '0000:01:00.0')
         self.assertEqual('unhealthy', view['status'])
         self.assertIn('IOMMU group 14 also holds 0000:01:00.1 (driver '
@@ -156,10 +180,16 @@ class TestTwoGPUsBehindOneSwitch(RealServerTest):
         # Both offered devices have a group of their own.
         self.assertEqual(['0000:19:00.0', '0000:af:00.0'], self.candidates(
             'resources=PGPU:1'))
-        writes = self.writes(svc)
-        # Per provider: create, inventory, traits.
-        self.assertEqual(6, len([w for w in writes
-                                 if '/resource_providers' in w[1]]))
+        for name, numa in (('0000:19:00.0', 0), ('0000:af:00.0', 1)):
+            self.assertEqual(
+                {'OWNER_CYBORG', 'CUSTOM_NVIDIA_T4',
+                 'CUSTOM_PCI_VENDOR_10DE', 'CUSTOM_PCI_PRODUCT_10DE_1EB8',
+                 'CUSTOM_NUMA_NODE_%d' % numa},
+                self.traits(self.providers()[name]['uuid']))
+        # Per provider: create, inventory, traits; the 5 custom traits
+        # once (NUMA nodes 0 and 1).
+        self.assertEqual({'create': 2, 'inventory': 2, 'traits': 2,
+                          'new trait': 5}, self.write_kinds(svc))
         svc.discover_and_report()
         self.assertEqual([], self.writes(svc))
 
@@ -243,6 +273,12 @@ class TestFPGAManagementAndUserFunctions(RealServerTest):
         self.assertIn('U250', self.device_view(svc, '0000:3b:00.1')['model'])
         self.assertIn('N3000',
                       self.device_view(svc, '0000:b2:00.1')['model'])
+        # Per provider: create, inventory, traits; 10 custom traits once
+        # (vendors, products, NUMA nodes, FPGA_XILINX/INTEL, PCI_VF).
+        self.assertEqual({'create': 4, 'inventory': 4, 'traits': 4,
+                          'new trait': 10}, self.write_kinds(svc))
+        svc.discover_and_report()
+        self.assertEqual({}, self.write_kinds(svc))
 
     def test_management_functions_on_request(self):
         self.report(fpga_management_functions='true')
@@ -251,141 +287,62 @@ class TestFPGAManagementAndUserFunctions(RealServerTest):
                           '0000:d8:00.1'], sorted(self.providers()))
 
 
-class TestT4TypesAreNotSoldTwice(RealServerTest):
-    """vGPU types of one T4 share it: one type per GPU."""
+class TestNovaConfigFailsClosed(RealServerTest):
+    """Nova's ``[pci] device_spec`` on a server: a line that does not
+    parse withholds the devices of the ids it names and the health check
+    says so; a nova.conf that cannot be read changes nothing."""
 
-    TREE = tree('t4-mdev-in-use')
-    DRIVERS = 'mdev'
-    BUSY, FREE = '0000:41:00.0', '0000:c1:00.0'
+    TREE = tree('fpga-pairs')
+    DRIVERS = 'fpga'
+    U250 = '0000:3b:00.1'
+    OTHERS = ['0000:b2:00.1', '0000:b2:00.2', '0000:d8:00.1']
+    # No function 9: nova-compute refuses to start with this line.
+    BAD = ('{"vendor_id": "10ee", "product_id": "5005", '
+           '"address": "0000:3b:00.9"}')
 
-    def conf_types(self):
-        # Two types enabled; the GPU that runs T4-2B already keeps it.
-        return dict(mdev_types='nvidia-222,nvidia-223', groups={
-            'mdev_nvidia-223': {'device_addresses': self.BUSY}})
+    def health(self, svc):
+        """``(status, reasons)`` of the service's ``/healthcheck``."""
+        resp = webob.Request.blank(
+            '/healthcheck', headers={'Accept': 'application/json'}
+        ).get_response(svc.app)
+        return resp.status_int, ' '.join(resp.json['reasons'])
 
-    def test_one_type_per_gpu_end_to_end(self):
-        svc = self.report(**self.conf_types())
-        self.assertEqual(['%s_nvidia-223' % self.BUSY,
-                          '%s_nvidia-222' % self.FREE],
-                         sorted(self.providers()))
-        # Capacity: 6 more T4-2B + the 2 that exist; 16 T4-1B.
-        self.assertEqual((8, 0, 8), self.inv('%s_nvidia-223' % self.BUSY,
-                                             'VGPU'))
-        self.assertEqual((16, 0, 16), self.inv('%s_nvidia-222' % self.FREE,
-                                               'VGPU'))
-        # A T4-1B allocated on the free card ...
-        self.allocate('%s_nvidia-222' % self.FREE, 'VGPU')
-        # ... leaves no T4-2B candidate on that card: only on the GPU
-        # that already runs T4-2B.
-        self.assertEqual(['%s_nvidia-223' % self.BUSY], self.candidates(
-            'resources=VGPU:1&required=CUSTOM_MDEV_NVIDIA_223'))
-        self.raw.put('/traits/CUSTOM_MDEV_NVIDIA_230')
-        self.assertEqual([], self.candidates(
-            'resources=VGPU:1&required=CUSTOM_MDEV_NVIDIA_230'))
+    def test_malformed_line_withholds_the_device_it_names(self):
+        svc = self.make_service(self.make_conf(
+            nova_pci_device_spec=[self.BAD]))
+        svc.report_pass()
+        self.assertEqual(self.OTHERS, sorted(self.providers()))
+        self.assertEqual(self.OTHERS, self.candidates('resources=FPGA:1'))
+        self.assertEqual(1, self.logger.output.count(
+            'Cannot parse Nova [pci] device_spec %s' % self.BAD))
+        status, reasons = self.health(svc)
+        self.assertEqual(503, status)
+        self.assertIn('host compute1: discovery degraded: Cannot parse '
+                      'Nova [pci] device_spec %s' % self.BAD, reasons)
+        self.assertIn('every device 10ee:5005 is left to Nova', reasons)
+        # The line fixed: the U250 is offered, the host healthy again.
+        fixed = self.make_service(self.make_conf(nova_pci_device_spec=[
+            self.BAD.replace('3b:00.9', '3b:00.0')]))
+        fixed.report_pass()
+        self.assertEqual([self.U250] + self.OTHERS, sorted(self.providers()))
+        self.assertEqual(200, self.health(fixed)[0])
+
+    def test_unreadable_nova_conf_reports_and_removes_nothing(self):
+        svc = self.make_service()
+        svc.report_pass()
+        before = sorted(self.providers())
+        self.assertEqual([self.U250] + self.OTHERS, before)
         self.writes(svc)
-        svc.discover_and_report()
+        # Absent, and a directory: unreadable as a file even for root
+        # (a chmod 000 file does not stop root).
+        for path in (os.path.join(self.tmp, 'nova.conf'), self.tmp):
+            conf = self.make_conf(nova_config_file=path)
+            self.assertIsNone(service_mod.build_or_refuse(
+                conf, service_mod.EMBEDDED, 'accel-backend'))
+            self.assertEqual(before, sorted(self.providers()))
+            status, reasons = self.health(svc)
+            self.assertEqual(503, status)
+            self.assertIn('host compute1: discovery refused: Nova\'s [pci] '
+                          'device_spec cannot be used', reasons)
+            self.assertIn(path, reasons)
         self.assertEqual([], self.writes(svc))
-
-    def test_an_address_for_two_types_stops_the_driver(self):
-        conf = self.make_conf(mdev_types='nvidia-222,nvidia-223', groups={
-            'mdev_nvidia-222': {'device_addresses': self.BUSY},
-            'mdev_nvidia-223': {'device_addresses': self.BUSY}})
-        from accel_backend import service as service_mod
-        self.assertIsNone(service_mod.build_or_refuse(conf, 'embedded',
-                                                      'test'))
-        self.assertIn('both list 0000:41:00.0', self.logger.output)
-
-    def test_no_enabled_type_reports_nothing(self):
-        self.report()
-        self.assertEqual({}, self.providers())
-        self.assertIn('enables no type', self.logger.output)
-
-    def test_lost_capacity_that_is_allocated_is_kept_reserved(self):
-        svc = self.report(mdev_types='nvidia-222')
-        name = '%s_nvidia-222' % self.FREE
-        self.assertEqual((16, 0, 16), self.inv(name, 'VGPU'))
-        consumer = self.allocate(name, 'VGPU', 2)
-        # Someone creates a T4-16Q on that card behind our back: the
-        # kernel shows no T4-1B left.
-        types = os.path.join(self.root, self.FREE, 'mdev_supported_types')
-        with open(os.path.join(types, 'nvidia-222',
-                               'available_instances'), 'w') as f:
-            f.write('0\n')
-        self.writes(svc)
-        svc.discover_and_report()
-        # Placement refused to drop the allocated inventory (inventory.
-        # inuse): it is kept and reserved, not retried as a conflict.
-        self.assertEqual((16, 16, 16), self.inv(name, 'VGPU'))
-        self.assertEqual(2, len(self.writes(svc)))
-        self.assertIn('still has allocations of VGPU', self.logger.output)
-        svc.discover_and_report()
-        self.assertEqual([], self.writes(svc))
-        # Freed: the inventory goes at the next report.
-        self.raw.delete('/allocations/%s' % consumer)
-        svc.discover_and_report()
-        self.assertIsNone(self.inv(name, 'VGPU'))
-        self.assertEqual(1, len(self.writes(svc)))
-
-
-class TestA100TypesOnVFs(RealServerTest):
-    """Ampere: one vGPU per VF, the GPU's maximum across its VFs."""
-
-    TREE = tree('a100-vgpu-vfs')
-    DRIVERS = 'mdev'
-    FREE, FULL = '0000:ca:00.0', '0000:e3:00.0'
-
-    def test_one_provider_per_gpu_capped_by_the_type(self):
-        # A100D-80C: one per GPU, although all four VFs offer it.
-        svc = self.report(mdev_types='nvidia-694')
-        self.assertEqual(['%s_nvidia-694' % self.FREE,
-                          '%s_nvidia-694' % self.FULL],
-                         sorted(self.providers()))
-        self.assertEqual((1, 0, 1), self.inv('%s_nvidia-694' % self.FREE,
-                                             'VGPU'))
-        # The other GPU is full of A100D-40C: nothing to offer.
-        self.assertIsNone(self.inv('%s_nvidia-694' % self.FULL, 'VGPU'))
-        handles = self.handles(svc, self.FREE)
-        self.assertEqual([('0000:ca:00.4', 'nvidia-694')], handles)
-
-    def test_types_per_gpu_and_handles_on_vfs(self):
-        svc = self.report(mdev_types='nvidia-692,nvidia-693', groups={
-            'mdev_nvidia-693': {'device_addresses': self.FULL}})
-        self.assertEqual((4, 0, 4), self.inv('%s_nvidia-692' % self.FREE,
-                                             'VGPU'))
-        self.assertEqual((2, 0, 2), self.inv('%s_nvidia-693' % self.FULL,
-                                             'VGPU'))
-        self.assertEqual(['0000:ca:00.%d' % i for i in range(4, 8)],
-                         [p for p, _ in self.handles(svc, self.FREE)])
-        # The two VFs that hold the GPU's A100D-40C vGPUs.
-        self.assertEqual([('0000:e3:00.4', 'nvidia-693'),
-                          ('0000:e3:00.5', 'nvidia-693')],
-                         self.handles(svc, self.FULL))
-        self.assertIn('CUSTOM_MDEV_NVIDIA_692', self.traits(
-            self.providers()['%s_nvidia-692' % self.FREE]['uuid']))
-
-    def test_unknown_maximum_is_not_guessed(self):
-        for vf in range(4, 8):
-            path = os.path.join(self.root, '0000:ca:00.%d' % vf,
-                                'mdev_supported_types', 'nvidia-692',
-                                'description')
-            with open(path, 'w') as f:
-                f.write('num_heads=1, framebuffer=20480M\n')
-        self.report(mdev_types='nvidia-692')
-        self.assertNotIn('%s_nvidia-692' % self.FREE, self.providers())
-        self.assertIn('neither [mdev_nvidia-692] max_instances',
-                      self.logger.output)
-        # The operator says it.
-        self.report(mdev_types='nvidia-692', groups={
-            'mdev_nvidia-692': {'max_instances': '3'}})
-        self.assertEqual((3, 0, 3), self.inv('%s_nvidia-692' % self.FREE,
-                                             'VGPU'))
-
-    def handles(self, svc, pf):
-        from accel_backend.objects import device as device_obj
-        with svc.db.transaction() as session:
-            (dev,) = [d for d in device_obj.list_(session)
-                      if d.address == pf]
-            return sorted((h.attach_info['parent'],
-                           h.attach_info['asked_type'])
-                          for dep in dev.deployables
-                          for h in dep.attach_handles)

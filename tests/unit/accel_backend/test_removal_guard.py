@@ -88,6 +88,24 @@ class RemovalGuardTest(testtools.TestCase):
         self.assertIn('[discovery] sysfs_root', str(err))
         self.assert_both_gpus_kept(svc)
 
+    def test_unreadable_sysfs_root_is_refused_like_an_absent_one(self):
+        # Roots that exist but cannot be listed, even by root: a file (a
+        # root that names one function's attribute) and a symlink whose
+        # target is gone (test_sysfs covers EACCES as another user).
+        tmp = self.useFixture(fixtures.TempDir()).path
+        dangling = os.path.join(tmp, 'devices')
+        os.symlink(os.path.join(tmp, 'gone'), dangling)
+        for root in (os.path.join(base.TWO_GPUS, AF, 'vendor'), dangling):
+            svc = self.service(sysfs_root=root)
+            err = self.assertRaises(exception.SysfsRootUnavailable,
+                                    svc.report_pass)
+            self.assertIn('Cannot read the PCI devices under %s' % root,
+                          str(err))
+            self.assert_both_gpus_kept(svc)
+            self.assertEqual(
+                [('refused', 'accel.discovery.root_unavailable')],
+                [(r['state'], r['code']) for r in self.status(svc)])
+
     def health(self, svc, status):
         resp = webob.Request.blank(
             '/healthcheck', headers={'Accept': 'application/json'}
