@@ -13,7 +13,9 @@ host:
 ``deleted_instances``
     ARQs bound (or failed) for longer than ``[audit] grace_period`` whose
     instance Nova answers 404 for (``GET /servers/<uuid>``): deleted,
-    releasing their devices.  Any other answer keeps them.  The ``[nova]``
+    releasing their devices, with ``accelerator.arq.delete.end`` as the
+    API's delete sends (billing's period ends).  Any other answer keeps
+    them.  The ``[nova]``
     credentials must be an administrator's (they already must be, to send
     external events), or servers of other projects look deleted: set
     ``[audit] delete_orphaned_arqs = false`` when they are not.
@@ -29,7 +31,8 @@ host:
     in use again.
 ``failed_arqs``
     ``Bound`` ARQs without a handle: ``BindFailed`` with a ``failed``
-    event to Nova.
+    event to Nova, counted and notified as the binder's failures are
+    (reason ``bound_without_handle``, ``accel_backend.binding.failure``).
 ``requeued_bindings``
     ARQs ``BindStarted`` for longer than ``grace_period``: handed to the
     binder again (binding is idempotent).
@@ -56,7 +59,10 @@ from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from accel_backend.binding import failure
+from accel_backend.db import api as db_api
 from accel_backend.db import models
+from accel_backend import notifications as notifications_mod
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
 
@@ -68,28 +74,11 @@ _HANDLE_LESS = (arq_obj.INITIAL, arq_obj.UNBOUND, arq_obj.BIND_FAILED)
 _INSTANCE_STATES = (arq_obj.BOUND, arq_obj.BIND_FAILED)
 
 
-def _utcnow():
-    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+_utcnow = models.utcnow
 
 
 def _last_change(model):
     return sa.func.coalesce(model.updated_at, model.created_at)
-
-
-def _write_lock(session):
-    """Take SQLite's write lock at the start of a repair transaction.
-
-    A read-then-write transaction on SQLite (WAL) fails with "database is
-    locked" when another connection wrote after its first read; a write
-    that matches nothing takes the lock up front, so every check below
-    sees the current rows.  PostgreSQL and MySQL lock the rows read
-    ``FOR UPDATE`` instead.
-    """
-    if session.get_bind().dialect.name == 'sqlite':
-        session.execute(sa.update(models.AttachHandle)
-                        .where(models.AttachHandle.id == -1)
-                        .values(in_use=models.AttachHandle.in_use)
-                        .execution_options(synchronize_session=False))
 
 
 @dataclasses.dataclass
@@ -141,11 +130,13 @@ class Auditor:
     :param cleaning_timeout: seconds a cleaning step may run
         (``[cleaning] timeout``).
     :param delete_orphaned_arqs: act on Nova's 404 (bool).
+    :param notifications: ``accel_backend.notifications.Notifications``
+        told about ARQs the audit deletes or fails, or None.
     """
 
     def __init__(self, db, hostname, nova=None, binder=None, cleaner=None,
                  grace_period=600, cleaning_timeout=300,
-                 delete_orphaned_arqs=True):
+                 delete_orphaned_arqs=True, notifications=None):
         self.db = db
         self.hostname = hostname
         self.nova = nova
@@ -154,6 +145,7 @@ class Auditor:
         self.grace_period = grace_period
         self.cleaning_timeout = cleaning_timeout
         self.delete_orphaned_arqs = delete_orphaned_arqs
+        self.notifications = notifications
         self._lock = threading.Lock()
 
     @classmethod
@@ -163,7 +155,8 @@ class Auditor:
                    binder=service.binder, cleaner=service.cleaner,
                    grace_period=conf.audit.grace_period,
                    cleaning_timeout=conf.cleaning.timeout,
-                   delete_orphaned_arqs=conf.audit.delete_orphaned_arqs)
+                   delete_orphaned_arqs=conf.audit.delete_orphaned_arqs,
+                   notifications=service.notifications)
 
     def run(self):
         """One audit; each step runs even when another failed.
@@ -218,8 +211,9 @@ class Auditor:
             if not self._instance_gone(instance):
                 continue
             report.deleted_instances.append(instance)
+            deleted = []
             with self.db.transaction() as session:
-                _write_lock(session)
+                db_api.write_lock(session)
                 for arq in arq_obj.list_(session, instance_uuid=instance):
                     # Re-checked under the lock: an ARQ re-bound to
                     # another instance meanwhile is left alone.
@@ -231,7 +225,13 @@ class Auditor:
                                 'deleting its ARQ %s (%s)', instance,
                                 arq.uuid, arq.state)
                     report.deleted_arqs.append(arq.uuid)
+                    # Taken before the delete releases the handle.
+                    deleted.append(notifications_mod.arq_data(arq))
                     arq_obj.delete(session, arq)
+            if self.notifications is not None:
+                for data in deleted:
+                    self.notifications.arq('accelerator.arq.delete.end',
+                                           data)
 
     # -- attach handles ---------------------------------------------------
 
@@ -244,7 +244,7 @@ class Auditor:
         held = sa.select(models.ARQ.id).where(
             models.ARQ.attach_handle_id == models.AttachHandle.id)
         with self.db.transaction() as session:
-            _write_lock(session)
+            db_api.write_lock(session)
             # In use, held by nobody.
             for handle in session.scalars(self._host_handles().where(
                     models.AttachHandle.in_use.is_(True),
@@ -302,8 +302,9 @@ class Auditor:
     # -- ARQs ---------------------------------------------------------------
 
     def _bound_without_handle(self, report):
+        failed = []
         with self.db.transaction() as session:
-            _write_lock(session)
+            db_api.write_lock(session)
             uuids = list(session.scalars(
                 sa.select(models.ARQ.uuid).where(
                     models.ARQ.hostname == self.hostname,
@@ -319,6 +320,10 @@ class Auditor:
                             arq.uuid, arq.instance_uuid)
                 arq_obj.transition(arq, arq_obj.BIND_FAILED)
                 report.failed_arqs.append(arq.uuid)
+                failed.append(notifications_mod.arq_data(arq))
+        for data in failed:
+            failure.record(self.notifications, data,
+                           failure.BOUND_WITHOUT_HANDLE)
         if report.failed_arqs and self.binder is not None:
             self.binder.deliver(report.failed_arqs)
 

@@ -9,21 +9,24 @@ payload is a versioned object in the shape of Nova's
 
     {"accel_object.name": "ARQPayload",
      "accel_object.namespace": "accel_backend",
-     "accel_object.version": "1.0",
+     "accel_object.version": "1.1",
      "accel_object.data": {...}}
 
-A consumer keys on ``event_type``; a new field bumps the minor version, a
-changed or removed one the major.  Event types (``PAYLOADS`` lists the
-fields):
+A consumer keys on ``event_type``; a new field bumps the payload's minor
+version (``VERSIONS``), a changed or removed one the major.  Event types
+(``PAYLOADS`` lists the fields):
 
 * ``accelerator.arq.bind.end`` (INFO): an ARQ is ``Bound``: this instance
   now holds this device (attach handle);
-* ``accelerator.arq.bind.error`` (ERROR): an ARQ ended ``BindFailed``;
+* ``accelerator.arq.bind.error`` (ERROR): an ARQ ended ``BindFailed``
+  (by the binder, or the audit), ``bind_failure_reason`` says why
+  (``accel_backend.binding.failure.REASONS``);
 * ``accelerator.arq.unbind.end`` (INFO): a bound ARQ was unbound (its
-  device released);
-* ``accelerator.arq.delete.end`` (INFO): an ARQ was deleted (its device,
-  if bound, is released): with ``bind.end`` this gives billing the period
-  an instance held a device;
+  device released; ``state`` ``Unbound``, the handle it held);
+* ``accelerator.arq.delete.end`` (INFO): an ARQ was deleted, by the API
+  or by the audit when Nova had deleted its instance (its device, if
+  bound, is released; ``state`` the one it was deleted in): with
+  ``bind.end`` this gives billing the period an instance held a device;
 * ``accelerator.device.health.change`` (INFO, WARN when unhealthy): the
   discovery verdict on a device changed;
 * ``accelerator.device.cleaning.error`` (ERROR): cleaning a released
@@ -41,13 +44,13 @@ from accel_backend import transports
 
 LOG = logging.getLogger(__name__)
 NAMESPACE = 'accel_backend'
-#: Fields of each payload (version 1.0).
+#: Fields of each payload, at its version in ``VERSIONS``.
 PAYLOADS = {
     'ARQPayload': ('uuid', 'state', 'device_profile_name',
                    'device_profile_group_id', 'hostname', 'device_rp_uuid',
                    'instance_uuid', 'project_id', 'attach_handle_uuid',
                    'attach_handle_type', 'attach_handle_info',
-                   'resource_class'),
+                   'resource_class', 'bind_failure_reason'),
     'DevicePayload': ('uuid', 'hostname', 'address', 'type', 'vendor',
                       'model', 'status', 'health', 'health_reason',
                       'previous_health'),
@@ -55,7 +58,10 @@ PAYLOADS = {
                               'vendor', 'model', 'attach_handle_uuid',
                               'method', 'error'),
 }
-VERSION = '1.0'
+#: Version of each payload.  ARQPayload 1.1: ``bind_failure_reason``
+#: (None but in ``accelerator.arq.bind.error``).
+VERSIONS = {'ARQPayload': '1.1', 'DevicePayload': '1.0',
+            'DeviceCleaningPayload': '1.0'}
 
 
 def payload(name, data):
@@ -71,14 +77,14 @@ def payload(name, data):
             name, sorted(data), sorted(PAYLOADS[name])))
     return {'accel_object.name': name,
             'accel_object.namespace': NAMESPACE,
-            'accel_object.version': VERSION,
+            'accel_object.version': VERSIONS[name],
             'accel_object.data': data}
 
 
 def arq_data(arq):
-    """The ``ARQPayload`` fields of ``models.ARQ`` ``arq`` (loaded)."""
+    """The ``ARQPayload`` fields of ``models.ARQ`` ``arq`` (loaded);
+    ``bind_failure_reason`` None (``binding.failure.record`` sets it)."""
     handle = arq.attach_handle
-    group = arq.device_profile_group or {}
     return {
         'uuid': arq.uuid, 'state': arq.state,
         'device_profile_name': arq.device_profile_name,
@@ -88,7 +94,7 @@ def arq_data(arq):
         'attach_handle_uuid': handle.uuid if handle else None,
         'attach_handle_type': handle.attach_type if handle else None,
         'attach_handle_info': dict(handle.attach_info) if handle else None,
-        'resource_class': resource_class(arq)}
+        'resource_class': resource_class(arq), 'bind_failure_reason': None}
 
 
 def resource_class(arq):

@@ -23,11 +23,14 @@ oslo.middleware builds its backends from the ``ConfigOpts`` alone
 
 import weakref
 
+from oslo_log import log as logging
 from oslo_middleware import healthcheck
 from oslo_middleware.healthcheck import pluginbase
 import sqlalchemy as sa
 
 from accel_backend.objects import host_status
+
+LOG = logging.getLogger(__name__)
 
 # id(ConfigOpts) -> Service (a ConfigOpts is a Mapping: not hashable);
 # the service holds its ConfigOpts, so the id is not reused meanwhile.
@@ -50,6 +53,31 @@ def make_app(conf, service):
     return healthcheck.Healthcheck(None, conf)
 
 
+def _db_failure(error, what):
+    """The answer of a backend whose database read failed.
+
+    The reason (shown to anyone, a load balancer included) says only that
+    the database cannot be reached; what the driver said, which may name
+    the server's address, goes to the details (``[healthcheck] detailed``)
+    and to the log.
+
+    :param error: the exception (oslo.db's, SQLAlchemy's or the
+        driver's).
+    :param what: the reason's start, e.g. ``database unreachable``.
+    :returns: ``HealthcheckResult`` (unavailable).
+    """
+    cause = error
+    for attr in ('inner_exception', 'orig'):   # oslo.db, then SQLAlchemy
+        cause = getattr(cause, attr, None) or cause
+    lines = str(cause).strip().splitlines()
+    details = '%s: %s' % (type(cause).__name__,
+                          lines[0][:300] if lines else '')
+    LOG.warning('Health check: %s: %s', what, details)
+    return pluginbase.HealthcheckResult(
+        available=False, reason='%s: the database does not answer' % what,
+        details=details)
+
+
 class _ServiceCheck(pluginbase.HealthcheckBaseExtension):
 
     def _service(self):
@@ -68,9 +96,7 @@ class DatabaseCheck(_ServiceCheck):
             with self._db().transaction() as session:
                 session.execute(sa.text('SELECT 1'))
         except Exception as e:
-            return pluginbase.HealthcheckResult(
-                available=False, reason='database unreachable: %s' %
-                type(e).__name__, details=str(e))
+            return _db_failure(e, 'database unreachable')
         return pluginbase.HealthcheckResult(available=True,
                                             reason='database OK')
 
@@ -107,9 +133,7 @@ class DiscoveryCheck(_ServiceCheck):
                 rows = [host_status.to_dict(r)
                         for r in host_status.list_(session)]
         except Exception as e:
-            return pluginbase.HealthcheckResult(
-                available=False, reason='host status unreadable: %s' %
-                type(e).__name__, details=str(e))
+            return _db_failure(e, 'host status unreadable')
         bad = [r for r in rows if r['state'] != host_status.OK]
         if not bad:
             return pluginbase.HealthcheckResult(
@@ -117,6 +141,6 @@ class DiscoveryCheck(_ServiceCheck):
                 len(rows), details=rows)
         return pluginbase.HealthcheckResult(
             available=False, reason='; '.join(
-                'host %s: discovery %s: %s' % (r['host'], r['state'],
-                                              r['reason']) for r in bad),
+                'host %s: discovery %s: %s' % (
+                    r['host'], r['state'], r['reason']) for r in bad),
             details=rows)

@@ -20,6 +20,7 @@ import tenacity
 from oslo_log import log as logging
 
 from accel_backend.binding import claim
+from accel_backend.binding import failure
 from accel_backend.db import models
 from accel_backend import metrics
 from accel_backend import notifications
@@ -126,8 +127,9 @@ class Binder:
         The cost is a fixed number of statements whatever the number of
         ARQs: lock and read them (``objects.arq.get_all_for_update``),
         claim handles per resource provider (``binding.claim``), one
-        flush of the ARQ rows.  Metrics and notifications follow the
-        commit.
+        flush of the ARQ rows; one more SELECT when some ARQs got no
+        handle, to say why (``binding.failure.diagnose``).  Metrics and
+        notifications follow the commit.
 
         :param arq_uuids: list of ARQ UUIDs (str).
         :returns: ``{arq_uuid: BindOutcome}`` (``state`` ``Bound`` or
@@ -140,28 +142,25 @@ class Binder:
         outcomes = self.db.write(self._bind_locked, list(arq_uuids))
         result = {}
         now = models.utcnow()
-        for state, data, started_at, event_status in outcomes:
+        for state, data, started_at, event_status, reason in outcomes:
             result[data['uuid']] = BindOutcome(
                 state, data['instance_uuid'], event_status)
-            labels = dict(host=data['hostname'] or '',
-                          resource_class=data['resource_class'] or '')
-            if state == arq_obj.BOUND:
-                if started_at is not None:
-                    metrics.BIND_SECONDS.labels(**labels).observe(max(
-                        0.0, (now - started_at).total_seconds()))
-                event, priority = 'accelerator.arq.bind.end', 'info'
-            else:
-                metrics.BIND_FAILURES.labels(reason='no_free_handle',
-                                             **labels).inc()
-                event, priority = 'accelerator.arq.bind.error', 'error'
+            if state != arq_obj.BOUND:
+                failure.record(self.notifications, data, reason)
+                continue
+            if started_at is not None:
+                metrics.BIND_SECONDS.labels(
+                    host=data['hostname'] or '',
+                    resource_class=data['resource_class'] or '').observe(
+                    max(0.0, (now - started_at).total_seconds()))
             if self.notifications is not None:
-                self.notifications.arq(event, data, priority)
+                self.notifications.arq('accelerator.arq.bind.end', data)
         return result
 
     def _bind_locked(self, session, arq_uuids):
         """The transaction of ``bind_many``: a list of ``(state,
-        ARQPayload fields, time BindStarted was committed, event
-        status)``."""
+        ARQPayload fields, time BindStarted was committed, event status,
+        failure reason or None)``."""
         # Locked: an unbind, a delete or another worker binding the
         # same ARQs waits for this transaction, or finished before it.
         arqs = []
@@ -179,14 +178,21 @@ class Binder:
         wanted = collections.Counter(
             (arq.device_rp_uuid, arq.hostname) for arq in arqs)
         claimed = claim.claim(session, wanted)
+        # Counted before any handle is popped: the keys left short.
+        reasons = failure.diagnose(session, [
+            key for key, n in wanted.items()
+            if len(claimed.get(key, ())) < n])
         outcomes = []
         for arq in arqs:
             started_at = arq.updated_at
-            handles = claimed.get((arq.device_rp_uuid, arq.hostname))
+            key = (arq.device_rp_uuid, arq.hostname)
+            handles = claimed.get(key)
+            reason = None
             if not handles:
-                LOG.warning('ARQ %s: no free attach handle on resource '
-                            'provider %s of host %s', arq.uuid,
-                            arq.device_rp_uuid, arq.hostname)
+                reason = reasons[key]
+                LOG.warning('ARQ %s: no attach handle on resource provider '
+                            '%s of host %s (%s)', arq.uuid,
+                            arq.device_rp_uuid, arq.hostname, reason)
                 arq_obj.transition(arq, arq_obj.BIND_FAILED)
             else:
                 handle = handles.pop(0)
@@ -196,7 +202,7 @@ class Binder:
                          handle.attach_type, handle.attach_info,
                          arq.instance_uuid)
             outcomes.append((arq.state, notifications.arq_data(arq),
-                             started_at, arq.pending_event))
+                             started_at, arq.pending_event, reason))
         return outcomes
 
     def _bind_and_notify(self, arq_uuids):

@@ -55,6 +55,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import orm
 
+from accel_backend.db import models
 from accel_backend import exception
 
 MIGRATIONS_DIR = os.path.join(os.path.dirname(__file__), 'migrations')
@@ -97,6 +98,25 @@ def _sqlite_implicit_begin(dbapi_conn, record):
 def _sqlite_no_explicit_begin(conn):
     # After oslo.db's commit/rollback listeners.
     conn.info[_OSLO_DB_IN_TRANSACTION] = True
+
+
+def write_lock(session):
+    """Take SQLite's write lock at the start of a read-then-write
+    transaction (the audit's repairs); nothing on other databases.
+
+    A read-then-write transaction on SQLite (WAL) fails with "database is
+    locked" when another connection wrote after its first read; a write
+    that matches nothing takes the lock up front, so every read after it
+    sees the current rows.  PostgreSQL and MySQL lock the rows read
+    ``FOR UPDATE`` instead.
+
+    :param session: a ``Session`` inside ``Database.transaction``.
+    """
+    if session.get_bind().dialect.name == 'sqlite':
+        session.execute(sa.update(models.AttachHandle)
+                        .where(models.AttachHandle.id == -1)
+                        .values(in_use=models.AttachHandle.in_use)
+                        .execution_options(synchronize_session=False))
 
 
 def _defaults():
@@ -163,7 +183,7 @@ class Database:
             # a crash) and test_lifecycle's restart failed so.  Transactions
             # here start at their first write, as with a plain engine; the
             # writers that read first take the write lock up front
-            # (objects.arq._lock, audit._write_lock).
+            # (objects.arq._lock, write_lock).
             event.listen(self.engine, 'connect', _sqlite_implicit_begin)
             event.listen(self.engine, 'commit', _sqlite_no_explicit_begin)
             event.listen(self.engine, 'rollback', _sqlite_no_explicit_begin)

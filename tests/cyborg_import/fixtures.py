@@ -5,15 +5,16 @@ fake.py``, 17.0.0), and our side of an import (database and discovery).
 """
 
 import datetime
+import itertools
 import json
 import os
-import sqlite3
 import subprocess
 import time
 import uuid
 
 import fixtures
 from oslo_config import cfg
+import sqlalchemy as sa
 
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
@@ -36,40 +37,70 @@ def fake_rp_uuid(host):
 
 
 class CyborgDatabase(fixtures.Fixture):
-    """An empty Cyborg 17 SQLite database (``cyborg-dbsync
-    create_schema``); fails (never skips) without the Cyborg venv.
+    """An empty Cyborg 17 database made by Cyborg's own ``cyborg-dbsync``;
+    fails (never skips) without the Cyborg venv.
 
-    :ivar url: its SQLAlchemy URL.
+    SQLite (``create_schema``, as the benchmarks' Cyborg runs), or, given
+    a started ``MariaDBServer`` fixture, a database of its
+    (``cyborg-dbsync upgrade``: Cyborg's migrations, as devstack runs
+    them on MySQL).  Rows are written with SQLAlchemy core on the
+    reflected tables, so the same code writes both.
+
+    :param mariadb: a started ``tests.functional.fixtures.databases.
+        MariaDBServer``, or None (SQLite).
+    :ivar url: its SQLAlchemy URL; ``path``: the SQLite file (SQLite
+        only); ``engine``: an engine on it.
     """
+
+    _names = itertools.count()
+
+    def __init__(self, mariadb=None):
+        super().__init__()
+        self.mariadb = mariadb
 
     def _setUp(self):
         tmp = self.useFixture(fixtures.TempDir()).path
-        self.path = os.path.join(tmp, 'cyborg.sqlite')
+        self.path = None
+        if self.mariadb is None:
+            self.path = os.path.join(tmp, 'cyborg.sqlite')
+            self.url = 'sqlite:///%s' % self.path
+        else:
+            self.url = self.mariadb.create_database(
+                'cyborg_%d_%d' % (os.getpid(), next(self._names)))
         conf = os.path.join(tmp, 'cyborg.conf')
         with open(conf, 'w') as f:
-            f.write('[database]\nconnection = sqlite:///%s\n' % self.path)
+            f.write('[database]\nconnection = %s\n' % self.url)
         try:
-            launch.create_schema(conf, self.path)
+            if self.path:
+                launch.create_schema(conf, self.path)
+            else:
+                launch.upgrade_schema(conf)
         except ComponentMissing as e:
             raise AssertionError(str(e))
         except subprocess.CalledProcessError as e:
             raise AssertionError('cyborg-dbsync failed: %s %s' % (
                 e.stdout, e.stderr))
-        self.url = 'sqlite:///%s' % self.path
+        self.engine = sa.create_engine(self.url)
+        self.addCleanup(self.engine.dispose)
+        self._meta = sa.MetaData()
         self.now = datetime.datetime(2026, 1, 2, 3, 4, 5)
+
+    def _table(self, name):
+        if name not in self._meta.tables:
+            sa.Table(name, self._meta, autoload_with=self.engine)
+        return self._meta.tables[name]
 
     def _insert(self, table, **values):
         values.setdefault('created_at', self.now)
-        db = sqlite3.connect(self.path)
-        try:
-            cur = db.execute('INSERT INTO %s (%s) VALUES (%s)' % (
-                table, ', '.join(values), ', '.join('?' * len(values))),
-                [str(v) if isinstance(v, datetime.datetime) else v
-                 for v in values.values()])
-            db.commit()
-            return cur.lastrowid
-        finally:
-            db.close()
+        with self.engine.begin() as conn:
+            return conn.execute(self._table(table).insert().values(
+                **values)).inserted_primary_key[0]
+
+    def execute(self, statement, **params):
+        """Run one SQL statement (text) in its own transaction, as a
+        Cyborg service writing would."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(statement), params)
 
     def add_profile(self, name, groups=GROUPS):
         """:returns: ``(id, uuid)``."""
@@ -120,20 +151,15 @@ class CyborgDatabase(fixtures.Fixture):
             instance_uuid=instance, attach_handle_id=handle,
             deployable_id=deployable, substate='Initial')
         if handle is not None:
-            db = sqlite3.connect(self.path)
-            db.execute('UPDATE attach_handles SET in_use = 1 WHERE id = ?',
-                       (handle,))
-            db.commit()
-            db.close()
+            self.execute('UPDATE attach_handles SET in_use = :t '
+                         'WHERE id = :id', t=True, id=handle)
         return arq_uuid
 
     def handle_uuid(self, handle_id):
-        db = sqlite3.connect(self.path)
-        try:
-            return db.execute('SELECT uuid FROM attach_handles WHERE id = ?',
-                              (handle_id,)).fetchone()[0]
-        finally:
-            db.close()
+        with self.engine.connect() as conn:
+            return conn.execute(sa.text(
+                'SELECT uuid FROM attach_handles WHERE id = :id'),
+                {'id': handle_id}).scalar_one()
 
 
 def accel_conf(host, tmp, fake_total=16):

@@ -1,9 +1,10 @@
-"""``import-cyborg`` on a Cyborg 17 database made by ``cyborg-dbsync``."""
+"""``import-cyborg`` on a Cyborg 17 database made by ``cyborg-dbsync``:
+SQLite, and MariaDB (Cyborg's migrations, read through PyMySQL)."""
 
 import contextlib
+import datetime
 import http.server
 import io
-import sqlite3
 import threading
 import uuid
 
@@ -17,6 +18,7 @@ from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from tests.cyborg_import import fixtures as cy_fixtures
+from tests.functional.fixtures import databases
 
 HOST = 'cyborg-node'
 OTHER = 'node-without-discovery'
@@ -24,10 +26,14 @@ BASE = 'http://accel/v2'
 
 
 class TestImport(testtools.TestCase):
+    """On SQLite (``TestImportMariaDB`` runs them on MariaDB)."""
+
+    def cyborg_database(self):
+        return cy_fixtures.CyborgDatabase()
 
     def setUp(self):
         super().setUp()
-        self.cy = self.useFixture(cy_fixtures.CyborgDatabase())
+        self.cy = self.useFixture(self.cyborg_database())
         self.ours = self.useFixture(cy_fixtures.OurSide([HOST]))
         self.dp_id, self.dp_uuid = self.cy.add_profile('cy-dp')
         self.dep, self.rp, self.handles = self.cy.add_fake_device(HOST)
@@ -127,17 +133,20 @@ class TestImport(testtools.TestCase):
         stop = threading.Event()
 
         def writer():
+            # As a Cyborg agent's report does: devices touched.
             while not stop.is_set():
-                db = sqlite3.connect(self.cy.path)
-                db.execute("UPDATE devices SET updated_at = "
-                           "strftime('%Y-%m-%d %H:%M:%f', 'now')")
-                db.commit()
-                db.close()
+                self.cy.execute('UPDATE devices SET updated_at = :now',
+                                now=datetime.datetime.now(
+                                    datetime.timezone.utc).replace(
+                                    tzinfo=None))
                 stop.wait(0.05)
         thread = threading.Thread(target=writer)
         thread.start()
         self.addCleanup(thread.join)
         self.addCleanup(stop.set)
+        # 0.5 s: on MariaDB (whole-second timestamps) the import waits
+        # source.WHOLE_SECONDS_QUIET_PERIOD instead, without which it
+        # missed this writer in 3 of 4 runs.
         exc = self.assertRaises(
             exception.CyborgImportRefused, cyborg_import.run,
             self.ours.db, self.cy.url, apply=True, quiet_period=0.5)
@@ -189,6 +198,27 @@ class TestImport(testtools.TestCase):
         with contextlib.redirect_stdout(out):
             self.assertEqual(0, manage.main(argv + ['--apply']))
         self.assertIn('Done (0 changes)', out.getvalue())
+
+
+class TestImportMariaDB(TestImport):
+    """The same, from a MariaDB database (``mysql+pymysql://``) whose
+    schema Cyborg 17's migrations made (``cyborg-dbsync upgrade``), as in
+    a devstack or production Cyborg.  One server per class, a database
+    per test."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.server = databases.MariaDBServer()
+        cls.server.setUp()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanUp()
+        super().tearDownClass()
+
+    def cyborg_database(self):
+        return cy_fixtures.CyborgDatabase(mariadb=self.server)
 
 
 class TestPciAddress(testtools.TestCase):

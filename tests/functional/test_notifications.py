@@ -9,8 +9,10 @@ import queue
 import oslo_messaging as messaging
 
 from accel_backend import notifications
+from accel_backend.objects import arq as arq_obj
 from tests.functional.fixtures import rabbitmq
 from tests.unit.accel_backend import sysfs_tree
+from tests.unit.accel_backend import test_audit
 from tests.unit.accel_backend import test_lifecycle
 
 GPU = test_lifecycle.GPU
@@ -41,8 +43,13 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
 
     def setUp(self):
         super().setUp()
+        # Nova (wsgi-intercept): accepts the binder's events, answers the
+        # audit's GET /servers/<uuid>.
+        self.nova = test_audit.NovaServers()
+        self.NOVA_OPTS = test_audit.intercept_nova(self, self.nova)
         self.rabbit = self.useFixture(rabbitmq.RabbitMQServer())
         self.collector = Collector()
+        self.pending = []
         conf = self.make_conf()
         transport = messaging.get_notification_transport(
             conf, url=self.rabbit.url)
@@ -54,8 +61,9 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
         self.addCleanup(listener.wait)
         self.addCleanup(listener.stop)
 
-    def make_conf(self, cleaning=None, driver='messagingv2', **discovery):
-        groups = {}
+    def make_conf(self, cleaning=None, driver='messagingv2', groups=None,
+                  **discovery):
+        groups = dict(groups or {})
         if driver and hasattr(self, 'rabbit'):
             groups['oslo_messaging_notifications'] = {
                 'driver': driver, 'transport_url': self.rabbit.url}
@@ -63,15 +71,18 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
                                  **discovery)
 
     def next(self, event_type):
-        """The next notification of ``event_type`` (others are skipped)."""
+        """The first notification of ``event_type`` not taken yet; the
+        others stay for later calls (each priority has its own queue on
+        the broker: an ERROR sent after an INFO may arrive first)."""
         while True:
-            got = self.collector.received.get(timeout=WAIT)
-            if got[2] == event_type:
-                return got
+            for i, got in enumerate(self.pending):
+                if got[2] == event_type:
+                    return self.pending.pop(i)
+            self.pending.append(self.collector.received.get(timeout=WAIT))
 
     def data(self, payload, name):
         self.assertEqual(
-            (name, 'accel_backend', notifications.VERSION),
+            (name, 'accel_backend', notifications.VERSIONS[name]),
             (payload['accel_object.name'],
              payload['accel_object.namespace'],
              payload['accel_object.version']))
@@ -135,6 +146,74 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
         self.assertEqual(
             (data['instance_uuid'], data['attach_handle_uuid']),
             (deleted['instance_uuid'], deleted['attach_handle_uuid']))
+
+    def test_bind_error_says_why_and_unbind_ends_the_period(self):
+        svc = self.make_service()
+        svc.discover_and_report()
+        # Through the API, as Nova binds: a provider of no device here.
+        failed, state = self.api_bind(svc, rp=test_lifecycle.rp_uuid(
+            '0000:00:00.0'))
+        self.assertEqual('BindFailed', state)
+        priority, publisher, _, payload = self.next(
+            'accelerator.arq.bind.error')
+        self.assertEqual(('ERROR', 'accel-backend:%s' % HOST),
+                         (priority, publisher))
+        data = self.data(payload, 'ARQPayload')
+        self.assertEqual((failed, 'BindFailed', 'no_device', None),
+                         (data['uuid'], data['state'],
+                          data['bind_failure_reason'],
+                          data['attach_handle_uuid']))
+        arq_uuid, _ = self.api_bind(svc, GPU)
+        _, _, _, payload = self.next('accelerator.arq.bind.end')
+        bound = self.data(payload, 'ARQPayload')
+        self.assertIsNone(bound['bind_failure_reason'])
+        # Its device is taken: the next bind says so.
+        self.api_bind(svc, GPU)
+        _, _, _, payload = self.next('accelerator.arq.bind.error')
+        self.assertEqual('no_free_handle', self.data(
+            payload, 'ARQPayload')['bind_failure_reason'])
+        self.api_unbind(svc, arq_uuid)
+        priority, _, _, payload = self.next('accelerator.arq.unbind.end')
+        unbound = self.data(payload, 'ARQPayload')
+        # The device it held until now, and its new state.
+        self.assertEqual(
+            ('INFO', arq_uuid, 'Unbound', bound['instance_uuid'],
+             bound['attach_handle_uuid']),
+            (priority, unbound['uuid'], unbound['state'],
+             unbound['instance_uuid'], unbound['attach_handle_uuid']))
+        self.assertIsNotNone(bound['attach_handle_uuid'])
+
+    def test_audit_ends_the_period_of_a_deleted_instance(self):
+        """The audit deletes the ARQs of an instance Nova deleted
+        (``delete.end``, billing's period ends) and fails a Bound ARQ
+        without a handle (``bind.error``)."""
+        svc = self.make_service(self.make_conf(
+            groups={'audit': {'grace_period': '0'}}))
+        svc.discover_and_report()
+        gone, _ = self.api_bind(svc, GPU)
+        _, _, _, payload = self.next('accelerator.arq.bind.end')
+        bound = self.data(payload, 'ARQPayload')
+        broken, _ = self.api_bind(svc, '0000:65:00.0')
+        with svc.db.transaction() as session:
+            arq_obj.get(session, broken).attach_handle_id = None
+        self.nova.codes[bound['instance_uuid']] = 404
+        report = svc.auditor.run()
+        self.assertEqual(([gone], [broken]),
+                         (report.deleted_arqs, report.failed_arqs))
+        priority, publisher, _, payload = self.next(
+            'accelerator.arq.delete.end')
+        deleted = self.data(payload, 'ARQPayload')
+        self.assertEqual(
+            ('INFO', 'accel-backend:%s' % HOST, gone,
+             bound['instance_uuid'], bound['attach_handle_uuid']),
+            (priority, publisher, deleted['uuid'], deleted['instance_uuid'],
+             deleted['attach_handle_uuid']))
+        priority, _, _, payload = self.next('accelerator.arq.bind.error')
+        failed = self.data(payload, 'ARQPayload')
+        self.assertEqual(('ERROR', broken, 'BindFailed',
+                          'bound_without_handle'),
+                         (priority, failed['uuid'], failed['state'],
+                          failed['bind_failure_reason']))
 
     def test_off_without_a_driver(self):
         svc = self.make_service(self.make_conf(driver=None))

@@ -48,22 +48,30 @@ def program(name, venv=VENV):
 def ensure_venv(python=sys.executable, venv=VENV, log=None):
     """Create the Cyborg venv unless a usable one is there.
 
+    Besides Cyborg 17 it holds gunicorn (the API's server) and PyMySQL
+    (``cyborg-dbsync`` on a ``mysql+pymysql://`` database, as devstack
+    gives Cyborg a MySQL one); a venv built before PyMySQL was added gets
+    it without a rebuild.
+
     :param python: interpreter that creates the venv.
     :param log: open binary file for pip's output (None: inherit).
     :returns: the venv's python (str).
     :raises subprocess.CalledProcessError: venv or pip failed.
     """
     py = os.path.join(venv, 'bin', 'python')
+    out = dict(stdout=log, stderr=subprocess.STDOUT if log else None)
     if all(os.path.exists(os.path.join(venv, 'bin', p))
            for p in ('cyborg-dbsync', 'gunicorn')):
+        if subprocess.run([py, '-c', 'import pymysql'],
+                          capture_output=True).returncode != 0:
+            subprocess.run([py, '-m', 'pip', 'install', '-q', 'PyMySQL'],
+                           check=True, timeout=300, **out)
         return py
     os.makedirs(os.path.dirname(venv), exist_ok=True)
     subprocess.run([python, '-m', 'venv', '--clear', venv], check=True,
-                   stdout=log, stderr=subprocess.STDOUT if log else None,
-                   timeout=300)
+                   timeout=300, **out)
     subprocess.run([py, '-m', 'pip', 'install', '-q', REQUIREMENT,
-                    'gunicorn'], check=True, stdout=log,
-                   stderr=subprocess.STDOUT if log else None, timeout=1200)
+                    'gunicorn', 'PyMySQL'], check=True, timeout=1200, **out)
     return py
 
 
@@ -131,6 +139,23 @@ def create_schema(conf, db_path, venv=VENV):
         db.commit()
     finally:
         db.close()
+
+
+def upgrade_schema(conf, venv=VENV):
+    """``cyborg-dbsync upgrade``: Cyborg's alembic migrations, as
+    devstack runs them on its MySQL database (openstack/cyborg
+    ``devstack/lib/cyborg``, 17.0.0); for MySQL/MariaDB (they need
+    PyMySQL in the venv), not SQLite (``create_schema``).
+
+    :param conf: a ``cyborg.conf`` whose ``[database] connection`` is
+        the (empty) database.
+    :raises ComponentMissing: no venv.
+    :raises subprocess.CalledProcessError: ``cyborg-dbsync`` failed (its
+        output in the exception).
+    """
+    subprocess.run([program('cyborg-dbsync', venv), '--config-file', conf,
+                    'upgrade'], check=True, capture_output=True,
+                   cwd=os.path.dirname(conf), timeout=300)
 
 
 def api_argv(workdir, port, venv=VENV):

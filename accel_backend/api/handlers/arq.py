@@ -173,10 +173,15 @@ def update(req, arq_uuid=None):
                 started.setdefault(fields['hostname'], []).append(arq_uuid)
         for arq_uuid in unbinds:
             arq = visible(arq_uuid)
+            data = None
             if arq.attach_handle is not None:
                 released.add(arq.hostname)
-                unbound.append(notifications.arq_data(arq))
+                # Taken before the unbind releases the handle.
+                data = notifications.arq_data(arq)
             arq_obj.unbind(arq)
+            if data is not None:
+                data['state'] = arq.state
+                unbound.append(data)
     # After commit: the binder (in-process, or the agent of each host
     # over RPC) must find BindStarted in the database.
     for data in unbound:

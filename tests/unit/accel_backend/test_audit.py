@@ -31,14 +31,28 @@ GRACE = 60
 
 
 class NovaServers:
-    """``GET /v2.1/servers/<uuid>``: ``codes[uuid]`` (default 200)."""
+    """Nova's compute API as the audit and the binder use it:
+    ``GET /v2.1/servers/<uuid>`` answers ``codes[uuid]`` (default 200);
+    ``POST /v2.1/os-server-external-events`` answers 503 to the first
+    ``refuse`` posts, then accepts every event (recorded in ``events``).
+    """
 
     def __init__(self):
         self.codes = {}
         self.asked = []
+        self.refuse = 0
+        self.events = []
 
     @webob.dec.wsgify
     def __call__(self, req):
+        if req.method == 'POST' and \
+                req.path == '/v2.1/os-server-external-events':
+            if self.refuse > 0:
+                self.refuse -= 1
+                return webob.Response(status=503)
+            events = [dict(e, code=200) for e in req.json['events']]
+            self.events.extend(events)
+            return webob.Response(json_body={'events': events})
         prefix = '/v2.1/servers/'
         if req.method != 'GET' or not req.path.startswith(prefix):
             return webob.Response(status=404)
@@ -48,6 +62,17 @@ class NovaServers:
         body = ({'server': {'id': server, 'status': 'ACTIVE'}}
                 if code == 200 else {'error': code})
         return webob.Response(status=code, json_body=body)
+
+
+def intercept_nova(test, nova, url=NOVA_URL):
+    """Serve ``nova`` (a ``NovaServers``) at ``url`` with wsgi-intercept
+    until ``test`` ends; returns the ``[nova]`` options of a service
+    talking to it."""
+    icpt = interceptor.RequestsInterceptor(lambda: nova, url=url)
+    icpt.install_intercept()
+    test.addCleanup(icpt.uninstall_intercept)
+    return {'auth_type': 'admin_token', 'token': 'admin',
+            'endpoint': url + '/v2.1', 'endpoint_override': url + '/v2.1'}
 
 
 class FakeCleaner:
@@ -73,10 +98,7 @@ class AuditTestBase(test_binder.BinderTestBase):
         self.nova = NovaServers()
         self.useFixture(fixtures.MockPatchObject(
             audit.LOG, 'warning'))
-        icpt = interceptor.RequestsInterceptor(lambda: self.nova,
-                                               url=NOVA_URL)
-        icpt.install_intercept()
-        self.addCleanup(icpt.uninstall_intercept)
+        intercept_nova(self, self.nova)
         self.cleaner = FakeCleaner(self.db)
         self.auditor = self.make_auditor()
 

@@ -2,6 +2,7 @@
 Placement call counts: a ``Service`` over copies of recorded sysfs trees
 reporting to a real Placement (openstack-placement's fixture)."""
 
+import json
 import os
 import shutil
 import time
@@ -27,6 +28,8 @@ COMPUTE = 'compute1'
 GPU = '0000:17:00.0'
 ADMIN = {'X-Auth-Token': 'admin'}
 V23 = dict(ADMIN, **{'OpenStack-API-Version': 'accelerator 2.3'})
+#: Nova's binds, unbinds and deletes: its token and a service token.
+NOVA = dict(V23, **{'X-Service-Token': 'admin'})
 
 
 def rp_uuid(address, subname=None):
@@ -43,6 +46,8 @@ class ServiceTestBase(testtools.TestCase):
 
     TREE = base.GPU_SERVER
     DRIVERS = 'nvidia_gpu'
+    #: ``[nova]``: none (events are retried until the test ends).
+    NOVA_OPTS = base.NO_NOVA
 
     def setUp(self):
         super().setUp()
@@ -73,7 +78,7 @@ class ServiceTestBase(testtools.TestCase):
                 'host': COMPUTE, 'state_path': self.tmp},
             api={'auth_strategy': 'noauth'}, binding={'workers': '1'},
             placement=self.placement_opts,
-            nova=base.NO_NOVA,
+            nova=self.NOVA_OPTS,
             discovery=discovery, cleaning=cleaning or {}, **(groups or {}))
 
     def make_service(self, conf=None, recording=True):
@@ -98,9 +103,13 @@ class ServiceTestBase(testtools.TestCase):
         return self.raw.get('/resource_providers/%s' % rp,
                             ok=(200, 404)).status_code == 200
 
-    def call(self, svc, path, headers=V23, method='GET', status=200):
-        resp = webob.Request.blank(path, method=method,
-                                   headers=headers).get_response(svc.app)
+    def call(self, svc, path, headers=V23, method='GET', status=200,
+             body=None):
+        req = webob.Request.blank(path, method=method, headers=headers)
+        if body is not None:
+            req.content_type = 'application/json'
+            req.body = json.dumps(body).encode()
+        resp = req.get_response(svc.app)
         self.assertEqual(status, resp.status_code, resp.text)
         return resp
 
@@ -123,6 +132,38 @@ class ServiceTestBase(testtools.TestCase):
     def unbind(self, svc, arq_uuid):
         with svc.db.transaction() as session:
             arq_obj.unbind(arq_obj.get(session, arq_uuid, for_update=True))
+
+    def api_bind(self, svc, address=None, rc='PGPU', rp=None,
+                 instance=None):
+        """As Nova binds: ``POST`` an ARQ of profile ``one`` and
+        ``PATCH`` it to ``address``'s provider (or ``rp``), then wait
+        for the binder to resolve it; returns (arq, state)."""
+        with svc.db.transaction() as session:
+            try:
+                dp_obj.get_by_name(session, 'one')
+            except Exception:
+                dp_obj.create(session, 'one', [{'resources:%s' % rc: '1'}])
+        (arq,) = self.call(svc, '/v2/accelerator_requests', NOVA, 'POST',
+                           201, {'device_profile_name': 'one'}).json['arqs']
+        path = '/v2/accelerator_requests/%s' % arq['uuid']
+        self.call(svc, path, NOVA, 'PATCH', 202, {arq['uuid']: [
+            {'op': 'add', 'path': '/hostname', 'value': COMPUTE},
+            {'op': 'add', 'path': '/device_rp_uuid',
+             'value': rp or rp_uuid(address)},
+            {'op': 'add', 'path': '/instance_uuid',
+             'value': instance or uuidutils.generate_uuid()}]})
+        state = []
+        self.wait_for(lambda: state.append(self.call(
+            svc, path).json['state']) or state[-1] in arq_obj.RESOLVED_STATES)
+        return arq['uuid'], state[-1]
+
+    def api_unbind(self, svc, arq_uuid):
+        """As Nova unbinds: ``PATCH`` removing the binding."""
+        self.call(svc, '/v2/accelerator_requests/%s' % arq_uuid, NOVA,
+                  'PATCH', 202, {arq_uuid: [
+                      {'op': 'remove', 'path': p} for p in (
+                          '/hostname', '/device_rp_uuid',
+                          '/instance_uuid')]})
 
     def delete_arq(self, svc, arq_uuid):
         with svc.db.transaction() as session:

@@ -2,11 +2,20 @@
 HTTP server on a free port) after real work: discovery against a real
 Placement, a bind, a cleaning, event deliveries to an unreachable Nova."""
 
+import os
+import shutil
 import urllib.request
 
+from oslo_utils import uuidutils
 from prometheus_client import parser
 
+from accel_backend.binding import failure
+from accel_backend.db import api as db_api
 from accel_backend.objects import arq as arq_obj
+from accel_backend import service as service_mod
+from tests.unit.accel_backend import sysfs_tree
+from tests.unit.accel_backend import test_audit
+from tests.unit.accel_backend import test_dispatch
 from tests.unit.accel_backend import test_lifecycle
 
 GPU = test_lifecycle.GPU
@@ -31,6 +40,13 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
 
     METRICS = {'enabled': 'true', 'port': '0'}
 
+    def setUp(self):
+        super().setUp()
+        # Nova's external events API (wsgi-intercept): the binder's
+        # deliveries end, so its one worker is free for the next bind.
+        self.nova = test_audit.NovaServers()
+        self.NOVA_OPTS = test_audit.intercept_nova(self, self.nova)
+
     def make_conf(self, cleaning=None, groups=None, **discovery):
         groups = dict({'metrics': self.METRICS}, **(groups or {}))
         return super().make_conf(cleaning=cleaning, groups=groups,
@@ -41,23 +57,26 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         svc.metrics.start()
         self.assertIsNone(svc.metrics.port)
 
+    def moved(self, before, after):
+        return lambda name, **labels: (value(after, name, **labels) -
+                                       value(before, name, **labels))
+
     def test_counters_move_after_real_work(self):
         svc = self.make_service(recording=False)
         svc.metrics.start()
         self.addCleanup(svc.metrics.stop)
         before = scrape(svc.metrics.port)
         svc.report_pass()
-        arq_uuid, state = self.bind(svc, GPU)
+        # Bound through the API's PATCH, as Nova binds; Nova refuses the
+        # first delivery of the Bound event (503), takes the retry.
+        self.nova.refuse = 1
+        arq_uuid, state = self.api_bind(svc, GPU)
         self.assertEqual(arq_obj.BOUND, state)
-        # Nova is unreachable in this test: the Bound event is retried.
-        svc.notifier.send([('instance-1', arq_uuid, 'completed')])
-        self.unbind(svc, arq_uuid)
+        self.wait_for(lambda: self.nova.events)
+        self.api_unbind(svc, arq_uuid)
         svc.cleaner.clean_pending()
         after = scrape(svc.metrics.port)
-
-        def moved(name, **labels):
-            return value(after, name, **labels) - value(before, name,
-                                                        **labels)
+        moved = self.moved(before, after)
         self.assertEqual(1, moved('accel_bind_seconds_count', host=HOST,
                                   resource_class='PGPU'))
         self.assertEqual(1, moved('accel_discovery_seconds_count',
@@ -69,10 +88,11 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
                                  host=HOST, method='PUT', status='200'), 0)
         self.assertEqual(1, moved('accel_cleaning_seconds_count',
                                   host=HOST, method='flr', outcome='ok'))
-        self.assertGreater(moved('accel_event_delivery_seconds_count',
-                                 host=HOST, outcome='retry'), 0)
-        self.assertGreater(moved('accel_event_retries_total', host=HOST),
-                           0)
+        self.assertEqual(1, moved('accel_event_delivery_seconds_count',
+                                  host=HOST, outcome='retry'))
+        self.assertEqual(1, moved('accel_event_retries_total', host=HOST))
+        self.assertEqual(1, moved('accel_event_delivery_seconds_count',
+                                  host=HOST, outcome='accepted'))
         # Gauges from the database.
         self.assertEqual(1, value(after, 'accel_arqs', state='Unbound'))
         self.assertEqual(4, value(after, 'accel_devices', host=HOST,
@@ -82,6 +102,103 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         for name, labels in after:
             self.assertFalse({'instance', 'project', 'instance_uuid',
                               'project_id'} & {k for k, _ in labels}, name)
+
+    def test_failures_by_reason(self):
+        """Each way a bind fails, through the API's PATCH, counted under
+        its reason; the audit's too; a failed cleaning under
+        ``outcome=failed``."""
+        svc = self.make_service(recording=False)
+        svc.metrics.start()
+        self.addCleanup(svc.metrics.stop)
+        svc.report_pass()
+        other, sick, spare = '0000:65:00.0', '0000:ca:00.0', '0000:e3:00.0'
+        before = scrape(svc.metrics.port)
+
+        def fails(reason, **kw):
+            self.assertEqual(arq_obj.BIND_FAILED,
+                             self.api_bind(svc, **kw)[1], reason)
+        # A provider no device of this host stands behind.
+        fails('no_device', rp=uuidutils.generate_uuid())
+        # The only handle is held by another ARQ.
+        held, _ = self.api_bind(svc, GPU)
+        fails('no_free_handle', address=GPU)
+        # That ARQ lost its handle (a row changed by hand): the audit
+        # fails it and releases the handle, which waits for its cleaning;
+        # then the cleaning fails.
+        with svc.db.transaction() as session:
+            arq_obj.get(session, held).attach_handle_id = None
+        self.assertEqual([held], svc.auditor.run().failed_arqs)
+        fails('device_not_clean', address=GPU)
+        os.unlink(os.path.join(self.root, GPU, 'reset'))
+        svc.cleaner.clean_pending()
+        fails('device_not_clean', address=GPU)
+        # Fatal AER errors.
+        with open(os.path.join(self.root, sick, 'aer_dev_fatal'), 'w') as f:
+            f.write(sysfs_tree.aer_fatal_text(1))
+        svc.discover_and_report()
+        fails('device_unhealthy', address=sick)
+        # Disabled by an operator.
+        self.call(svc, '/v2/devices/%s/disable' %
+                  test_lifecycle.device_uuid(spare), method='POST')
+        fails('device_maintaining', address=spare)
+        # Gone from the host while bound: kept as missing.
+        self.assertEqual(arq_obj.BOUND, self.api_bind(svc, other)[1])
+        shutil.rmtree(os.path.join(self.root, other))
+        svc.discover_and_report()
+        fails('device_missing', address=other)
+
+        after = scrape(svc.metrics.port)
+        moved = self.moved(before, after)
+        self.assertEqual(
+            {'no_device': 1, 'no_free_handle': 1, 'bound_without_handle': 1,
+             'device_not_clean': 2, 'device_unhealthy': 1,
+             'device_maintaining': 1, 'device_missing': 1},
+            {r: moved('accel_bind_failures_total', host=HOST,
+                      resource_class='PGPU', reason=r)
+             for r in failure.REASONS})
+        self.assertEqual(1, moved('accel_cleaning_seconds_count', host=HOST,
+                                  method='flr', outcome='failed'))
+        self.assertEqual(2, moved('accel_bind_seconds_count', host=HOST,
+                                  resource_class='PGPU'))
+
+    def test_agent_serves_its_own_work(self):
+        """An ``accel-backend-agent`` (agent role) serves ``/metrics``:
+        its discovery pass against Placement and the bind the API cast
+        to it move the counters; the database gauges are the API's."""
+        conf = self.make_conf()
+        db = db_api.Database.from_conf(conf)
+        db.sync()
+        db.dispose()
+        transport = test_dispatch.fake_transport(self)
+        api = service_mod.Service(self.make_conf(groups={'metrics': {}}),
+                                  role=service_mod.API, transport=transport)
+        self.addCleanup(api.stop)
+        agent = service_mod.Service(conf, role=service_mod.AGENT,
+                                    transport=transport)
+        self.addCleanup(agent.stop)
+        agent.metrics.start()
+        before = scrape(agent.metrics.port)
+        agent.start()  # metrics (again: no-op), RPC, one report pass
+        self.wait_for(lambda: value(
+            scrape(agent.metrics.port), 'accel_discovery_seconds_count',
+            host=HOST, outcome='ok') > value(
+            before, 'accel_discovery_seconds_count', host=HOST,
+            outcome='ok'))
+        arq_uuid, state = self.api_bind(api, GPU)
+        self.assertEqual(arq_obj.BOUND, state)
+        self.wait_for(lambda: self.nova.events)
+        after = scrape(agent.metrics.port)
+        moved = self.moved(before, after)
+        self.assertEqual(1, moved('accel_bind_seconds_count', host=HOST,
+                                  resource_class='PGPU'))
+        self.assertEqual(1, moved('accel_discovery_seconds_count',
+                                  host=HOST, outcome='ok'))
+        self.assertGreater(moved('accel_placement_request_seconds_count',
+                                 host=HOST, method='PUT', status='200'), 0)
+        self.assertEqual(1, moved('accel_event_delivery_seconds_count',
+                                  host=HOST, outcome='accepted'))
+        self.assertFalse({n for n, _ in after} &
+                         {'accel_arqs', 'accel_devices'})
 
     def test_stop_releases_the_gauges(self):
         # A second service of the process can serve its own gauges: the

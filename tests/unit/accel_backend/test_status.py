@@ -1,5 +1,6 @@
-"""``accel-backend-status upgrade check`` and the Placement backend of
-``/healthcheck``, on a real SQLite database and a real Placement."""
+"""``accel-backend-status upgrade check`` and the Placement and database
+backends of ``/healthcheck``, on a real SQLite database, a real Placement
+and a real PostgreSQL server that goes away."""
 
 import datetime
 import json
@@ -16,6 +17,7 @@ from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import host_status
 from accel_backend import service as service_mod
+from tests.functional.fixtures import databases
 from tests import placement_fixture
 from tests.unit.accel_backend import base
 
@@ -123,19 +125,20 @@ class UpgradeCheckTest(testtools.TestCase):
 
 class PlacementHealthTest(testtools.TestCase):
 
-    def service(self, endpoint):
+    def service(self, endpoint, connection=None,
+                backends='accel_placement', detailed='true'):
         tmp = self.useFixture(fixtures.TempDir()).path
         svc = service_mod.Service(base.make_conf(
             self, database={
-                'connection': 'sqlite:///%s/a.sqlite' % tmp},
+                'connection': connection or 'sqlite:///%s/a.sqlite' % tmp},
             placement=base.placement_opts(endpoint), nova=base.NO_NOVA,
-            healthcheck={'backends': 'accel_placement', 'detailed': 'true'}))
+            healthcheck={'backends': backends, 'detailed': detailed}))
         self.addCleanup(svc.stop)
         return svc
 
-    def health(self, svc):
+    def health(self, svc, accept='application/json'):
         return webob.Request.blank(
-            '/healthcheck', headers={'Accept': 'application/json'}
+            '/healthcheck', headers={'Accept': accept}
         ).get_response(svc.app)
 
     def test_placement_reachable_or_not(self):
@@ -146,3 +149,41 @@ class PlacementHealthTest(testtools.TestCase):
         resp = self.health(self.service('http://placement.invalid'))
         self.assertEqual(503, resp.status_int)
         self.assertIn('placement unreachable', resp.text)
+
+
+class DatabaseHealthTest(PlacementHealthTest):
+    """``accel_database`` (and ``accel_discovery``, which reads the
+    database) when the database server goes away: a real PostgreSQL,
+    stopped under a running service."""
+
+    def test_database_gone_is_a_503_with_the_reason(self):
+        self.useFixture(fixtures.FakeLogger())
+        pg = self.useFixture(databases.PostgreSQLServer())
+        url = pg.create_database('accel')
+        backends = 'accel_database,accel_discovery'
+        svc = self.service('http://placement.invalid', connection=url,
+                           backends=backends, detailed='false')
+        detailed = self.service('http://placement.invalid', connection=url,
+                                backends=backends)
+        resp = self.health(svc)
+        self.assertEqual(200, resp.status_int, resp.text)
+        self.assertEqual(['database OK', 'discovery OK on 0 hosts'],
+                         sorted(resp.json['reasons']))
+        pg.stop()
+        resp = self.health(svc)
+        self.assertEqual(503, resp.status_int, resp.text)
+        self.assertEqual(
+            ['database unreachable: the database does not answer',
+             'host status unreadable: the database does not answer'],
+            sorted(resp.json['reasons']))
+        # What a load balancer reads: plain text, the same reasons.
+        resp = self.health(svc, accept='text/plain')
+        self.assertEqual(503, resp.status_int)
+        self.assertIn('database unreachable', resp.text)
+        # The driver's words only where details are asked for.
+        self.assertNotIn('Connection refused', resp.text)
+        resp = self.health(detailed)
+        self.assertEqual(503, resp.status_int, resp.text)
+        details = {r['reason']: r['details'] for r in resp.json['reasons']}
+        self.assertIn('OperationalError: connection to server', details[
+            'database unreachable: the database does not answer'])
