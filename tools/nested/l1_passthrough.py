@@ -17,6 +17,7 @@ import time
 
 from tools.nested import libvirtd
 
+
 def domain_xml(name, kernel, initrd, console, hostdev):
     """A minimal TCG guest booting ``kernel``/``initrd`` with its serial
     console in the file ``console`` and the ``<hostdev>`` string."""
@@ -37,8 +38,8 @@ def domain_xml(name, kernel, initrd, console, hostdev):
     <console type='file'><source path='%(console)s'/></console>
     %(hostdev)s
   </devices>
-</domain>''' % dict(name=name, kernel=kernel, initrd=initrd, console=console,
-                   hostdev=hostdev)
+</domain>''' % dict(name=name, kernel=kernel, initrd=initrd,
+                    console=console, hostdev=hostdev)
 
 
 def _driver(address):

@@ -5,7 +5,8 @@ checkout and its venvs as they are.
 
 One ``NestedNode.run(script)`` boots L1, runs ``script`` (shell) there as
 root after stage 2 (hostname ``compute-l1``, ``/lib/modules`` of the L1
-kernel, ``/proc``, ``/sys``, ``/dev``, a tmpfs ``/tmp``), collects its
+kernel, ``/proc``, ``/sys``, ``/dev``; ``/tmp`` is the machine's, like
+the rest of the root, so a checkout under ``/tmp`` works), collects its
 output and exit status through a shared directory, and powers L1 off.
 QEMU is always stopped: on return, on error and on Ctrl-C.
 

@@ -10,7 +10,8 @@ mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
-mount -t tmpfs tmpfs /tmp
+# /tmp stays the machine's (under the overlay, writes go to L1's tmpfs
+# upper layer): a checkout, venv or cache under /tmp must be there too.
 mount -t tmpfs tmpfs /run
 arg() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 out=$(arg nested_out)
