@@ -42,4 +42,24 @@ AcceleratorGroup = [
                help='Accelerators of resource_class on the compute host.'),
     cfg.IntOpt('arq_binding_timeout', default=300,
                help='Nova\'s [DEFAULT] arq_binding_timeout.'),
+    cfg.StrOpt('guest_pci_id', default='',
+               help='The accelerator\'s PCI id as the guest prints it on '
+                    'its console ("0x1234:0x11e8"). Set it where the '
+                    'compute nodes pass real devices through and the '
+                    'image\'s init lists the guest\'s PCI functions on the '
+                    'console as "guest-pci <address> <vendor:device>" lines '
+                    'between "guest: PCI functions" and "guest: done" (the '
+                    'all-in-one cloud\'s nested compute node does): the '
+                    'guest scenarios then require the device inside each '
+                    'guest. Empty: the guest scenarios are skipped.'),
+    cfg.IntOpt('guest_timeout', default=900,
+               help='Seconds for a guest to list its PCI functions on its '
+                    'console after the server is ACTIVE (minutes under '
+                    'nested emulation).'),
+    cfg.StrOpt('hotplug_command', default='',
+               help='The nova-accel command line the hot-add scenario '
+                    'runs, with its options ("nova-accel --config-file '
+                    '/etc/nova/nova.conf"); it gets "attach-accelerator '
+                    '--server <uuid> --device-profile <name>" appended. '
+                    'Empty: the guest scenario does not hot-add.'),
 ]

@@ -103,10 +103,12 @@ class ServerAcceleratorTest(AcceleratorMixin,
         cls.admin_servers = cls.os_admin.servers_client
         cls.placement = cls.os_admin.placement_client
 
-    def create_accel_flavor(self, profile_name):
+    def create_accel_flavor(self, profile_name, ram=128):
+        """A flavor asking for device profile ``profile_name``, with
+        ``ram`` MiB (deleted at cleanup)."""
         flavor = self.admin_flavors.create_flavor(
             name=data_utils.rand_name(prefix='nova-accel', name='flavor'),
-            ram=128, vcpus=1, disk=1)['flavor']
+            ram=ram, vcpus=1, disk=1)['flavor']
         self.addCleanup(test_utils.call_and_ignore_notfound_exc,
                         self.admin_flavors.delete_flavor, flavor['id'])
         self.admin_flavors.set_flavor_extra_spec(

@@ -15,13 +15,19 @@ import time
 
 import testtools
 
+from accel_backend.objects import device as device_obj
+from nova_accel_tempest_plugin import guest_console
 from tools.aio import cloud as cloud_mod
 from tools.aio import devices
 from tools.aio import nested
+from tools.aio import tempest as tempest_mod
 from tools.nested import node
 
 ACTIVE_TIMEOUT = 900
 NOVA_VERSION = {'X-OpenStack-Nova-API-Version': '2.90'}
+#: The edu function's id as the guest lists it.
+EDU = '0x%s:0x%s' % (devices.EDU_SPEC['vendor_id'],
+                     devices.EDU_SPEC['product_id'])
 
 
 class TestARealGuest(testtools.TestCase):
@@ -54,16 +60,17 @@ class TestARealGuest(testtools.TestCase):
         return self.api(method, 'nova_api', '/v2.1' + path, body,
                         headers=NOVA_VERSION)
 
-    def flavor_for(self, name, group):
+    def flavor_for(self, name, group, vcpus=1, **extra_specs):
         self.api('POST', 'accel', '/v2/device_profiles',
                  [{'name': name, 'groups': [group]}])
         self.addCleanup(self.api, 'DELETE', 'accel',
                         '/v2/device_profiles/%s' % name)
         flavor = self.nova('POST', '/flavors', {'flavor': {
-            'name': name, 'ram': 256, 'vcpus': 1, 'disk': 1}})['flavor']
+            'name': name, 'ram': 256, 'vcpus': vcpus, 'disk': 1}})['flavor']
         self.addCleanup(self.nova, 'DELETE', '/flavors/%s' % flavor['id'])
         self.nova('POST', '/flavors/%s/os-extra_specs' % flavor['id'],
-                  {'extra_specs': {'accel:device_profile': name}})
+                  {'extra_specs': dict(extra_specs, **{
+                      'accel:device_profile': name})})
         return flavor['id']
 
     def boot(self, name, flavor):
@@ -99,6 +106,32 @@ class TestARealGuest(testtools.TestCase):
                 raise
             time.sleep(2)
         self.fail('server %s not deleted' % server['id'])
+
+    def server(self, server):
+        return self.nova('GET', '/servers/%s' % server['id'])['server']
+
+    def action(self, server, body, status):
+        """Run a server action and wait for ``status`` (after the task
+        state has cleared)."""
+        self.nova('POST', '/servers/%s/action' % server['id'], body)
+        deadline = time.monotonic() + ACTIVE_TIMEOUT
+        while True:
+            got = self.server(server)
+            if got['status'] in (status, 'ERROR') and \
+                    not got.get('OS-EXT-STS:task_state'):
+                break
+            self.assertLess(time.monotonic(), deadline,
+                            'not %s after %s' % (status, body))
+            time.sleep(3)
+        self.assertEqual(status, got['status'], got.get('fault'))
+        return got
+
+    def device_status(self, address):
+        """The status (microversion 2.3) of L1's device at PCI
+        ``address`` (its UUID is derived from host and address)."""
+        return self.api('GET', 'accel', '/v2/devices/%s' % (
+            device_obj.stable_uuid('device', nested.L1_HOST, address)),
+            headers={'OpenStack-API-Version': 'accelerator 2.3'})['status']
 
     def arqs(self, server):
         return self.api('GET', 'accel', '/v2/accelerator_requests?'
@@ -158,7 +191,7 @@ class TestARealGuest(testtools.TestCase):
                                              info['function']), xml)
         # The guest lists the device on its own console.
         out = self.console(server, lambda text: 'guest: done' in text)
-        self.assertEqual(1, _edus(_last_listing(out)), out[-2000:])
+        self.assertEqual(1, _edus(out), out[-2000:])
         rp = self.provider_of(address)
         self.assertEqual(1, self.api(
             'GET', 'placement', '/resource_providers/%s/usages' % rp)[
@@ -170,18 +203,62 @@ class TestARealGuest(testtools.TestCase):
                                'nested-extra')
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
         self.assertEqual(2, len(self.arqs(server)))
-        out = self.console(server, lambda text: _edus(
-            _last_listing(text)) == 2, timeout=300)
-        self.assertEqual(2, _edus(_last_listing(out)), out[-2000:])
+        out = self.console(server, lambda text: _edus(text) == 2,
+                           timeout=300)
+        self.assertEqual(2, _edus(out), out[-2000:])
         # Hot-remove: and leave again.
         done = self.nova_accel('detach-accelerator', '--server',
                                server['id'], '--device-profile',
                                'nested-extra')
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
         self.assertEqual(1, len(self.arqs(server)))
-        out = self.console(server, lambda text: _edus(
-            _last_listing(text)) == 1 and 'changed' in text, timeout=300)
-        self.assertEqual(1, _edus(_last_listing(out)), out[-2000:])
+        out = self.console(server, lambda text: _edus(text) == 1 and
+                           'changed' in text, timeout=300)
+        self.assertEqual(1, _edus(out), out[-2000:])
+
+        # nova-compute restarts while the guest holds the device: the guest
+        # keeps running with it and the ARQ stays Bound.
+        nested.restart_compute(self.cloud, self.sess, self.token)
+        self.assertEqual('ACTIVE', self.server(server)['status'])
+        self.assertEqual([(arq['uuid'], 'Bound')], [
+            (a['uuid'], a['state']) for a in self.arqs(server)])
+        self.assertEqual('vfio-pci',
+                         nested.device_state(self.sess, address)['driver'])
+        # A hard reboot by the restarted nova-compute defines the domain
+        # again from the ARQs: the new boot lists the device (its console
+        # starts afresh, without the hot-plug's "changed" lines).
+        self.action(server, {'reboot': {'type': 'HARD'}}, 'ACTIVE')
+        out = self.console(server, lambda text: 'guest: done' in text and
+                           'changed' not in text)
+        self.assertEqual(1, _edus(out), out[-2000:])
+        self.assertEqual('vfio-pci',
+                         nested.device_state(self.sess, address)['driver'])
+
+        # Stopped, the server keeps its ARQ and allocation; libvirt gives
+        # the function back to L1.  L1's kernel then loses it (hot-unplug
+        # while allocated): the agent keeps its device as missing and its
+        # provider with the allocation, and takes it back on a rescan.
+        self.action(server, {'os-stop': None}, 'SHUTOFF')
+        self.assertNotEqual('vfio-pci',
+                            nested.device_state(self.sess, address)['driver'])
+        self.sess.sh('echo 1 > /sys/bus/pci/devices/%s/remove' % address)
+        self._until(lambda: self.device_status(address) == 'missing',
+                    'the removed device is not missing')
+        self.assertEqual([(arq['uuid'], 'Bound')], [
+            (a['uuid'], a['state']) for a in self.arqs(server)])
+        self.assertEqual(1, self.api(
+            'GET', 'placement', '/resource_providers/%s/usages' % rp)[
+            'usages'].get('CUSTOM_EDU'))
+        self.sess.sh('echo 1 > /sys/bus/pci/rescan')
+        self._until(lambda: self.device_status(address) == 'enabled',
+                    'the rescanned device is not enabled again')
+        # Started again, the guest has the device.
+        self.action(server, {'os-start': None}, 'ACTIVE')
+        out = self.console(server, lambda text: 'guest: done' in text and
+                           'changed' not in text)
+        self.assertEqual(1, _edus(out), out[-2000:])
+        self.assertEqual('vfio-pci',
+                         nested.device_state(self.sess, address)['driver'])
 
         self.delete(server)
         self.assertEqual([], self.arqs(server))
@@ -231,6 +308,58 @@ class TestARealGuest(testtools.TestCase):
             self.assertLess(time.monotonic(), deadline, message)
             time.sleep(3)
 
+    def test_numa_guest_gets_the_device_on_its_node1_cell(self):
+        # A guest with two NUMA cells (hw:numa_nodes=2): Nova places cell
+        # N on L1's node N.  The device of L1's node 1 (behind its
+        # expander bus) appears in the guest behind an expander bus of
+        # guest cell 1, and the guest's kernel says so.
+        flavor = self.flavor_for('nested-numa', devices.NUMA1_GROUP,
+                                 vcpus=2, **{'hw:numa_nodes': '2'})
+        server = self.boot('nested-numa', flavor)
+        self.addCleanup(self.delete, server)
+        arq, = self.arqs(server)
+        info = arq['attach_handle_info']
+        self.assertEqual(node.Layout.NUMA1_EDU, '%s:%s:%s.%s' % (
+            info['domain'], info['bus'], info['device'], info['function']))
+        _, xml = self.sess.sh('virsh -c qemu:///system dumpxml %s' % (
+            server['OS-EXT-SRV-ATTR:instance_name']))
+        self.assertIn("<memnode cellid='1' mode='strict' nodeset='1'/>", xml)
+        self.assertRegex(xml, r"model='pcie-expander-bus'>\s*<model "
+                         r"name='pxb-pcie'/>\s*<target busNr='\d+'>\s*"
+                         r"<node>1</node>")
+        out = self.console(server, lambda text: 'guest: done' in text)
+        edus = [fn for fn in guest_console.listing(out) or ()
+                if fn.pci_id == EDU]
+        self.assertEqual([1], [fn.numa for fn in edus], out[-2000:])
+
+    def test_tempest_guest_scenario(self):
+        # nova-accel's tempest plugin as an operator runs it against this
+        # cloud: its guest scenario (boot, hot-add, delete and reuse)
+        # requires the device inside each guest, read from the console.
+        layout = self.cloud.layout
+        group = devices.demo_group(layout)
+        workspace = tempest_mod.prepare(self.cloud, extra={
+            'compute-feature-enabled': {'console_output': True},
+            'accelerator': {
+                'device_profile_group': json.dumps(group),
+                'resource_class': devices.resource_class(group),
+                'accelerators_per_host': devices.accelerator_total(
+                    layout, group),
+                'guest_pci_id': EDU,
+                'guest_timeout': nested.GUEST_BOOT_TIMEOUT,
+                'hotplug_command': 'env OS_NOVA_DISABLE_EVENTLET_PATCHING=1 '
+                                   '%s --config-file %s' % (
+                                       self.cloud.prog('nova-accel'),
+                                       layout.path('etc', 'nova',
+                                                   'nova.conf')),
+            }})
+        rc, out = tempest_mod.run_in(
+            self.cloud, workspace, 'nova_accel_tempest_plugin.tests.'
+            'scenario.test_guest_accelerators', concurrency=1, capture=True)
+        self.assertEqual(0, rc, out[-4000:])
+        self.assertIn(' - Passed: 1\n', out)
+        self.assertIn(' - Skipped: 0\n', out)
+
     def test_functions_of_one_iommu_group_are_one_device(self):
         deps = self.api('GET', 'accel', '/v2/deployables')['deployables']
         text = json.dumps(deps)
@@ -242,22 +371,6 @@ class TestARealGuest(testtools.TestCase):
                          len(deps))
 
 
-def _last_listing(console):
-    """The guest's last list of PCI functions on its console (the lines
-    between its last ``guest: PCI functions`` header and ``guest: done``)."""
-    lines = console.splitlines()
-    starts = [i for i, line in enumerate(lines)
-              if line.startswith('guest: PCI functions')]
-    if not starts:
-        return []
-    listing = []
-    for line in lines[starts[-1] + 1:]:
-        if line.startswith('guest: done'):
-            return listing
-        if line.startswith('guest-pci '):
-            listing.append(line)
-    return []  # still printing
-
-
-def _edus(listing):
-    return sum(' 0x1234:0x11e8' in line for line in listing)
+def _edus(console):
+    """``edu`` functions in the guest's last complete listing."""
+    return guest_console.count(console, EDU)

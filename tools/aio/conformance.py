@@ -22,10 +22,8 @@ Keystone and must all pass; anything else exits non-zero.
 
 import csv
 import io
-import os
 import subprocess
 import sys
-import time
 
 from tools.aio import cloud as cloud_mod
 from tools.aio import config
@@ -126,24 +124,15 @@ def run(concurrency=2):
         workspace = tempest_mod.prepare(cloud, extra={
             'cyborg_policy': {'enforce_new_defaults': new_defaults},
             'service_available': {'cyborg': True}})
-        argv = [cloud.prog('tempest'), 'run', '--regex', REGEX,
-                '--concurrency', str(concurrency)]
-        t0 = time.monotonic()
-        subprocess.run(argv, cwd=workspace, env=cloud.env(),
-                       stdin=subprocess.DEVNULL)
-        print('%s: tempest run took %.0f s; log %s' % (
-            mode, time.monotonic() - t0,
-            os.path.join(workspace, 'tempest.log')), flush=True)
+        tempest_mod.run_in(cloud, workspace, REGEX, concurrency)
         problems += _check(mode, _results(workspace, cloud.env(), cloud))
     # nova-accel's own API tests with the same Keystone, new defaults: no
     # user token (admin, member, reader) binds without a service token.
     _restart_accel_backend(cloud, True)
     workspace = tempest_mod.prepare(cloud)
-    own = subprocess.run([cloud.prog('tempest'), 'run', '--regex',
-                          r'^nova_accel_tempest_plugin\.tests\.api\.',
-                          '--concurrency', str(concurrency)],
-                         cwd=workspace, env=cloud.env(),
-                         stdin=subprocess.DEVNULL).returncode
+    own, _ = tempest_mod.run_in(
+        cloud, workspace, r'^nova_accel_tempest_plugin\.tests\.api\.',
+        concurrency)
     if own != 0:
         problems.append('nova_accel_tempest_plugin API tests failed')
     for test_id, why in sorted(EXPECTED_FAILURES.items()):

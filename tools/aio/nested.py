@@ -25,8 +25,10 @@ there); the guest (L2, TCG inside TCG) lists its devices about 80 s after
 it starts.  With KVM the same code runs at native speed.
 """
 
+import datetime
 import json
 import os
+import time
 
 from tools.aio import config
 from tools.aio import devices
@@ -137,7 +139,11 @@ def upload_images(cloud, token, name):
     return upload({'name': name, 'disk_format': 'raw',
                    'container_format': 'bare', 'kernel_id': kernel_id,
                    'ramdisk_id': ramdisk_id,
-                   'os_command_line': GUEST_CMDLINE}, bytes(1024 * 1024))
+                   'os_command_line': GUEST_CMDLINE,
+                   # Its init ignores ACPI shutdown: stop and reboot
+                   # destroy the domain at once instead of after Nova's
+                   # [DEFAULT] shutdown_timeout (60 s).
+                   'os_shutdown_timeout': '0'}, bytes(1024 * 1024))
 
 
 def start(cloud, say, token):
@@ -166,10 +172,6 @@ def start(cloud, say, token):
     cloud.state['nested'] = {'out': sess.out, 'pid': sess.pid}
     cloud.save()
     py = os.path.join(layout.venv, 'bin', 'python')
-    env = {'PYTHONPATH': layout.repo, 'PYTHONDONTWRITEBYTECODE': '1',
-           'OS_NOVA_DISABLE_EVENTLET_PATCHING': '1',
-           'PATH': os.path.join(layout.venv, 'bin') + ':/usr/sbin:/usr/bin:'
-           '/sbin:/bin'}
     say('nested: L1 starts libvirtd and loads vfio-pci')
     # The instances get a tmpfs of their own: the root overlay's 512 MiB
     # would leave Nova no DISK_GB inventory for a 1 GB root disk (tmpfs
@@ -180,12 +182,8 @@ def start(cloud, say, token):
             .format(s=L1_STATE, gb=INSTANCES_GB, repo=layout.repo, py=py))
     say('nested: L1 starts accel-backend-agent and nova-compute '
         '(accel.LibvirtDriver, virt_type qemu); Python under TCG: minutes')
-    logs = {}
-    for name, prog, conf in (
-            ('accel-backend-agent', 'accel-backend-agent', paths['agent']),
-            ('nova-compute', 'nova-compute', paths['nova'])):
-        logs[name] = sess.spawn(name, '%s --config-file %s' % (
-            os.path.join(layout.venv, 'bin', prog), conf), env=env)
+    logs = {name: sess.spawn(name, command, env=l1_env(layout))
+            for name, command in l1_services(layout, paths)}
 
     def compute_rp():
         got, _ = cloud.http('GET', layout.url(
@@ -207,6 +205,72 @@ def start(cloud, say, token):
     say('nested: accel-backend-agent reported %d devices of L1' %
         devices.accelerator_total(layout))
     return rec
+
+
+def l1_env(layout):
+    """The environment of the services in L1 (``{name: value}``)."""
+    return {'PYTHONPATH': layout.repo, 'PYTHONDONTWRITEBYTECODE': '1',
+            'OS_NOVA_DISABLE_EVENTLET_PATCHING': '1',
+            'PATH': os.path.join(layout.venv, 'bin') + ':/usr/sbin:'
+            '/usr/bin:/sbin:/bin'}
+
+
+def l1_services(layout, paths):
+    """``[(name, shell command line)]`` of the services in L1, in the
+    order they start (``paths``: ``write_configs``'s answer)."""
+    return [(name, '%s --config-file %s' % (
+        os.path.join(layout.venv, 'bin', name), paths[key]))
+        for name, key in (('accel-backend-agent', 'agent'),
+                          ('nova-compute', 'nova'))]
+
+
+def restart_compute(cloud, sess, token, say=print):
+    """Stop nova-compute in L1 as a service manager does (SIGTERM, then
+    SIGKILL after 60 s) and start it again with the same configuration;
+    return once it is serving again.
+
+    "Serving" is the service record's ``updated_at`` moving past the
+    restart: Nova's ``Service.start`` runs ``init_host`` and the first
+    resource update (``pre_start_hook``) before its first state report.
+
+    :param cloud: ``tools.aio.cloud.Cloud`` with a nested compute node.
+    :param sess: its ``tools.nested.session.Session``.
+    :param token: an admin token (str) for the compute API.
+    :returns: seconds from the stop until it served again (float).
+    :raises tools.aio.procs.ProcessFailed: the new nova-compute exited
+        or did not report within ``L1_START_TIMEOUT`` seconds.
+    """
+    layout = cloud.layout
+    start = time.monotonic()
+    stopped = datetime.datetime.now(datetime.timezone.utc).replace(
+        tzinfo=None)
+    sess.sh('pkill -TERM -f "bin/nova-compute " || true\n'
+            'for i in $(seq 60); do pgrep -f "bin/nova-compute " >/dev/null'
+            ' || exit 0; sleep 1; done\n'
+            'pkill -KILL -f "bin/nova-compute "\n', timeout=120)
+    say('nested: nova-compute of L1 stopped; starting it again')
+    name = 'nova-compute-restart-%d' % int(time.time())
+    command = dict(l1_services(layout, write_configs(layout)))[
+        'nova-compute']
+    log = sess.spawn(name, command, env=l1_env(layout))
+
+    def serving():
+        status = sess.exited(name)
+        if status is not None:
+            raise procs.ProcessFailed(
+                'nova-compute in L1 exited with %d' % status, log)
+        got, _ = cloud.http('GET', layout.url(
+            'nova_api', '/v2.1/os-services?binary=nova-compute&host=%s' %
+            L1_HOST), token=token)
+        service, = got['services']
+        return service['updated_at'] and datetime.datetime.fromisoformat(
+            service['updated_at'].rstrip('Z')) > stopped
+    cloud.wait_for('nova-compute of L1 after its restart', serving,
+                   timeout=L1_START_TIMEOUT, interval=3)
+    took = time.monotonic() - start
+    say('nested: nova-compute of L1 serves again %.0f s after its stop' %
+        took)
+    return took
 
 
 def _wait(cloud, sess, what, check, rec, logs, name):

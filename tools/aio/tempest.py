@@ -52,19 +52,29 @@ def prepare(cloud, extra=None):
     return workspace
 
 
+def run_in(cloud, workspace, regex, concurrency=2, capture=False):
+    """``tempest run --regex regex`` in ``workspace`` (``prepare``'s).
+
+    :param capture: keep tempest's output (returned) instead of letting
+        it through to this process's stdout.
+    :returns: ``(exit status, output str or None)``.
+    """
+    argv = [cloud.prog('tempest'), 'run', '--regex', regex,
+            '--concurrency', str(concurrency)]
+    print('$ cd %s && %s' % (workspace, ' '.join(argv)), flush=True)
+    t0 = time.monotonic()
+    done = subprocess.run(argv, cwd=workspace, env=cloud.env(),
+                          stdin=subprocess.DEVNULL, text=True,
+                          capture_output=capture)
+    print('tempest run took %.0f s (exit %d); log: %s' % (
+        time.monotonic() - t0, done.returncode,
+        os.path.join(workspace, 'tempest.log')), flush=True)
+    return done.returncode, done.stdout
+
+
 def run(regex='nova_accel', concurrency=2):
     cloud = cloud_mod.Cloud.load()
     if cloud is None:
         print('no cloud is up: python -m tools.aio up')
         return 1
-    workspace = prepare(cloud)
-    argv = [cloud.prog('tempest'), 'run', '--regex', regex,
-            '--concurrency', str(concurrency)]
-    print('$ cd %s && %s' % (workspace, ' '.join(argv)), flush=True)
-    t0 = time.monotonic()
-    rc = subprocess.run(argv, cwd=workspace, env=cloud.env(),
-                        stdin=subprocess.DEVNULL).returncode
-    print('tempest run took %.0f s (exit %d); log: %s' % (
-        time.monotonic() - t0, rc,
-        os.path.join(workspace, 'tempest.log')), flush=True)
-    return rc
+    return run_in(cloud, prepare(cloud), regex, concurrency)[0]

@@ -1,0 +1,48 @@
+"""What a test guest says on its serial console about its PCI functions.
+
+The guest image of the all-in-one cloud's nested compute node (its init,
+``tools/nested/image.py``) prints ``guest: PCI functions``, then one line
+per function::
+
+    guest-pci <address> <0xvendor:0xdevice> numa=<node>
+
+then ``guest: done``; on each change of its functions (hot-plug) it prints
+the list again under ``guest: PCI functions changed``.  Any image whose
+init prints the same lines works with the guest scenarios.  No tempest
+import here: the repository's own nested tests read consoles too.
+"""
+
+import collections
+
+#: One function of a listing: ``address`` (``DDDD:BB:SS.F``), ``pci_id``
+#: (``0xVVVV:0xDDDD``) and ``numa`` (the guest's ``numa_node``, int; -1
+#: when none).
+Function = collections.namedtuple('Function', 'address pci_id numa')
+
+
+def listing(console):
+    """The guest's last complete listing of its PCI functions.
+
+    :param console: the console output (str).
+    :returns: list of :class:`Function`, or None while no listing is
+        complete (the guest is still booting or printing).
+    """
+    last, current = None, None
+    for line in console.splitlines():
+        if line.startswith('guest: PCI functions'):
+            current = []
+        elif line.startswith('guest-pci ') and current is not None:
+            fields = line.split()
+            numa = fields[3].split('=', 1)[1] if len(fields) > 3 else ''
+            current.append(Function(fields[1], fields[2],
+                                    int(numa) if numa.lstrip('-').isdigit()
+                                    else -1))
+        elif line.startswith('guest: done') and current is not None:
+            last, current = current, None
+    return last
+
+
+def count(console, pci_id):
+    """How many functions of ``pci_id`` the last complete listing has (0
+    while there is none)."""
+    return sum(fn.pci_id == pci_id for fn in listing(console) or ())

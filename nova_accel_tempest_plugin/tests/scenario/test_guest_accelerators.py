@@ -1,0 +1,104 @@
+"""The accelerator inside a real guest: what the guest's own kernel lists
+on its console, not only API states.
+
+These run where compute nodes pass real PCI functions through (the
+all-in-one cloud's nested compute node runs them in ``tox -e nested``);
+``[accelerator] guest_pci_id`` says which id the guest must list.
+"""
+
+import json
+import shlex
+import subprocess
+import time
+
+from tempest.common import waiters
+from tempest import config
+from tempest.lib import decorators
+
+from nova_accel_tempest_plugin import guest_console
+from nova_accel_tempest_plugin.tests import base
+
+CONF = config.CONF
+
+
+class GuestAcceleratorTest(base.ServerAcceleratorTest):
+    """Boot, hot-add, delete and reuse, each seen from inside the guest."""
+
+    @classmethod
+    def skip_checks(cls):
+        super().skip_checks()
+        if not CONF.accelerator.guest_pci_id:
+            raise cls.skipException('[accelerator] guest_pci_id is not '
+                                    'set: no guest lists its devices')
+
+    def guest_devices(self, server_id, count):
+        """Wait until the guest's last listing has ``count`` functions of
+        ``[accelerator] guest_pci_id``; returns that listing.
+
+        :raises AssertionError: not within ``guest_timeout`` seconds.
+        """
+        want = CONF.accelerator.guest_pci_id
+        deadline = time.monotonic() + CONF.accelerator.guest_timeout
+        while True:
+            console = self.admin_servers.get_console_output(
+                server_id)['output']
+            seen = guest_console.count(console, want)
+            if seen == count:
+                return guest_console.listing(console)
+            self.assertLess(time.monotonic(), deadline,
+                            'the guest lists %d of %s, not %d:\n%s' % (
+                                seen, want, count, console[-2000:]))
+            time.sleep(5)
+
+    def hot_add(self, server_id, profile_name):
+        argv = shlex.split(CONF.accelerator.hotplug_command) + [
+            'attach-accelerator', '--server', server_id,
+            '--device-profile', profile_name]
+        done = subprocess.run(argv, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL,
+                              timeout=CONF.accelerator.guest_timeout)
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+
+    def wait_offered(self, rp_uuid):
+        """Wait until provider ``rp_uuid`` has no usage and nothing
+        reserved of ``[accelerator] resource_class``."""
+        rc = CONF.accelerator.resource_class
+        deadline = time.monotonic() + CONF.accelerator.build_timeout
+        while True:
+            _, body = self.placement.get(
+                '/resource_providers/%s/usages' % rp_uuid)
+            used = json.loads(body)['usages'].get(rc, 0)
+            _, body = self.placement.get(
+                '/resource_providers/%s/inventories' % rp_uuid)
+            reserved = json.loads(body)['inventories'][rc]['reserved']
+            if not used and not reserved:
+                return
+            self.assertLess(time.monotonic(), deadline, 'provider %s: %d '
+                            'used, %d reserved' % (rp_uuid, used, reserved))
+            time.sleep(CONF.accelerator.build_interval)
+
+    @decorators.attr(type='scenario')
+    @decorators.idempotent_id('3c0f2a76-54b1-4f0e-8b7e-2d6a3f1c9e01')
+    def test_boot_hot_add_delete_and_reuse(self):
+        dp = self.create_profile()
+        # A guest that boots a real kernel: 256 MiB.
+        flavor = self.create_accel_flavor(dp['name'], ram=256)
+        server = self.boot(flavor)
+        arq, = self.assert_has_accelerator(server)
+        self.guest_devices(server['id'], 1)
+        if CONF.accelerator.hotplug_command:
+            self.hot_add(server['id'], dp['name'])
+            self.assert_has_accelerator(server, units=2)
+            self.guest_devices(server['id'], 2)
+
+        self.delete_and_check(server['id'])
+        # The device the first guest held is released and, once cleaned,
+        # offered again (nothing used, nothing reserved)...
+        self.wait_offered(arq['device_rp_uuid'])
+        # ... and a new guest gets a device it can see.
+        again = self.boot(flavor)
+        self.assert_has_accelerator(again)
+        self.guest_devices(again['id'], 1)
+        self.servers_client.delete_server(again['id'])
+        waiters.wait_for_server_termination(self.servers_client, again['id'])
+        self.assert_nothing_left(again['id'])
