@@ -1,0 +1,50 @@
+"""The parser of a test guest's console listing of its PCI functions
+(``nova_accel_tempest_plugin.guest_console``), on console text as the
+nested compute node's guest image prints it (``tools/nested/image.py``):
+kernel lines interleaved, a hot-plug's second listing, a listing still
+being printed."""
+
+import testtools
+
+from nova_accel_tempest_plugin import guest_console
+
+EDU = '0x1234:0x11e8'
+BOOT = '''[    1.2] Run /init as init process
+guest: PCI functions
+guest-pci 0000:00:00.0 0x8086:0x29c0 numa=-1
+guest-pci 0000:ff:00.0 0x1234:0x11e8 numa=1
+[   20.3] random: crng init done
+guest: done
+'''
+HOT_ADD = '''guest: PCI functions changed
+guest-pci 0000:00:00.0 0x8086:0x29c0 numa=-1
+guest-pci 0000:00:04.0 0x1234:0x11e8 numa=-1
+guest-pci 0000:ff:00.0 0x1234:0x11e8 numa=1
+'''
+
+
+class ListingTest(testtools.TestCase):
+
+    def test_nothing_before_the_first_listing_is_complete(self):
+        self.assertIsNone(guest_console.listing('[    0.0] Linux\n'))
+        self.assertIsNone(guest_console.listing(BOOT.replace(
+            'guest: done\n', '')))
+        self.assertEqual(0, guest_console.count('', EDU))
+
+    def test_functions_with_their_numa_node(self):
+        self.assertEqual([
+            guest_console.Function('0000:00:00.0', '0x8086:0x29c0', -1),
+            guest_console.Function('0000:ff:00.0', EDU, 1)],
+            guest_console.listing(BOOT))
+        self.assertEqual(1, guest_console.count(BOOT, EDU))
+
+    def test_a_listing_being_printed_leaves_the_last_complete_one(self):
+        self.assertEqual(1, guest_console.count(BOOT + HOT_ADD, EDU))
+        self.assertEqual(2, guest_console.count(
+            BOOT + HOT_ADD + 'guest: done\n', EDU))
+
+    def test_a_line_without_numa_is_numa_minus_one(self):
+        console = ('guest: PCI functions\nguest-pci 0000:00:04.0 '
+                   '0x1234:0x11e8\nguest: done\n')
+        self.assertEqual([-1], [fn.numa for fn in
+                                guest_console.listing(console)])
