@@ -360,8 +360,7 @@ def accel_backend_conf(layout):
             layout.repo, 'tests', 'fixtures', 'sysfs', 'two-gpus'))
         ini.add('discovery', 'device_spec', json.dumps(devices.GPU_SPEC))
     if 'l1_edu' in names:
-        for spec in (devices.EDU_NUMA1_SPEC, devices.EDU_SPEC):
-            ini.add('discovery', 'device_spec', json.dumps(spec))
+        ini.add('discovery', 'device_spec', json.dumps(devices.EDU_SPEC))
     ini.set('binding', 'workers', 2)
     # Prometheus metrics (the demo shows the bind latency histogram).
     ini.update('metrics', {'enabled': True, 'host': '127.0.0.1',

@@ -14,12 +14,6 @@ GPU_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
 #: Device spec of QEMU's ``edu`` functions of the nested compute node.
 EDU_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
             'resource_class': 'CUSTOM_EDU', 'traits': ['CUSTOM_QEMU_EDU']}
-#: The ``edu`` function behind L1's NUMA-1 expander bus
-#: (``tools.nested.node.Layout.NUMA1_EDU``, bus 0x81) carries one more
-#: trait, so that a device profile can ask for it; listed before
-#: ``EDU_SPEC`` (the first spec that matches a function wins).
-EDU_NUMA1_SPEC = dict(EDU_SPEC, address='0000:81:*',
-                      traits=EDU_SPEC['traits'] + ['CUSTOM_EDU_NUMA1'])
 
 
 #: ``{discovery driver: (device profile group, accelerators it offers)}``.
@@ -39,10 +33,11 @@ DISCOVERY_DRIVERS = {
                 'trait:CUSTOM_QEMU_EDU': 'required'}, 4),
 }
 
-#: The group of a guest that wants the nested compute node's NUMA-1
-#: device (``EDU_NUMA1_SPEC``).
+#: The group of a guest that wants an ``edu`` function on NUMA node 1 of
+#: the nested compute node (discovery gives every PCI device the trait of
+#: its NUMA node).
 NUMA1_GROUP = {'resources:CUSTOM_EDU': '1',
-               'trait:CUSTOM_EDU_NUMA1': 'required'}
+               'trait:CUSTOM_NUMA_NODE_1': 'required'}
 
 
 #: Deployables each discovery driver reports (one per GPU; one fake board).
