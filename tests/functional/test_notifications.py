@@ -9,9 +9,9 @@ import queue
 import oslo_messaging as messaging
 
 from accel_backend import notifications
-from tests.functional.fixtures import rabbitmq
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend import test_lifecycle
+from tools.fixtures import rabbitmq
 
 GPU = test_lifecycle.GPU
 HOST = test_lifecycle.COMPUTE

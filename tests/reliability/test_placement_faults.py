@@ -20,11 +20,11 @@ from testtools import content
 
 from accel_backend import conf as accel_conf
 from accel_backend import service as service_mod
-from tests import accel_config
 from tests import placement_fixture
 from tests import reliability
 from tests.reliability import fixtures as rel_fixtures
 from tests.reliability import test_crash
+from tools.launch import accel_backend as launch_accel
 
 GPUS = 16
 HEADERS = {'x-auth-token': 'admin',
@@ -50,7 +50,7 @@ class TestPlacementFaults(testtools.TestCase):
         rel_fixtures.write_many_gpus(sysfs, GPUS)
         path = os.path.join(tmp, 'accel-backend.conf')
         with open(path, 'w') as f:
-            f.write(accel_config.accel_backend_conf(
+            f.write(launch_accel.config(
                 self.proxy.endpoint, 'http://127.0.0.1:9/v2.1', sysfs,
                 [rel_fixtures.MANY_GPUS_SPEC],
                 DEFAULT={'host': rel_fixtures.HOST, 'state_path': tmp},
