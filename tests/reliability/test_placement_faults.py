@@ -2,11 +2,12 @@
 timeouts are retried, and the next run reconciles.
 
 A real Placement (openstack-placement's functional fixture, in this
-process behind wsgi-intercept, one request at a time) sits behind ``FaultProxy`` (a loopback
-HTTP server in this process); an accel_backend ``Service`` in this process
-reports 16 GPUs of a generated sysfs tree to the proxy with ``[placement]
-timeout = 1``.  ``discover_and_report()`` is what the periodic loop
-calls: a run may fail, the next one must finish the job.
+process behind wsgi-intercept, one request at a time) sits behind
+``FaultProxy`` (a loopback HTTP server in this process); an accel_backend
+``Service`` in this process reports 16 GPUs of a generated sysfs tree to
+the proxy with ``[placement] timeout = 1``.  ``discover_and_report()`` is
+what the periodic loop calls: a run may fail, the next one must finish the
+job.
 """
 
 import os
@@ -15,7 +16,6 @@ import re
 
 import fixtures
 import requests
-import testtools
 from testtools import content
 
 from accel_backend import conf as accel_conf
@@ -34,13 +34,10 @@ _RP_WRITE = re.compile(
 
 
 @reliability.slow
-class TestPlacementFaults(testtools.TestCase):
+class TestPlacementFaults(placement_fixture.PlacementTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.FakeLogger())
-        self.placement = self.useFixture(
-            placement_fixture.PlacementFixture())
         self.upstream = self.placement.endpoint
         self.proxy = self.useFixture(rel_fixtures.FaultProxy(self.upstream))
         self.compute_rp = self.raw('POST', '/resource_providers',
