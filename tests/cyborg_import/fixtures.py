@@ -167,4 +167,3 @@ class OurSide(fixtures.Fixture):
             with self.db.transaction() as session:
                 host_sync.sync(session, host, found)
         self.conf.clear_override('host')
-

@@ -204,4 +204,3 @@ class TestAdoptCyborg(testtools.TestCase):
         self.assertEqual([{k: a[k] for k in FIELDS}
                           for a in before[instances[1]]],
                          [{k: a[k] for k in FIELDS} for a in kept])
-
