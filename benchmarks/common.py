@@ -1,28 +1,27 @@
 """Pieces every measure shares: statistics, child processes, recorded sysfs
 trees, the accelerator API client and the commit floor.
 
-The servers themselves (Placement, the Nova stub, ``accel-backend``) are in
-``benchmarks.servers``.  Everything listens on 127.0.0.1 on free ports and
-lives in a temporary directory the caller owns.
+The servers themselves (Placement, the Nova stub, ``accel-backend``) are the
+fixtures of ``tools.fixtures``, as in the tests.  Everything listens on
+127.0.0.1 on free ports and lives in a temporary directory the caller
+owns.
 """
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import socket
 import sqlite3
-import subprocess
 import sys
 import time
 import uuid
 
 import requests
 
+from tools import fixtures as tools_fixtures
+from tools.fixtures import accel_backend as accel_fx
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
-BIN = os.path.dirname(PY)
 
 # One set of headers for both accel_backend (noauth) and upstream Cyborg
 # (no keystone, identity from headers): the same client code talks to both.
@@ -74,102 +73,43 @@ def not_measured(res):
     return isinstance(res, dict) and 'not_measured' in res
 
 
-# -- processes -----------------------------------------------------------
+# -- accel-backend ---------------------------------------------------------
 
-def free_port():
-    """A TCP port free on 127.0.0.1 now (another process may take it)."""
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
+def accel_backend(workdir, placement, stub, name, sysfs, devices=None,
+                  connection=None, api_workers=8, binding_workers=4,
+                  timeout=180):
+    """Start ``accel-backend`` (``tools.fixtures.accel_backend``) for a
+    measure: host ``name``, files in ``<workdir>/<name>``, the GPUs of
+    ``sysfs`` (``make_sysfs``), reporting to ``placement`` (a started
+    ``PlacementServer``) under a compute node provider created for it,
+    events to ``stub`` (a started ``NovaStub``).
 
-
-def wait_http(url, timeout=60.0, headers=None, ok=(200,), proc=None):
-    """Poll ``url`` every 0.1 s for up to ``timeout`` seconds until it
-    answers a status in ``ok``; returns that response.
-
-    :raises RuntimeError: when ``proc`` (a :class:`Proc`) exits first, or
-        on timeout.
+    :param devices: wait (up to ``timeout`` seconds) until that many GPUs
+        are stored and reported, so that measuring starts on a quiet
+        service; None: only until the API answers.
+    :param connection: SQLAlchemy URL; default a SQLite file.
+    :returns: the started fixture (``cleanUp()`` stops it; ``root`` is its
+        URL).
+    :raises AssertionError: it does not start or report in time.
     """
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError('%s exited (%s) before %s answered; see %s'
-                               % (proc.name, proc.returncode, url, proc.log))
+    backend = accel_fx.AccelBackendServer(
+        placement.endpoint, stub.endpoint, sysfs, [GPU_SPEC],
+        host=name, workdir=workdir, connection=connection,
+        options={'api': {'workers': api_workers},
+                 'binding': {'workers': binding_workers},
+                 'nova': {'event_retry_timeout': 60}},
+        start_timeout=60)
+    root_rp = placement.create_provider(name)
+    tools_fixtures.start(backend)
+    if devices:
         try:
-            r = requests.get(url, headers=headers, timeout=5)
-            if r.status_code in ok:
-                return r
-            last = r.status_code
-        except requests.RequestException as e:
-            last = e
-        time.sleep(0.1)
-    raise RuntimeError('%s did not answer in %ss (last: %s)' % (url, timeout,
-                                                               last))
-
-
-class Proc:
-    """A child process in its own process group, logging to a file."""
-
-    def __init__(self, name, argv, log, env=None, cwd=None, user=None):
-        self.name = name
-        self.log = log
-        self._fh = open(log, 'ab')
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        if user is not None:
-            argv = ['runuser', '-u', user, '--'] + list(argv)
-        self.popen = subprocess.Popen(
-            argv, stdout=self._fh, stderr=subprocess.STDOUT, env=full_env,
-            cwd=cwd or REPO, start_new_session=True)
-
-    @property
-    def returncode(self):
-        return self.popen.returncode
-
-    def poll(self):
-        return self.popen.poll()
-
-    def stop(self, timeout=15):
-        """SIGTERM the process group we started, then SIGKILL."""
-        if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGTERM)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait(5)
-        self._fh.close()
-
-
-def run(argv, log, env=None, cwd=None, timeout=300, user=None):
-    """Run a command to completion (``timeout`` in seconds), appending its
-    output to the file ``log``.
-
-    :raises RuntimeError: with the log's tail when it exits non-zero.
-    :raises subprocess.TimeoutExpired: when it runs past ``timeout``.
-    """
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    if user is not None:
-        argv = ['runuser', '-u', user, '--'] + list(argv)
-    with open(log, 'ab') as fh:
-        rc = subprocess.call(argv, stdout=fh, stderr=subprocess.STDOUT,
-                             env=full_env, cwd=cwd or REPO, timeout=timeout)
-    if rc != 0:
-        raise RuntimeError('%s failed (%s): %s' % (' '.join(argv), rc,
-                                                   tail(log)))
-
-
-def tail(path, lines=15):
-    """The last ``lines`` lines of a text file ('' when unreadable)."""
-    try:
-        with open(path, errors='replace') as f:
-            return ''.join(f.readlines()[-lines:])
-    except OSError:
-        return ''
+            backend.wait_for_devices(devices, timeout=timeout,
+                                     placement=placement,
+                                     root_rp=root_rp)
+        except BaseException:
+            backend.cleanUp()
+            raise
+    return backend
 
 
 # -- recorded sysfs trees ----------------------------------------------

@@ -20,7 +20,6 @@ import requests
 import sqlalchemy as sa
 
 from benchmarks import common
-from benchmarks import servers
 
 DEVICES = 50
 BINDS = 200
@@ -56,11 +55,10 @@ def measure(env):
 def _measure(env, devices, binds):
     sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-conc'),
                               devices)
-    backend = servers.AccelBackendProcess(env.workdir, 'conc', env.placement,
-                                          env.stub, sysfs)
-    backend.start_reported(devices)
+    backend = common.accel_backend(
+        env.workdir, env.placement, env.stub, 'conc', sysfs, devices)
     try:
-        client = common.AccelClient(backend.url)
+        client = common.AccelClient(backend.root)
         rps = sorted(d['rp_uuid'] for d in client.deployables())
         client.create_profile('conc-gpu', [{'resources:PGPU': '1'}])
         arqs = [client.create_arqs('conc-gpu')[1][0]['uuid']
@@ -68,7 +66,7 @@ def _measure(env, devices, binds):
         # A fresh client (new TCP connection) per request: cheroot keeps
         # only a few idle keep-alive connections, so connections opened
         # before the race would be reset.
-        clients = [common.AccelClient(backend.url) for _ in range(binds)]
+        clients = [common.AccelClient(backend.root) for _ in range(binds)]
         mark = env.stub.mark()
         start = {}
         barrier = threading.Barrier(
@@ -92,7 +90,7 @@ def _measure(env, devices, binds):
                     return
                 except requests.ConnectionError as e:
                     resets.append(str(e))
-                    clients[i] = common.AccelClient(backend.url)
+                    clients[i] = common.AccelClient(backend.root)
                     time.sleep(0.1 * 2 ** attempt)
                 except Exception as e:
                     errors.append(str(e))
@@ -146,4 +144,4 @@ def _measure(env, devices, binds):
                      len(winners_ok) == devices and not errors)
         return out
     finally:
-        backend.stop()
+        backend.cleanUp()

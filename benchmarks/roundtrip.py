@@ -17,9 +17,11 @@ import os
 import time
 import uuid
 
+import sqlalchemy as sa
+
 from benchmarks import common
-from benchmarks import servers
-from benchmarks import pg
+from tools import fixtures as tools_fixtures
+from tools.fixtures import databases
 
 SIZES = (1, 10, 100)
 TRIALS = {1: 100, 10: 40, 100: 12}
@@ -55,12 +57,11 @@ def measure_backend(env, label, connection, floor_factory):
     sysfs = os.path.join(env.workdir, 'sysfs-%d' % devices)
     if not os.path.isdir(sysfs):
         common.make_sysfs(sysfs, devices)
-    backend = servers.AccelBackendProcess(
-        env.workdir, 'rt-%s' % label, env.placement, env.stub, sysfs,
-        connection=connection)
-    backend.start_reported(devices)
+    backend = common.accel_backend(
+        env.workdir, env.placement, env.stub, 'rt-%s' % label, sysfs,
+        devices, connection=connection)
     try:
-        client = common.AccelClient(backend.url)
+        client = common.AccelClient(backend.root)
         rps = sorted(d['rp_uuid'] for d in client.deployables())
         trials = QUICK_TRIALS if env.quick else TRIALS
         out = {'sizes': {}, 'devices': devices}
@@ -95,7 +96,34 @@ def measure_backend(env, label, connection, floor_factory):
                                                    out['floor']['p50'])
         return out
     finally:
-        backend.stop()
+        backend.cleanUp()
+
+
+class PostgresCommitFloor:
+    """One INSERT + COMMIT on the PostgreSQL database at ``url`` (a
+    SQLAlchemy URL), straight through psycopg2."""
+
+    def __init__(self, url):
+        import psycopg2
+        u = sa.engine.make_url(url)
+        self.conn = psycopg2.connect(host=u.host, port=u.port,
+                                     user=u.username, dbname=u.database)
+        cur = self.conn.cursor()
+        cur.execute('CREATE TABLE IF NOT EXISTS floor_t (id SERIAL PRIMARY '
+                    'KEY, v TEXT)')
+        self.conn.commit()
+
+    def once(self):
+        """One INSERT + COMMIT; returns its seconds."""
+        t0 = time.perf_counter()
+        cur = self.conn.cursor()
+        cur.execute('INSERT INTO floor_t (v) VALUES (%s)',
+                    (str(uuid.uuid4()),))
+        self.conn.commit()
+        return time.perf_counter() - t0
+
+    def close(self):
+        self.conn.close()
 
 
 def measure(env):
@@ -104,21 +132,18 @@ def measure(env):
         env, 'sqlite', None,
         lambda: common.SQLiteCommitFloor(
             os.path.join(env.workdir, 'floor.sqlite')))
-    reason = pg.unavailable_reason()
-    if reason:
-        results['postgresql'] = {'not_measured': reason}
-        return results
     server = None
     try:
-        server = pg.PostgresServer(env.workdir).start()
-        env.versions['postgresql'] = server.version
-        conn = server.create_db('accel_rt')
-        server.create_db('floor')
+        server = tools_fixtures.start(databases.PostgreSQLServer(
+            durable=True))
+        env.versions['postgresql'] = server.server_version()
+        conn = server.create_database('accel_rt')
+        floor = server.create_database('floor')
         results['postgresql'] = measure_backend(
-            env, 'postgresql', conn, lambda: pg.CommitFloor(server, 'floor'))
+            env, 'postgresql', conn, lambda: PostgresCommitFloor(floor))
     except Exception as e:
         results['postgresql'] = {'not_measured': 'failed: %s' % e}
     finally:
         if server is not None:
-            server.stop()
+            server.cleanUp()
     return results

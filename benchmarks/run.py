@@ -25,6 +25,7 @@ samples, smaller scale and skips upstream Cyborg.
 """
 
 import argparse
+import contextlib
 import copy
 import datetime
 import json
@@ -39,7 +40,9 @@ import time
 import traceback
 
 from benchmarks import common
-from benchmarks import servers
+from tools import fixtures as tools_fixtures
+from tools.fixtures import nova_stub
+from tools.fixtures import placement as placement_fx
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
 MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
@@ -47,8 +50,10 @@ MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
 
 
 class Env:
-    """What the measures share: a work directory, a Placement server, the
-    Nova stub, the mode, and a log function."""
+    """What the measures share: a work directory, a Placement server
+    (``tools.fixtures.placement.PlacementServer``), the Nova stub
+    (``tools.fixtures.nova_stub.NovaStub``), the mode, and a log
+    function."""
 
     def __init__(self, workdir, quick, versions):
         self.workdir = workdir
@@ -242,7 +247,7 @@ def run_measure(env, name, limit):
         again = _measure_once(again_env, name)
     finally:
         if again_env.placement is not env.placement:
-            again_env.placement.stop()
+            again_env.placement.cleanUp()
     if 'not_measured' in again:
         # The first run measured something; a failed second run does not
         # replace it.
@@ -260,13 +265,14 @@ def _second_env(env, name):
     (``<workdir>/<name>-again``) and a Placement server of its own: the
     first run's names (resource providers, files, databases) are taken.
 
-    :raises RuntimeError: when the Placement server does not start.
+    :raises AssertionError: when the Placement server does not start.
     """
     again = copy.copy(env)
     again.workdir = os.path.join(env.workdir, name + '-again')
     os.makedirs(again.workdir)
     if env.placement is not None:
-        again.placement = servers.PlacementServer(again.workdir).start()
+        again.placement = tools_fixtures.start(
+            placement_fx.PlacementServer(again.workdir))
     return again
 
 
@@ -294,17 +300,15 @@ def main(argv=None):
             % (workdir, info['cpu'], info['cores'],
                'QUICK mode' if args.quick else 'full mode'))
     results = {}
-    try:
+    with contextlib.ExitStack() as servers:
         if set(only) - {'boot'}:
-            env.placement = servers.PlacementServer(workdir).start()
-            env.stub = servers.NovaStub().start()
+            env.placement = tools_fixtures.start(
+                placement_fx.PlacementServer(workdir))
+            servers.callback(env.placement.cleanUp)
+            env.stub = tools_fixtures.start(nova_stub.NovaStub())
+            servers.callback(env.stub.cleanUp)
         for name in only:
             results[name] = run_measure(env, name, busy_above(info))
-    finally:
-        if env.stub:
-            env.stub.stop()
-        if env.placement:
-            env.placement.stop()
     total = time.monotonic() - env.t0
 
     from benchmarks import report

@@ -13,7 +13,6 @@ b. The agent side: the initial report of 64 GPUs to a real Placement and
    ``PlacementClient.calls`` and timed.
 """
 
-import json
 import os
 import random
 import time
@@ -22,7 +21,7 @@ import uuid
 import sqlalchemy as sa
 
 from benchmarks import common
-from benchmarks import servers
+from tools.launch import accel_backend as launch_accel
 
 HOSTS, DEVICES_PER_HOST = 1000, 8
 ARQ_STEPS = (100, 1000, 10000)
@@ -119,16 +118,14 @@ def measure_db(env):
     reps = QUICK_REPS if env.quick else REPS
     empty = os.path.join(env.workdir, 'sysfs-empty')
     os.makedirs(empty, exist_ok=True)
-    backend = servers.AccelBackendProcess(env.workdir, 'scale',
-                                          env.placement, env.stub, empty)
-    env.placement.create_compute_rp(backend.host)
-    backend.start()
+    backend = common.accel_backend(
+        env.workdir, env.placement, env.stub, 'scale', empty)
     db = db_api.Database(backend.connection)
     try:
         t0 = time.perf_counter()
         rps = _populate_devices(db, models, hosts)
         fill_s = time.perf_counter() - t0
-        client = common.AccelClient(backend.url)
+        client = common.AccelClient(backend.root)
         _, r = client.create_profile('scale-gpu', [{'resources:PGPU': '1'}])
         with db.transaction() as s:
             dp_row = s.execute(sa.select(models.DeviceProfile.id,
@@ -173,7 +170,7 @@ def measure_db(env):
         return out
     finally:
         db.dispose()
-        backend.stop()
+        backend.cleanUp()
 
 
 def measure_agent(env):
@@ -185,20 +182,12 @@ def measure_agent(env):
     count = QUICK_AGENT_DEVICES if env.quick else AGENT_DEVICES
     sysfs = common.make_sysfs(os.path.join(d, 'sysfs'), count)
     host = 'agent-node'
-    env.placement.create_compute_rp(host)
+    env.placement.create_provider(host)
     path = os.path.join(d, 'accel-backend.conf')
     with open(path, 'w') as f:
-        f.write('\n'.join([
-            '[DEFAULT]', 'host = %s' % host, 'state_path = %s' % d,
-            '[api]', 'auth_strategy = noauth',
-            '[discovery]', 'sysfs_root = %s' % sysfs,
-            'device_spec = %s' % json.dumps(common.GPU_SPEC),
-            '[placement]', 'auth_type = admin_token',
-            'endpoint = %s' % env.placement.url, 'token = admin',
-            'endpoint_override = %s' % env.placement.url,
-            '[nova]', 'auth_type = admin_token',
-            'endpoint = %s/v2.1' % env.stub.url, 'token = admin',
-            'endpoint_override = %s/v2.1' % env.stub.url, '']))
+        f.write(launch_accel.config(
+            env.placement.endpoint, env.stub.endpoint, sysfs,
+            [common.GPU_SPEC], DEFAULT={'host': host, 'state_path': d}))
     conf = conf_mod.new_conf(config_files=[path])
     svc = service_mod.Service(conf)
     try:

@@ -2,9 +2,9 @@
 accel_backend, in the same run.
 
 Upstream is started as ``tools.launch.cyborg`` says (much as its devstack
-plugin does): its own venv (under
+plugin does; ``tools.fixtures.cyborg``): its own venv (under
 ``~/.cache/nova-accel-bench/cyborg-venv``, built when missing), RabbitMQ from
-Debian's ``rabbitmq-server`` with its own environment, SQLite
+Debian's ``rabbitmq-server`` (``tools.fixtures.rabbitmq``), SQLite
 (``cyborg-dbsync create_schema`` + a unique index on
 ``device_profiles.uuid``), the API under gunicorn (1 worker) without
 keystone, the conductor, and the agent with the fake driver reporting to
@@ -17,18 +17,20 @@ its event at the stub, and the first GET showing ``Bound``), list the
 instance's ARQs, delete by instance.
 """
 
-import glob
+import contextlib
 import os
-import shutil
 import subprocess
 import time
 import uuid
 
-import requests
-
 from benchmarks import common
-from benchmarks import servers
+from tools import fixtures as tools_fixtures
+from tools.fixtures import cyborg as cyborg_fx
+from tools.fixtures import process
+from tools.fixtures import rabbitmq
+from tools.launch import ComponentMissing
 from tools.launch import cyborg as launch_cyborg
+from tools.launch import rabbitmq as launch_rabbit
 
 TRIALS = int(os.environ.get("BENCH_UPSTREAM_TRIALS", 30))
 OPS = ('device_profile_create', 'arq_create', 'bind_patch',
@@ -43,146 +45,45 @@ def ensure_venv(log):
         return launch_cyborg.ensure_venv(common.PY, log=fh)
 
 
-def _rabbit_script(name):
-    found = sorted(glob.glob('/usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/'
-                             + name))
-    if found:
-        return found[-1]
-    for cand in ('/usr/lib/rabbitmq/bin/' + name, '/usr/sbin/' + name):
-        if os.path.exists(cand):
-            return cand
-    return None
-
-
 def ensure_rabbitmq(log):
-    if _rabbit_script('rabbitmq-server') is None:
-        env = {'DEBIAN_FRONTEND': 'noninteractive'}
-        common.run(['apt-get', 'install', '-y', 'rabbitmq-server'], log,
-                   env=env, timeout=600)
-    if _rabbit_script('rabbitmq-server') is None:
-        raise RuntimeError('rabbitmq-server not found after apt-get install')
+    """Install the Debian package ``rabbitmq-server`` when its programs
+    are missing (``tools.launch.rabbitmq``).
+
+    :raises AssertionError: ``apt-get install`` failed.
+    :raises ComponentMissing: still missing afterwards.
+    """
+    try:
+        launch_rabbit.program('rabbitmq-server')
+    except ComponentMissing:
+        with open(log, 'a') as fh:
+            fh.write(process.run(
+                ['apt-get', 'install', '-y', 'rabbitmq-server'],
+                env=dict(os.environ, DEBIAN_FRONTEND='noninteractive'),
+                timeout=600).stdout)
+        launch_rabbit.program('rabbitmq-server')
 
 
-class RabbitMQ:
-    """A RabbitMQ node of our own on loopback."""
+def start_cyborg(workdir, py, placement, stub, stack):
+    """RabbitMQ and Cyborg 17 (``tools.fixtures``), its agent reporting
+    its fake device to ``placement`` under a compute node provider of its
+    own, its events going to ``stub``; ``stack`` (a
+    ``contextlib.ExitStack``) stops them.
 
-    def __init__(self, workdir):
-        self.dir = os.path.join(workdir, 'rabbitmq')
-        os.makedirs(self.dir, exist_ok=True)
-        self.port = common.free_port()
-        self.node = 'bench%d@localhost' % self.port
-        plugins = os.path.join(self.dir, 'enabled_plugins')
-        with open(plugins, 'w') as f:
-            f.write('[].\n')
-        conf = os.path.join(self.dir, 'rabbitmq.conf')
-        with open(conf, 'w') as f:
-            f.write('listeners.tcp.default = 127.0.0.1:%d\n'
-                    'loopback_users.guest = true\n' % self.port)
-        self.env = {
-            'HOME': self.dir, 'RABBITMQ_NODENAME': self.node,
-            'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
-            'RABBITMQ_NODE_PORT': str(self.port),
-            'RABBITMQ_DIST_PORT': str(common.free_port()),
-            'ERL_EPMD_PORT': str(common.free_port()),
-            'ERL_EPMD_ADDRESS': '127.0.0.1',
-            'RABBITMQ_MNESIA_BASE': os.path.join(self.dir, 'mnesia'),
-            'RABBITMQ_LOG_BASE': os.path.join(self.dir, 'log'),
-            'RABBITMQ_ENABLED_PLUGINS_FILE': plugins,
-            'RABBITMQ_CONFIG_FILE': conf[:-len('.conf')],
-        }
-        self.log = os.path.join(self.dir, 'rabbitmq.out')
-        self.proc = None
-        self.url = 'rabbit://guest:guest@127.0.0.1:%d/' % self.port
-
-    def start(self, timeout=90):
-        self.proc = common.Proc('rabbitmq', [
-            _rabbit_script('rabbitmq-server')], self.log, env=self.env,
-            cwd=self.dir)
-        common.run([_rabbit_script('rabbitmqctl'), '-n', self.node, 'wait',
-                    '--timeout', str(timeout), '--pid', str(self.proc.popen.pid)],
-                   self.log, env=self.env, cwd=self.dir, timeout=timeout + 30)
-        return self
-
-    def stop(self):
-        if self.proc is None:
-            return
-        try:
-            common.run([_rabbit_script('rabbitmqctl'), '-n', self.node,
-                        'stop'], self.log, env=self.env, cwd=self.dir,
-                       timeout=60)
-        except Exception:
-            pass
-        self.proc.stop()
-        # rabbitmq-server started an epmd daemon on our ERL_EPMD_PORT; it
-        # outlives the node unless told to go.
-        epmd = shutil.which('epmd') or '/usr/lib/erlang/bin/epmd'
-        try:
-            common.run([epmd, '-kill'], self.log, env=self.env,
-                       cwd=self.dir, timeout=30)
-        except Exception:
-            pass
-
-
-class Cyborg:
-    """cyborg-api (gunicorn), cyborg-conductor and cyborg-agent, launched
-    as ``tools.launch.cyborg`` says."""
-
-    HOST = launch_cyborg.HOST
-
-    def __init__(self, workdir, py, placement, stub, rabbit):
-        self.venv = os.path.dirname(os.path.dirname(py))
-        self.dir = os.path.join(workdir, 'cyborg')
-        self.port = common.free_port()
-        self.url = 'http://127.0.0.1:%d' % self.port
-        self.db = os.path.join(self.dir, 'cyborg.sqlite')
-        self.conf = launch_cyborg.write_config(
-            self.dir, self.port, self.db, rabbit.url, placement.url,
-            stub.url, venv=self.venv)
-        self.procs = []
-
-    def start(self, placement, root_rp, timeout=120):
-        launch_cyborg.create_schema(self.conf, self.db, self.venv)
-        api = common.Proc('cyborg-api', launch_cyborg.api_argv(
-            self.dir, self.port, self.venv),
-            os.path.join(self.dir, 'api.log'), cwd=self.dir)
-        self.procs.append(api)
-        for name in launch_cyborg.SERVICES:
-            self.procs.append(common.Proc(
-                name, launch_cyborg.service_argv(name, self.conf, self.venv),
-                os.path.join(self.dir, name + '.log'), cwd=self.dir))
-        common.wait_http(self.url + '/v2', proc=api, timeout=timeout)
-        # The agent reports its fake device: wait for the deployable with
-        # its RP and for the inventory in Placement.
-        end = time.monotonic() + timeout
-        s = requests.Session()
-        while True:
-            for p in self.procs:
-                if p.poll() is not None:
-                    raise RuntimeError('%s exited: %s' % (
-                        p.name, common.tail(p.log)))
-            try:
-                deps = s.get(self.url + '/v2/deployables',
-                             headers=common.ACCEL_HEADERS).json().get(
-                                 'deployables', [])
-            except (requests.RequestException, ValueError):
-                deps = []
-            deps = [d for d in deps if d.get('rp_uuid')]
-            if deps:
-                inv = placement.request(
-                    'GET', '/resource_providers?in_tree=%s&resources=FPGA:1'
-                    % root_rp)['resource_providers']
-                if inv:
-                    return deps[0]['rp_uuid']
-            if time.monotonic() > end:
-                raise RuntimeError('cyborg agent did not report its fake '
-                                   'device in %ss: %s' % (
-                                       timeout, common.tail(
-                                           self.procs[-1].log)))
-            time.sleep(0.5)
-
-    def stop(self):
-        for p in reversed(self.procs):
-            p.stop()
+    :param py: the Python of Cyborg's venv (``ensure_venv``).
+    :returns: ``(cyborg, rp_uuid)``: the started
+        ``tools.fixtures.cyborg.CyborgServices`` and its device's
+        provider.
+    :raises AssertionError: a service does not start or report in time.
+    """
+    rabbit = tools_fixtures.start(rabbitmq.RabbitMQServer())
+    stack.callback(rabbit.cleanUp)
+    root = placement.create_provider(launch_cyborg.HOST)
+    cyborg = tools_fixtures.start(cyborg_fx.CyborgServices(
+        placement.endpoint, stub.root, rabbit.url, workdir=workdir,
+        venv=os.path.dirname(os.path.dirname(py))))
+    stack.callback(cyborg.cleanUp)
+    return cyborg, cyborg.wait_reported(placement, root,
+                                        common.ACCEL_HEADERS)
 
 
 def _trial(client, stub, host, rp_uuid, groups, prefix, i):
@@ -235,25 +136,21 @@ def measure(env):
             text=True).strip()
     except (OSError, subprocess.CalledProcessError):
         pass
-    rabbit = cyborg = backend = None
-    try:
-        rabbit = RabbitMQ(env.workdir).start()
-        root = env.placement.create_compute_rp(Cyborg.HOST)
-        cyborg = Cyborg(env.workdir, py, env.placement, env.stub, rabbit)
-        cy_rp = cyborg.start(env.placement, root)
+    with contextlib.ExitStack() as stack:
+        cyborg, cy_rp = start_cyborg(env.workdir, py, env.placement,
+                                     env.stub, stack)
         sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-up'), 16)
-        backend = servers.AccelBackendProcess(
-            env.workdir, 'up-accel', env.placement, env.stub, sysfs,
-            api_workers=8)
-        backend.start_reported(16)
-        ac = common.AccelClient(backend.url)
+        backend = common.accel_backend(
+            env.workdir, env.placement, env.stub, 'up-accel', sysfs, 16)
+        stack.callback(backend.cleanUp)
+        ac = common.AccelClient(backend.root)
         ac_rp = sorted(d['rp_uuid'] for d in ac.deployables())[0]
         cc = common.AccelClient(cyborg.url)
         sides = {
             'accel_backend': (ac, backend.host, ac_rp,
                               [{'resources:PGPU': '1',
                                 'trait:CUSTOM_NVIDIA_T4': 'required'}]),
-            'cyborg': (cc, Cyborg.HOST, cy_rp,
+            'cyborg': (cc, launch_cyborg.HOST, cy_rp,
                        [{'resources:FPGA': '1',
                          'trait:CUSTOM_FAKE_DEVICE': 'required'}]),
         }
@@ -287,7 +184,3 @@ def measure(env):
                 % (out['accel_backend']['bind_patch']['p50'],
                    out['cyborg']['bind_patch']['p50']))
         return out
-    finally:
-        for thing in (backend, cyborg, rabbit):
-            if thing is not None:
-                thing.stop()

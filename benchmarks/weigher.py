@@ -39,7 +39,8 @@ import requests
 import sqlalchemy as sa
 
 from benchmarks import common
-from benchmarks import servers
+from tools import fixtures as tools_fixtures
+from tools.fixtures import placement as placement_fx
 
 ACCELS_PER_HOST, USED_PER_HOST = 8, 3
 SIZES = (10, 100, 1000, 5000)
@@ -210,22 +211,20 @@ def measure(env, sizes=SIZES, samples=30):
     rng = random.Random(6)
     for n in sizes:
         work = os.path.join(env.workdir, 'weigher-%d' % n)
-        placement = servers.PlacementServer(work)
+        placement = tools_fixtures.start(placement_fx.PlacementServer(work))
         try:
-            placement.start()
-            db = os.path.join(placement.dir, 'placement.sqlite')
             placement.request('GET', '/traits?name=in:OWNER_CYBORG')
-            populate(db, n, rng)
+            populate(placement.database, n, rng)
             got = placement.request(
                 'GET', '/resource_providers?required=OWNER_CYBORG')
             assert len(got['resource_providers']) == n * ACCELS_PER_HOST
             weigher = weighers.AcceleratorHostReservationWeigher(
-                client=PlacementGetter(placement.url))
+                client=PlacementGetter(placement.endpoint))
             results.append(measure_size(placement, weigher, n, samples,
                                         env.log))
             weigher.view.stop()
         finally:
-            placement.stop()
+            placement.cleanUp()
     return {'sizes': results}
 
 

@@ -15,9 +15,11 @@ import http
 import json
 import threading
 
+import fixtures
 from oslo_utils import uuidutils
 from placement import deploy
 from placement.tests.functional.fixtures import placement as pl_fixture
+import testtools
 from wsgi_intercept import interceptor
 
 
@@ -60,3 +62,17 @@ class PlacementFixture(pl_fixture.PlacementFixture):
             lambda: one_at_a_time, url=self.endpoint)
         intercept.install_intercept()
         self.addCleanup(intercept.uninstall_intercept)
+
+
+class PlacementTestCase(testtools.TestCase):
+    """A test with Placement in this process and the root logger captured
+    (expected warnings stay out of the output).
+
+    :ivar placement: the :class:`PlacementFixture` (``endpoint``).
+    :ivar logger: the ``fixtures.FakeLogger`` (``output``).
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(fixtures.FakeLogger())
+        self.placement = self.useFixture(PlacementFixture())

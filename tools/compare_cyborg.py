@@ -4,9 +4,9 @@ and write what each answered to ``doc/cyborg-deviations.md``.
     python -m tools.compare_cyborg [--out doc/cyborg-deviations.md] [--keep]
     tox -e compare-cyborg
 
-The services are started with the benchmark suite's code
-(``benchmarks.servers`` and ``benchmarks.upstream``, which say how
-upstream is run):
+The services are the fixtures of ``tools.fixtures``, started as the
+benchmark suite starts them (``benchmarks.common`` and
+``benchmarks.upstream``, which say how upstream is run):
 one Placement server, one Nova stub, RabbitMQ, Cyborg 17 (API under
 gunicorn without keystone, conductor, agent with the fake driver, SQLite)
 and an ``accel-backend`` process over two recorded GPUs (noauth).
@@ -31,6 +31,7 @@ the document's text are in ``tools.compare_cyborg_doc``.
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -47,10 +48,13 @@ import requests
 
 from benchmarks import common
 from benchmarks import run as bench_run
-from benchmarks import servers
 from benchmarks import upstream
 from tools import compare_cyborg_cases as cases
 from tools import compare_cyborg_doc as doc
+from tools import fixtures as tools_fixtures
+from tools.fixtures import nova_stub
+from tools.fixtures import placement as placement_fx
+from tools.launch import cyborg as launch_cyborg
 
 DOC = os.path.join(common.REPO, 'doc', 'cyborg-deviations.md')
 
@@ -222,29 +226,29 @@ def run_case(side, case):
     return out
 
 
-def start_services(workdir, log):
-    """Placement, Nova stub, RabbitMQ, Cyborg 17 and accel-backend; returns
-    ``(things_to_stop, sides, versions, notes)``.  Cyborg is left out (and
-    the reason is in ``notes``) when it cannot be started."""
-    stop = []
+def start_services(workdir, log, stack):
+    """Placement, Nova stub, RabbitMQ, Cyborg 17 and accel-backend
+    (``tools.fixtures``), stopped by ``stack`` (a
+    ``contextlib.ExitStack``); returns ``(sides, versions, notes)``.
+    Cyborg is left out (and the reason is in ``notes``) when it cannot be
+    started."""
     notes = []
     vers = bench_run.versions()
-    placement = servers.PlacementServer(workdir).start()
-    stop.append(placement)
-    stub = servers.NovaStub().start()
-    stop.append(stub)
+    placement = tools_fixtures.start(placement_fx.PlacementServer(workdir))
+    stack.callback(placement.cleanUp)
+    stub = tools_fixtures.start(nova_stub.NovaStub())
+    stack.callback(stub.cleanUp)
     sysfs = common.make_sysfs(os.path.join(workdir, 'sysfs'), 2)
-    backend = servers.AccelBackendProcess(workdir, 'cmp-accel', placement,
-                                          stub, sysfs, api_workers=4)
-    stop.append(backend)
-    backend.start_reported(2)
-    ac = common.AccelClient(backend.url)
+    backend = common.accel_backend(workdir, placement, stub, 'cmp-accel',
+                                   sysfs, 2, api_workers=4)
+    stack.callback(backend.cleanUp)
+    ac = common.AccelClient(backend.root)
     dep = sorted(ac.deployables(), key=lambda d: d['name'])[0]
     dev = ac.call('GET', '/v2/devices')[1].json()['devices'][0]['uuid']
-    sides = [Side('accel_backend', backend.url, ACCEL_HEADERS, {
+    sides = [Side('accel_backend', backend.root, ACCEL_HEADERS, {
         'rc': 'PGPU', 'trait': 'CUSTOM_NVIDIA_T4', 'host': backend.host,
         'rp': dep['rp_uuid'], 'dep': dep['uuid'], 'dev': dev})]
-    log('accel-backend up at %s' % backend.url)
+    log('accel-backend up at %s' % backend.root)
     try:
         py = upstream.ensure_venv(os.path.join(workdir, 'setup.log'))
         upstream.ensure_rabbitmq(os.path.join(workdir, 'setup.log'))
@@ -257,25 +261,20 @@ def start_services(workdir, log):
                 text=True).strip()
         except (OSError, subprocess.CalledProcessError):
             pass
-        rabbit = upstream.RabbitMQ(workdir)
-        stop.append(rabbit)
-        rabbit.start()
-        root_c = placement.create_compute_rp(upstream.Cyborg.HOST)
-        cyborg = upstream.Cyborg(workdir, py, placement, stub, rabbit)
-        stop.append(cyborg)
-        rp = cyborg.start(placement, root_c)
+        cyborg, rp = upstream.start_cyborg(workdir, py, placement, stub,
+                                           stack)
         cc = common.AccelClient(cyborg.url)
         cdep = [d for d in cc.deployables() if d.get('rp_uuid') == rp][0]
         cdev = cc.call('GET', '/v2/devices')[1].json()['devices'][0]['uuid']
         sides.insert(0, Side('cyborg', cyborg.url, CYBORG_HEADERS, {
             'rc': 'FPGA', 'trait': 'CUSTOM_FAKE_DEVICE',
-            'host': upstream.Cyborg.HOST, 'rp': rp, 'dep': cdep['uuid'],
+            'host': launch_cyborg.HOST, 'rp': rp, 'dep': cdep['uuid'],
             'dev': cdev}))
         log('cyborg up at %s' % cyborg.url)
     except Exception as e:   # noqa: BLE001 - the document says why
         notes.append('Cyborg 17 could not be started: %s' % e)
         log(traceback.format_exc())
-    return stop, sides, vers, notes
+    return sides, vers, notes
 
 
 def main(argv=None):
@@ -295,44 +294,45 @@ def main(argv=None):
 
     workdir = tempfile.mkdtemp(prefix='compare-cyborg-')
     log('work directory %s' % workdir)
-    stop = []
     try:
-        stop, sides, vers, notes = start_services(workdir, log)
-        results = []
-        for case in cases.CASES:
-            answers = {s.name: run_case(s, case) for s in sides}
-            c = answers.get('cyborg', {})
-            a = answers['accel_backend']
-            flag, short = doc.classify(c, a)
-            results.append((case, c, a, flag, short))
-            log('%-48s cyborg %-4s ours %-4s %s' % (
-                case[0][:48], c.get('status'), a.get('status'),
-                '' if flag == 'same' else flag))
-        elapsed = time.monotonic() - t0
-        doc.write_doc(args.out, results, sides, vers, notes, started, elapsed)
-        if args.json:
-            with open(args.json, 'w') as f:
-                json.dump([{'case': r[0][0], 'kind': r[0][1],
-                            'cyborg': r[1], 'accel_backend': r[2],
-                            'flag': r[3]} for r in results], f, indent=1)
-        log('wrote %s' % args.out)
-        ours_5xx = [r for r in results if r[3] == 'OURS-5XX']
-        unjustified = [r[0][0] for r in results
-                       if r[3] in ('CYBORG-5XX', 'DIFFERS', 'STATE')
-                       and r[0][0] not in doc.JUSTIFICATIONS]
-        if unjustified:
-            log('differences without a justification: %s' % unjustified)
-        return 1 if ours_5xx else 0
+        with contextlib.ExitStack() as stack:
+            return _compare(args, workdir, log, stack, t0, started)
     finally:
-        for thing in reversed(stop):
-            try:
-                thing.stop()
-            except Exception:   # noqa: BLE001
-                pass
         if args.keep:
             log('kept %s' % workdir)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _compare(args, workdir, log, stack, t0, started):
+    """Start the services (``stack`` stops them), run every case, write
+    the document; returns the exit status."""
+    sides, vers, notes = start_services(workdir, log, stack)
+    results = []
+    for case in cases.CASES:
+        answers = {s.name: run_case(s, case) for s in sides}
+        c = answers.get('cyborg', {})
+        a = answers['accel_backend']
+        flag, short = doc.classify(c, a)
+        results.append((case, c, a, flag, short))
+        log('%-48s cyborg %-4s ours %-4s %s' % (
+            case[0][:48], c.get('status'), a.get('status'),
+            '' if flag == 'same' else flag))
+    elapsed = time.monotonic() - t0
+    doc.write_doc(args.out, results, sides, vers, notes, started, elapsed)
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump([{'case': r[0][0], 'kind': r[0][1],
+                        'cyborg': r[1], 'accel_backend': r[2],
+                        'flag': r[3]} for r in results], f, indent=1)
+    log('wrote %s' % args.out)
+    ours_5xx = [r for r in results if r[3] == 'OURS-5XX']
+    unjustified = [r[0][0] for r in results
+                   if r[3] in ('CYBORG-5XX', 'DIFFERS', 'STATE')
+                   and r[0][0] not in doc.JUSTIFICATIONS]
+    if unjustified:
+        log('differences without a justification: %s' % unjustified)
+    return 1 if ours_5xx else 0
 
 
 if __name__ == '__main__':

@@ -9,7 +9,6 @@ import itertools
 import json
 import os
 import subprocess
-import time
 import uuid
 
 import fixtures
@@ -19,9 +18,7 @@ import sqlalchemy as sa
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
 from accel_backend.discovery.drivers import fake as fake_driver
-from accel_backend.cyborg_import import source
 from accel_backend.objects import host_sync
-from tests.functional.fixtures import servers
 from tools.launch import ComponentMissing
 from tools.launch import cyborg as launch
 
@@ -46,7 +43,7 @@ class CyborgDatabase(fixtures.Fixture):
     them on MySQL).  Rows are written with SQLAlchemy core on the
     reflected tables, so the same code writes both.
 
-    :param mariadb: a started ``tests.functional.fixtures.databases.
+    :param mariadb: a started ``tools.fixtures.databases.
         MariaDBServer``, or None (SQLite).
     :ivar url: its SQLAlchemy URL; ``path``: the SQLite file (SQLite
         only); ``engine``: an engine on it.
@@ -196,65 +193,3 @@ class OurSide(fixtures.Fixture):
             with self.db.transaction() as session:
                 host_sync.sync(session, host, found)
         self.conf.clear_override('host')
-
-
-class CyborgServices(fixtures.Fixture):
-    """cyborg-api, cyborg-conductor and cyborg-agent (fake driver, host
-    ``launch.HOST``) on a fresh database, as ``tools.launch.cyborg``
-    says; ``stop()`` stops them all (the import's precondition).
-
-    :param placement: a started ``servers.PlacementServer``.
-    :param nova: a started ``servers.NovaStub``.
-    :param rabbit: a started ``rabbitmq.RabbitMQServer``.
-    :ivar url: the API root; ``db_url``: the database's SQLAlchemy URL.
-    """
-
-    def __init__(self, placement, nova, rabbit):
-        super().__init__()
-        self.placement, self.nova, self.rabbit = placement, nova, rabbit
-
-    def _setUp(self):
-        from tests.functional.fixtures import servers
-        tmp = self.useFixture(fixtures.TempDir()).path
-        port = servers.free_port()
-        self.url = 'http://127.0.0.1:%d' % port
-        db = os.path.join(tmp, 'cyborg.sqlite')
-        self.db_url = 'sqlite:///%s' % db
-        try:
-            conf = launch.write_config(
-                tmp, port, db, self.rabbit.url, self.placement.endpoint,
-                self.nova.endpoint, periodic_interval=2)
-            launch.create_schema(conf, db)
-            argvs = [('cyborg-api', launch.api_argv(tmp, port))] + [
-                (name, launch.service_argv(name, conf))
-                for name in launch.SERVICES]
-        except (ComponentMissing, OSError) as e:
-            raise AssertionError('Cyborg 17 venv unusable: %s' % e)
-        self.logs = {}
-        self.procs = []
-        for name, argv in argvs:
-            self.logs[name] = os.path.join(tmp, name + '.log')
-            with open(self.logs[name], 'wb') as log:
-                self.procs.append(subprocess.Popen(
-                    argv, cwd=tmp, stdout=log, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    preexec_fn=servers._die_with_parent))
-        self.addCleanup(self.stop)
-        deadline = time.monotonic() + 120
-        while not source.api_answers(self.url + '/v2'):
-            self.check_running()
-            if time.monotonic() > deadline:
-                raise AssertionError('cyborg-api not answering')
-            time.sleep(0.5)
-
-    def check_running(self):
-        """:raises AssertionError: a service exited (its log attached)."""
-        for proc, name in zip(self.procs, self.logs):
-            if proc.poll() is not None:
-                with open(self.logs[name], errors='replace') as f:
-                    raise AssertionError('%s exited with %s:\n%s' % (
-                        name, proc.returncode, f.read()[-3000:]))
-
-    def stop(self):
-        for proc in reversed(self.procs):
-            servers.terminate(proc, 15)

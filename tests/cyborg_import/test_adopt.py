@@ -24,10 +24,15 @@ from nova import exception as nova_exception
 import requests
 import testtools
 
-from tests import accel_config
 from tests.cyborg_import import fixtures as cy_fixtures
-from tests.functional.fixtures import rabbitmq
 from tests.functional.fixtures import servers
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import cyborg as cyborg_fx
+from tools.fixtures import nova_stub
+from tools.fixtures import placement as placement_fx
+from tools.fixtures import process
+from tools.fixtures import rabbitmq
+from tools.launch import accel_backend as launch_accel
 from tools.launch import cyborg as launch
 
 # Cyborg takes the project from X-Project-Id and wants a UUID there.
@@ -70,8 +75,8 @@ class TestAdoptCyborg(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.rabbit = self.useFixture(rabbitmq.RabbitMQServer())
-        self.placement = self.useFixture(servers.PlacementServer())
-        self.nova = self.useFixture(servers.NovaStub())
+        self.placement = self.useFixture(placement_fx.PlacementServer())
+        self.nova = self.useFixture(nova_stub.NovaStub())
         self.root = self.placement.create_provider(launch.HOST)
         self.tmp = self.useFixture(fixtures.TempDir()).path
 
@@ -118,22 +123,23 @@ class TestAdoptCyborg(testtools.TestCase):
 
     def _manage(self, *args):
         return subprocess.run(
-            [servers.venv_program('accel-backend-manage'), '--config-file',
-             self.config_file] + list(args), env=servers.code_env(),
+            [process.venv_program('accel-backend-manage'), '--config-file',
+             self.config_file] + list(args), env=process.code_env(),
             capture_output=True, text=True, timeout=300)
 
     def test_adopt(self):
-        cyborg = self.useFixture(cy_fixtures.CyborgServices(
-            self.placement, self.nova, self.rabbit))
+        cyborg = self.useFixture(cyborg_fx.CyborgServices(
+            self.placement.endpoint, self.nova.endpoint, self.rabbit.url,
+            periodic_interval=2))
         rp, instances, before = self._cyborg_boot(cyborg, 2)
         allocations = {i: self._allocations(i) for i in instances}
         tree = self._pl('/resource_providers?in_tree=%s' % self.root)
         cyborg.stop()
 
-        port = servers.free_port()
+        port = process.free_port()
         self.config_file = os.path.join(self.tmp, 'accel.conf')
         with open(self.config_file, 'w') as f:
-            f.write(accel_config.accel_backend_conf(
+            f.write(launch_accel.config(
                 self.placement.endpoint, self.nova.endpoint,
                 servers.SYSFS_TWO_GPUS, [],
                 DEFAULT={'host': launch.HOST, 'state_path': self.tmp},
@@ -159,7 +165,8 @@ class TestAdoptCyborg(testtools.TestCase):
         again = self._manage(*(imp + ('--apply',)))
         self.assertIn('Done (0 changes)', again.stdout)
 
-        server = self.useFixture(_Server(self.config_file, port))
+        server = self.useFixture(accel_fx.AccelBackendServer(
+            config_file=self.config_file, port=port))
         wait_for('the first report', lambda: 'OWNER_CYBORG' in self._pl(
             '/resource_providers/%s/traits' % rp)['traits'])
         after_tree = self._pl('/resource_providers?in_tree=%s' % self.root)
@@ -197,21 +204,3 @@ class TestAdoptCyborg(testtools.TestCase):
         self.assertEqual([{k: a[k] for k in FIELDS}
                           for a in before[instances[1]]],
                          [{k: a[k] for k in FIELDS} for a in kept])
-
-
-class _Server(servers._Process):
-    """``accel-backend`` with a given configuration file."""
-
-    MUST_STOP_ON_SIGTERM = True
-
-    def __init__(self, config_file, port):
-        super().__init__()
-        self.config_file = config_file
-        self.endpoint = 'http://127.0.0.1:%d/v2' % port
-
-    def _setUp(self):
-        tmp = self.useFixture(fixtures.TempDir()).path
-        self.start_process(
-            'accel-backend', [servers.venv_program('accel-backend'),
-                              '--config-file', self.config_file],
-            servers.code_env(), self.endpoint, tmp)

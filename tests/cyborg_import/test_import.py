@@ -18,7 +18,7 @@ from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from tests.cyborg_import import fixtures as cy_fixtures
-from tests.functional.fixtures import databases
+from tools.fixtures import databases
 
 HOST = 'cyborg-node'
 OTHER = 'node-without-discovery'

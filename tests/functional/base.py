@@ -22,7 +22,7 @@ from nova.tests.functional.libvirt import base as libvirt_base
 
 from accel_backend import conf as accel_conf
 from accel_backend import service as accel_service
-from tests import accel_config
+from tools.launch import accel_backend as launch_accel
 
 ACCEL_URL = 'http://accel.test:80'
 SYSFS_TWO_GPUS = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
@@ -118,7 +118,7 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
 
     def accel_config(self, tmpdir):
         """accel_backend config file text for this test."""
-        return accel_config.accel_backend_conf(
+        return launch_accel.config(
             self.placement_fixture.endpoint, self.api_fixture.base_url,
             os.path.abspath(self.SYSFS_ROOT), self.DEVICE_SPECS,
             DEFAULT={'host': self.COMPUTE, 'state_path': tmpdir},

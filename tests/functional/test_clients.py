@@ -34,6 +34,9 @@ from testtools import content
 from tests.functional.fixtures import cli
 from tests.functional.fixtures import servers
 from tests import waiting
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import nova_stub
+from tools.fixtures import placement as placement_fx
 
 T4_GROUP = {'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}
 BIND_TIMEOUT = 15
@@ -43,11 +46,14 @@ class _Servers(fixtures.Fixture):
     """Placement + Nova stub + accel-backend, with the compute node RP."""
 
     def _setUp(self):
-        self.placement = self.useFixture(servers.PlacementServer())
-        self.nova = self.useFixture(servers.NovaStub())
+        self.placement = self.useFixture(placement_fx.PlacementServer())
+        self.nova = self.useFixture(nova_stub.NovaStub())
         self.compute_rp = self.placement.create_provider(servers.HOST)
-        self.accel = self.useFixture(servers.AccelBackendServer(
-            self.placement, self.nova))
+        self.accel = self.useFixture(accel_fx.AccelBackendServer(
+            self.placement.endpoint, self.nova.endpoint,
+            servers.SYSFS_TWO_GPUS, [servers.T4_SPEC], host=servers.HOST,
+            options={'discovery': {
+                'pci_slots_path': servers.SLOTS_TWO_GPUS}}))
         deployables = self.accel.wait_for_devices(2)
         #: ``{pci address: deployable dict}`` of the two T4 GPUs.
         self.gpus = {d['name'].split('_', 1)[1]: d for d in deployables}

@@ -2,7 +2,7 @@
 MariaDB (MySQL).
 
 Each test class starts one throwaway server
-(``tests.functional.fixtures.databases``); every test gets its own empty
+(``tools.fixtures.databases``); every test gets its own empty
 database on it.  The tests check that:
 
 * ``db sync`` (the console script) succeeds twice on an empty database and
@@ -34,10 +34,12 @@ from accel_backend import conf as accel_conf
 from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import service as accel_service
-from tests import accel_config
-from tests import placement_fixture
-from tests.functional.fixtures import databases
 from tests.functional.fixtures import servers
+from tests import placement_fixture
+from tools.fixtures import databases
+from tools.fixtures import nova_stub
+from tools.fixtures import process
+from tools.launch import accel_backend as launch_accel
 
 T4_GROUP = {'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}
 BIND_TIMEOUT = 20
@@ -88,9 +90,9 @@ class _DatabaseBackendTests:
     def test_db_sync_twice_creates_the_models_schema(self):
         conf_file = self.write_conf()
         for _ in range(2):
-            servers.run([servers.venv_program('accel-backend-manage'),
+            process.run([process.venv_program('accel-backend-manage'),
                          '--config-file', conf_file, 'db', 'sync'],
-                        env=servers.code_env())
+                        env=process.code_env())
 
         engine = self.engine()
         inspector = sa.inspect(engine)
@@ -129,8 +131,8 @@ class _DatabaseBackendTests:
                       headers={'x-auth-token': 'admin',
                                'openstack-api-version': 'placement 1.20'}
                       ).raise_for_status()
-        self.nova = self.useFixture(servers.NovaStub())
-        conf_file = self.write_conf(accel_config.accel_backend_conf(
+        self.nova = self.useFixture(nova_stub.NovaStub())
+        conf_file = self.write_conf(launch_accel.config(
             placement.endpoint, self.nova.endpoint, servers.SYSFS_TWO_GPUS,
             [servers.T4_SPEC], binding={'workers': 4},
             nova={'event_retry_timeout': 5}))

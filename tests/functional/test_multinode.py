@@ -25,11 +25,12 @@ import fixtures
 import testtools
 
 from accel_backend.objects import device as device_obj
-from tests import waiting
 from tests.functional.fixtures import accel_nodes
-from tests.functional.fixtures import databases
-from tests.functional.fixtures import rabbitmq
-from tests.functional.fixtures import servers
+from tests import waiting
+from tools.fixtures import databases
+from tools.fixtures import nova_stub
+from tools.fixtures import placement as placement_fx
+from tools.fixtures import rabbitmq
 
 HOSTS = ('node1', 'node2')
 ADDRESSES = ('0000:af:00.0', '0000:d8:00.0')
@@ -50,8 +51,8 @@ class TestMultiNode(testtools.TestCase):
         self.rabbit = self.useFixture(rabbitmq.RabbitMQServer(wait=False))
         pg = self.useFixture(databases.PostgreSQLServer())
         database = pg.create_database('accel_multinode')
-        self.placement = self.useFixture(servers.PlacementServer())
-        self.nova = self.useFixture(servers.NovaStub())
+        self.placement = self.useFixture(placement_fx.PlacementServer())
+        self.nova = self.useFixture(nova_stub.NovaStub())
         self.compute_rps = {h: self.placement.create_provider(h)
                             for h in HOSTS}
         self.rabbit.wait_ready()

@@ -10,10 +10,10 @@ import oslo_messaging as messaging
 
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
-from tests.functional.fixtures import rabbitmq
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend import test_audit
 from tests.unit.accel_backend import test_lifecycle
+from tools.fixtures import rabbitmq
 
 GPU = test_lifecycle.GPU
 HOST = test_lifecycle.COMPUTE

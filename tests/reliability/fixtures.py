@@ -1,28 +1,20 @@
-"""Servers and stubs of the reliability tests.
+"""Servers and stubs of the reliability tests, on top of
+:mod:`tools.fixtures` (Placement, the Nova stub, accel-backend as a
+process):
 
-Built on ``tests.functional.fixtures.servers`` (Placement under gunicorn,
-process helpers):
-
-``ControlledNova``
-    a Nova stub on a loopback port whose answers a test steers: slow
-    (``delay``), a whole-request status (``fail_status`` for the next
-    ``fail_count`` posts), per-event 422 (``refuse_422`` posts), down
-    (``stop()``: nothing listens on its port until ``start()``), and
-    ``GET /servers/<uuid>`` (404 for ``gone``).  It records every
-    attempt and every accepted event.
 ``AccelProcess``
     ``accel-backend`` as a process on its own config (any sysfs tree and
-    options), which a test can ``kill()`` (SIGKILL) and ``restart()`` on
-    the same database and port.
+    options), which a test can ``kill()`` (SIGKILL) and ``start()`` again
+    on the same database and port, whose SQLite database it reads.
 ``InProcessService``
     an accel_backend ``Service`` in this process with discovered devices
     and no Placement (hostile-input tests call ``service.app``).
+``FaultProxy``
+    an HTTP proxy that injects faults in front of Placement.
 """
 
 import contextlib
-import json
 import os
-import signal
 import sqlite3
 import threading
 import time
@@ -34,17 +26,17 @@ from accel_backend import conf as accel_conf
 from accel_backend.discovery import drivers as drivers_mod
 from accel_backend.objects import host_sync
 from accel_backend import service as service_mod
-from tests import accel_config
 from tests.functional.fixtures import servers
 from tests.unit.accel_backend import sysfs_tree
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import process
+from tools.launch import accel_backend as launch_accel
 
 HOST = servers.HOST
 #: The GPUs ``sysfs_tree.many_gpus`` writes (NVIDIA 10de:20b5).
 MANY_GPUS_SPEC = {'vendor_id': '10de', 'product_id': '20b5',
                   'resource_class': 'PGPU', 'traits': ['CUSTOM_A100'],
                   'device_type': 'GPU'}
-# As Nova calls it: a user token plus the service token binding needs.
-ADMIN = {'X-Auth-Token': 'admin', 'X-Service-Token': 'nova'}
 
 
 def write_many_gpus(root, count):
@@ -52,166 +44,27 @@ def write_many_gpus(root, count):
     return sysfs_tree.many_gpus(root, count)
 
 
-class ControlledNova(servers.NovaStub):
-    """Nova's external events API and server lookups, steerable:
-    ``delay`` (seconds) before answering events, ``fail_status`` answered
-    to the next ``fail_count`` event requests, a per-event 422 (207) for
-    the next ``refuse_422``, and servers that exist unless in ``gone``.
-
-    :ivar attempts: ``(time.monotonic(), status, [tags])`` per event
-        request.
-    :ivar accepted: the event dicts answered 200.
-    """
-
-    def _setUp(self):
-        self.delay = 0.0
-        self.fail_status = None
-        self.fail_count = 0
-        self.refuse_422 = 0
-        self.gone = set()
-        self.attempts = []
-        self.accepted = []
-        super()._setUp()
-
-    def take_events(self, events):
-        if self.delay:
-            time.sleep(self.delay)
-        with self.lock:
-            tags = [e['tag'] for e in events]
-            if self.fail_count > 0:
-                self.fail_count -= 1
-                status, body = self.fail_status, {'error': 'injected'}
-            elif self.refuse_422 > 0:
-                self.refuse_422 -= 1
-                status, body = 207, {'events': [dict(e, code=422)
-                                                for e in events]}
-            else:
-                self.accepted.extend(events)
-                status, body = 200, {'events': [dict(e, code=200)
-                                                for e in events]}
-            self.attempts.append((time.monotonic(), status, tags))
-        return status, body
-
-    def find_server(self, server_id):
-        if server_id in self.gone:
-            return None
-        return {'id': server_id, 'status': 'ACTIVE'}
-
-    def events_by_tag(self):
-        """``{arq_uuid: [status, ...]}`` of the accepted events."""
-        with self.lock:
-            out = {}
-            for ev in self.accepted:
-                out.setdefault(ev['tag'], []).append(ev['status'])
-            return out
-
-
-class AccelProcess(servers._Process):
-    """``accel-backend`` on its own config; restartable.
+class AccelProcess(accel_fx.AccelBackendServer):
+    """``accel-backend`` on its own config (any sysfs tree and options,
+    no audit), restartable, called as Nova calls it; its SQLite database
+    read directly.
 
     :param options: ``{group: {option: value}}`` added to the config
         (lists are written one line per value).
     """
 
-    MUST_STOP_ON_SIGTERM = True
+    SERVICE_TOKEN = True
 
     def __init__(self, placement_endpoint, nova_endpoint, sysfs_root,
                  specs, options=None):
-        super().__init__()
-        self.placement_endpoint = placement_endpoint
-        self.nova_endpoint = nova_endpoint
-        self.sysfs_root = sysfs_root
-        self.specs = specs
-        self.options = options or {}
-        self.starts = 0
-
-    def _setUp(self):
-        self.tmpdir = self.useFixture(fixtures.TempDir()).path
-        self.port = servers.free_port()
-        self.root = 'http://127.0.0.1:%d' % self.port
-        self.endpoint = self.root + '/v2'
-        self.db_path = os.path.join(self.tmpdir, 'accel.sqlite')
-        self.config_file = os.path.join(self.tmpdir, 'accel-backend.conf')
-        sections = {
-            'DEFAULT': {'host': HOST, 'state_path': self.tmpdir},
-            'api': {'host_ip': '127.0.0.1', 'port': self.port,
-                    'auth_strategy': 'noauth'},
-            'database': {'connection': 'sqlite:///' + self.db_path},
-            'discovery': {'sysfs_root': self.sysfs_root,
-                          'report_interval': 0,
-                          'device_spec': [json.dumps(s)
-                                          for s in self.specs]},
-            'placement': {'auth_type': 'admin_token', 'token': 'admin',
-                          'endpoint': self.placement_endpoint,
-                          'endpoint_override': self.placement_endpoint},
-            'nova': {'auth_type': 'admin_token', 'token': 'admin',
-                     'endpoint': self.nova_endpoint,
-                     'endpoint_override': self.nova_endpoint,
-                     'event_retry_interval': 0.1,
-                     'event_retry_timeout': 120},
-            'audit': {'interval': 0},
-        }
-        for group, opts in self.options.items():
-            sections.setdefault(group, {}).update(opts)
-        lines = []
-        for group, opts in sections.items():
-            lines.append('[%s]' % group)
-            for key, value in opts.items():
-                for v in value if isinstance(value, list) else [value]:
-                    lines.append('%s = %s' % (key, v))
-        with open(self.config_file, 'w') as f:
-            f.write('\n'.join(lines) + '\n')
-        servers.run([servers.venv_program('accel-backend-manage'),
-                     '--config-file', self.config_file, 'db', 'sync'],
-                    env=servers.code_env())
-        self.start()
-
-    def start(self):
-        """Start (again) on the same database and port; returns seconds
-        until the API answered."""
-        self.starts += 1
-        t0 = time.monotonic()
-        self.start_process(
-            'accel-backend-%d' % self.starts,
-            [servers.venv_program('accel-backend'), '--config-file',
-             self.config_file],
-            servers.code_env(), self.endpoint, self.tmpdir)
-        return time.monotonic() - t0
-
-    def kill(self):
-        """SIGKILL: no shutdown code runs."""
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def all_logs(self):
-        out = []
-        for n in range(1, self.starts + 1):
-            path = os.path.join(self.tmpdir, 'accel-backend-%d.log' % n)
-            with open(path, 'rb') as f:
-                out.append('--- start %d ---\n%s' % (
-                    n, f.read().decode('utf-8', 'replace')))
-        return '\n'.join(out)
-
-    # -- API ------------------------------------------------------------
-
-    def request(self, method, path, body=None, expect=(200,)):
-        resp = requests.request(method, self.root + path, json=body,
-                                headers=ADMIN, timeout=30)
-        if resp.status_code not in expect:
-            raise AssertionError('%s %s: %s %s' % (
-                method, path, resp.status_code, resp.text))
-        return resp.json() if resp.content else None
-
-    def wait_for_deployables(self, count, timeout=60):
-        deadline = time.monotonic() + timeout
-        while True:
-            deps = self.request('GET', '/v2/deployables')['deployables']
-            if len(deps) >= count:
-                return deps
-            if time.monotonic() > deadline:
-                raise AssertionError('%d deployables expected, got %d:\n%s'
-                                     % (count, len(deps), self.log_text()))
-            time.sleep(0.1)
+        base = {'binding': {'workers': 4},
+                'nova': {'event_retry_interval': 0.1,
+                         'event_retry_timeout': 120},
+                'audit': {'interval': 0}}
+        for group, opts in (options or {}).items():
+            base.setdefault(group, {}).update(opts)
+        super().__init__(placement_endpoint, nova_endpoint, sysfs_root,
+                         specs, host=HOST, options=base)
 
     # -- the database, read directly (read-only) -------------------------
 
@@ -283,7 +136,7 @@ class InProcessService(fixtures.Fixture):
         tmp = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(tmp, 'accel-backend.conf')
         with open(path, 'w') as f:
-            f.write(accel_config.accel_backend_conf(
+            f.write(launch_accel.config(
                 'http://127.0.0.1:9', 'http://127.0.0.1:9/v2.1',
                 servers.SYSFS_TWO_GPUS, [servers.T4_SPEC],
                 DEFAULT={'host': HOST, 'state_path': tmp},
@@ -330,9 +183,9 @@ class FaultProxy(fixtures.Fixture):
         self._idle = threading.Condition()
         self._in_flight = 0
         self._local = threading.local()
-        running = servers.serve_wsgi(self._app, name='fault-proxy')
+        running = process.serve_wsgi(self._app, name='fault-proxy')
         self.endpoint = 'http://127.0.0.1:%d' % running[0].server_port
-        self.addCleanup(servers.stop_wsgi, *running)
+        self.addCleanup(process.stop_wsgi, *running)
 
     def _session(self):
         if not hasattr(self._local, 'session'):

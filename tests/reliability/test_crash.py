@@ -33,9 +33,10 @@ import testtools
 from testtools import content
 
 from tests import reliability
-from tests.functional.fixtures import servers
 from tests.reliability import fixtures as rel_fixtures
 from tests.waiting import wait_for
+from tools.fixtures import nova_stub
+from tools.fixtures import placement as placement_fx
 
 GPUS = 64
 BAD = 8
@@ -63,8 +64,9 @@ class CrashTestBase(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.placement = self.useFixture(servers.PlacementServer())
-        self.nova = self.useFixture(rel_fixtures.ControlledNova())
+        self.placement = self.useFixture(placement_fx.PlacementServer())
+        self.nova = self.useFixture(nova_stub.NovaStub(
+            every_server_exists=True))
         self.compute_rp = self.placement.create_provider(rel_fixtures.HOST)
         self.sysfs = self.useFixture(fixtures.TempDir()).path
         self.addresses = rel_fixtures.write_many_gpus(self.sysfs,
@@ -123,7 +125,7 @@ class TestKillWhileBinding(CrashTestBase):
 
     def test_kill_while_binding(self):
         accel = self.start_accel(binding={'workers': 4})
-        deps = accel.wait_for_deployables(GPUS)
+        deps = accel.wait_for_devices(GPUS, timeout=60)
         wait_for('first report', lambda: len(self.complete_providers()) ==
                  GPUS, 60, interval=0.5, log=accel.log_text)
         accel.request('POST', '/v2/device_profiles', [
@@ -160,7 +162,7 @@ class TestKillWhileBinding(CrashTestBase):
         accel.kill()
         at_kill = states()
         pending_at_kill = len(accel.pending_events())
-        accepted_at_kill = len(self.nova.accepted)
+        accepted_at_kill = len(self.nova.received())
         self.assertGreater(at_kill.get('BindStarted', 0), 0, at_kill)
 
         self.nova.delay = 0.0
@@ -309,7 +311,7 @@ class TestKillWhileCleaning(CrashTestBase):
             'methods': 'nvidia_gpu:command,generic_pci:command',
             'command': self.script + ' {address}',
             'poll_interval': 1})
-        deps = accel.wait_for_deployables(self.gpus)
+        deps = accel.wait_for_devices(self.gpus, timeout=60)
         wait_for('first report', lambda: len(self.complete_providers()) ==
                  self.gpus, 60, interval=0.5, log=accel.log_text)
         accel.request('POST', '/v2/device_profiles', [

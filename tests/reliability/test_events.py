@@ -28,7 +28,7 @@ class TestEventDelivery(test_crash.CrashTestBase):
     def setUp(self):
         super().setUp()
         self.accel = self.start_accel()
-        self.deps = self.accel.wait_for_deployables(GPUS)
+        self.deps = self.accel.wait_for_devices(GPUS, timeout=60)
         self.accel.request('POST', '/v2/device_profiles', [
             {'name': 'a100', 'groups': [{'resources:PGPU': '1'}]}],
             expect=(201,))
@@ -73,7 +73,7 @@ class TestEventDelivery(test_crash.CrashTestBase):
             log=self.accel.all_logs)
 
     def attempt_gaps(self, arqs):
-        times = [t for t, _, tags in self.nova.attempts
+        times = [t for t, _, tags in self.nova.attempts()
                  if set(tags) & set(arqs)]
         return [round(b - a, 3) for a, b in zip(times, times[1:])]
 
@@ -90,13 +90,13 @@ class TestEventDelivery(test_crash.CrashTestBase):
         # Retrying went on through the outage: the first request Nova
         # could take carried both events, and it took them.
         self.assertEqual([(200, sorted(arqs))], [
-            (st, sorted(tags)) for _, st, tags in self.nova.attempts
+            (st, sorted(tags)) for _, st, tags in self.nova.attempts()
             if set(tags) & set(arqs)])
         test_crash.record_result('event_nova_down_2s', {
             'delivered_after_back_s': round(back_s, 2)})
 
     def _status_then_ok(self, status, count):
-        self.nova.fail_status, self.nova.fail_count = status, count
+        self.nova.fail_next(*[status] * count)
         arqs = self.bind(2)
         self.wait_delivered(arqs)
         gaps = self.attempt_gaps(arqs)
@@ -116,10 +116,10 @@ class TestEventDelivery(test_crash.CrashTestBase):
         self._status_then_ok(422, 3)
 
     def test_per_event_422_retried(self):
-        self.nova.refuse_422 = 3
+        self.nova.refuse = 3
         arqs = self.bind(2)
         self.wait_delivered(arqs)
-        codes = [st for _, st, tags in self.nova.attempts
+        codes = [st for _, st, tags in self.nova.attempts()
                  if set(tags) & set(arqs)]
         self.assertEqual([207, 207, 207, 200], codes)
 

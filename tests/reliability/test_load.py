@@ -32,9 +32,10 @@ from testtools import content
 from accel_backend import audit
 from accel_backend.db import api as db_api
 from tests import reliability
-from tests import waiting
 from tests.reliability import fixtures as rel_fixtures
 from tests.reliability import test_crash
+from tests import waiting
+from tools.fixtures import accel_backend as accel_fx
 
 REQUESTS = int(os.environ.get('ACCEL_LOAD_REQUESTS', '10000'))
 THREADS = 16
@@ -49,7 +50,7 @@ class TestLoad(test_crash.CrashTestBase):
     def test_mixed_load(self):
         accel = self.start_accel(api={'workers': THREADS},
                                  binding={'workers': 4})
-        deps = accel.wait_for_deployables(self.gpus)
+        deps = accel.wait_for_devices(self.gpus, timeout=60)
         accel.request('POST', '/v2/device_profiles', [
             {'name': 'a100', 'groups': [{'resources:PGPU': '1'}]}],
             expect=(201,))
@@ -73,7 +74,7 @@ class TestLoad(test_crash.CrashTestBase):
             t0 = time.perf_counter()
             try:
                 resp = session.request(method, accel.root + path, json=body,
-                                       headers=rel_fixtures.ADMIN,
+                                       headers=accel_fx.NOVA_HEADERS,
                                        timeout=30)
             except requests.RequestException as e:
                 with lock:

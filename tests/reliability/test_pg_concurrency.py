@@ -37,14 +37,16 @@ import sqlalchemy as sa
 import testtools
 from testtools import content
 
-from tests import reliability
-from tests import waiting
 from tests.functional.fixtures import accel_nodes
-from tests.functional.fixtures import databases
-from tests.functional.fixtures import rabbitmq
-from tests.functional.fixtures import servers
+from tests import reliability
 from tests.reliability import fixtures as rel_fixtures
 from tests.reliability import test_crash
+from tests import waiting
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import databases
+from tools.fixtures import nova_stub
+from tools.fixtures import placement as placement_fx
+from tools.fixtures import rabbitmq
 
 HOST = 'node1'
 GPUS = 8
@@ -87,8 +89,8 @@ class TestPostgreSQLConcurrency(testtools.TestCase):
         url = self.pg.create_database(self.dbname)
         self.engine = sa.create_engine(url)
         self.addCleanup(self.engine.dispose)
-        self.placement = self.useFixture(servers.PlacementServer())
-        self.nova = self.useFixture(servers.NovaStub())
+        self.placement = self.useFixture(placement_fx.PlacementServer())
+        self.nova = self.useFixture(nova_stub.NovaStub())
         self.placement.create_provider(HOST)
         sysfs = self.useFixture(fixtures.TempDir()).path
         rel_fixtures.write_many_gpus(sysfs, GPUS)
@@ -141,7 +143,7 @@ class TestPostgreSQLConcurrency(testtools.TestCase):
         def call(session, root, name, method, path, allowed, body=None):
             try:
                 resp = session.request(method, root + path, json=body,
-                                       headers=rel_fixtures.ADMIN,
+                                       headers=accel_fx.NOVA_HEADERS,
                                        timeout=CLIENT_TIMEOUT)
             except requests.RequestException as e:
                 with lock:

@@ -2,11 +2,12 @@
 timeouts are retried, and the next run reconciles.
 
 A real Placement (openstack-placement's functional fixture, in this
-process behind wsgi-intercept, one request at a time) sits behind ``FaultProxy`` (a loopback
-HTTP server in this process); an accel_backend ``Service`` in this process
-reports 16 GPUs of a generated sysfs tree to the proxy with ``[placement]
-timeout = 1``.  ``discover_and_report()`` is what the periodic loop
-calls: a run may fail, the next one must finish the job.
+process behind wsgi-intercept, one request at a time) sits behind
+``FaultProxy`` (a loopback HTTP server in this process); an accel_backend
+``Service`` in this process reports 16 GPUs of a generated sysfs tree to
+the proxy with ``[placement] timeout = 1``.  ``discover_and_report()`` is
+what the periodic loop calls: a run may fail, the next one must finish the
+job.
 """
 
 import os
@@ -15,16 +16,15 @@ import re
 
 import fixtures
 import requests
-import testtools
 from testtools import content
 
 from accel_backend import conf as accel_conf
 from accel_backend import service as service_mod
-from tests import accel_config
 from tests import placement_fixture
 from tests import reliability
 from tests.reliability import fixtures as rel_fixtures
 from tests.reliability import test_crash
+from tools.launch import accel_backend as launch_accel
 
 GPUS = 16
 HEADERS = {'x-auth-token': 'admin',
@@ -34,13 +34,10 @@ _RP_WRITE = re.compile(
 
 
 @reliability.slow
-class TestPlacementFaults(testtools.TestCase):
+class TestPlacementFaults(placement_fixture.PlacementTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.FakeLogger())
-        self.placement = self.useFixture(
-            placement_fixture.PlacementFixture())
         self.upstream = self.placement.endpoint
         self.proxy = self.useFixture(rel_fixtures.FaultProxy(self.upstream))
         self.compute_rp = self.raw('POST', '/resource_providers',
@@ -50,7 +47,7 @@ class TestPlacementFaults(testtools.TestCase):
         rel_fixtures.write_many_gpus(sysfs, GPUS)
         path = os.path.join(tmp, 'accel-backend.conf')
         with open(path, 'w') as f:
-            f.write(accel_config.accel_backend_conf(
+            f.write(launch_accel.config(
                 self.proxy.endpoint, 'http://127.0.0.1:9/v2.1', sysfs,
                 [rel_fixtures.MANY_GPUS_SPEC],
                 DEFAULT={'host': rel_fixtures.HOST, 'state_path': tmp},

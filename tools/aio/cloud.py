@@ -17,7 +17,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import tempfile
 import time
 import urllib.error
@@ -28,6 +27,7 @@ from tools.aio import config
 from tools.aio import procs
 from tools.aio import services
 from tools.aio import venv as venv_mod
+from tools import launch
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -45,19 +45,12 @@ def _pointer():
     return os.path.join(cache_dir(), 'current.json')
 
 
-def free_port():
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 def pick_ports():
     """``{name: port}`` for every name of ``config.PORT_NAMES``, all
     different."""
     ports = {}
     while len(set(ports.values())) < len(config.PORT_NAMES):
-        ports = {name: free_port() for name in config.PORT_NAMES}
+        ports = {name: launch.free_port() for name in config.PORT_NAMES}
     return ports
 
 

@@ -20,6 +20,8 @@ from tools.aio import devices
 from tools.aio import infra
 from tools.aio import procs
 from tools.aio import venv as venv_mod
+from tools.launch import accel_backend as launch_accel
+from tools.launch import placement as launch_placement
 
 #: The name of the image Glance holds (a tiny raw file, or the nested
 #: compute node's guest kernel).
@@ -139,13 +141,12 @@ def _keystone_accounts(cloud, say, token):
 
 def _placement(cloud, say):
     layout = cloud.layout
+    config_dir = layout.path('etc', 'placement')
     say('placement: db sync')
-    cloud.run('placement-manage', [
-        cloud.prog('placement-manage'), '--config-file',
-        layout.path('etc', 'placement', 'placement.conf'), 'db', 'sync'])
-    cloud.gunicorn('placement', 'placement.wsgi.api',
-                   'placement', cloud.env(OS_PLACEMENT_CONFIG_DIR=layout.path(
-                       'etc', 'placement')))
+    cloud.run('placement-manage', launch_placement.db_sync_argv(
+        cloud.prog('placement-manage'), config_dir))
+    cloud.gunicorn('placement', launch_placement.WSGI_MODULE, 'placement',
+                   cloud.env(**launch_placement.environment(config_dir)))
     say('placement: up at %s' % layout.url('placement'))
 
 
@@ -260,9 +261,8 @@ def _accel_backend(cloud, say, token):
     conf = layout.path('etc', 'accel-backend', 'accel-backend.conf')
     say('accel-backend: db sync, start (discovery: %s)' %
         ', '.join(layout.discovery))
-    cloud.run('accel-backend-manage', [
-        cloud.prog('accel-backend-manage'), '--config-file', conf, 'db',
-        'sync'])
+    cloud.run('accel-backend-manage', launch_accel.db_sync_argv(
+        [cloud.prog('accel-backend-manage')], conf))
     if layout.compute == 'nested':
         # The API alone here; the agent of the compute node runs in L1.
         cloud.serve('accel-backend', [
@@ -278,9 +278,8 @@ def _accel_backend(cloud, say, token):
     def reported():
         got, _ = cloud.http('GET', layout.url('accel', '/v2/deployables'),
                             token=token)
-        deps = got['deployables']
-        return len(deps) >= devices.expected_deployables(layout) and all(
-            d.get('rp_uuid') for d in deps)
+        return launch_accel.stored(got['deployables'],
+                                   devices.expected_deployables(layout))
     cloud.wait_for('accel-backend devices in Placement', reported, rec)
     say('accel-backend: up at %s, %d accelerators reported to Placement' % (
         layout.url('accel', '/v2'), want))

@@ -1,15 +1,31 @@
-"""How to launch each real component the tests and the all-in-one cloud
-run: one module per component (:mod:`tools.launch.postgresql`,
-:mod:`tools.launch.rabbitmq`), standard library only.
+"""How to launch each real component the tests, the benchmarks and the
+all-in-one cloud run: one module per component
+(:mod:`tools.launch.postgresql`, :mod:`tools.launch.rabbitmq`,
+:mod:`tools.launch.placement`, :mod:`tools.launch.accel_backend`,
+:mod:`tools.launch.cyborg`), standard library only (the all-in-one's
+launcher runs with nothing installed).
 
-The modules know where the Debian packages (bindep.txt) put the programs
-and which arguments, files and environment a private, loopback-only,
-throwaway instance needs.  The process lifecycle stays with the caller:
-``fixtures`` in ``tests/functional/fixtures`` (stopped at cleanup),
-detached processes recorded in ``state.json`` in ``tools/aio``.
+The modules know where the programs are, which arguments, files and
+environment a private, loopback-only, throwaway instance needs, and when
+it is ready.  The process lifecycle stays with the caller: the fixtures of
+:mod:`tools.fixtures` (tests and benchmarks: children stopped at cleanup)
+and detached processes recorded in ``state.json`` in ``tools/aio``.
 """
+
+import socket
 
 
 class ComponentMissing(RuntimeError):
     """A program of a component is not installed; the message names the
     Debian package (bindep.txt)."""
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nobody listens on right now (another
+    process may take it before the caller binds it).
+
+    :returns: int.
+    """
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]

@@ -2,10 +2,10 @@
 
 ``initdb`` makes a data directory with ``trust`` authentication for the
 ``postgres`` role; ``postgres`` then runs in the foreground on a loopback
-port, its Unix socket in a directory of ours, durability off (fsync,
-synchronous_commit, full_page_writes: throwaway data).  PostgreSQL refuses
-to run as root: then it runs as the package's ``postgres`` user, who must
-own the directories.
+port, its Unix socket in a directory of ours, durability off unless asked
+for (fsync, synchronous_commit, full_page_writes: throwaway data).
+PostgreSQL refuses to run as root: then it runs as the package's
+``postgres`` user, who must own the directories.
 """
 
 import glob
@@ -55,17 +55,23 @@ def initdb_argv(bin_dir, datadir):
             '--auth=trust', '-E', 'UTF8', '--no-sync', '--locale=C']
 
 
-def server_argv(bin_dir, datadir, port, socket_dir, max_connections=None):
+def server_argv(bin_dir, datadir, port, socket_dir, max_connections=None,
+                durable=False):
     """``postgres`` in the foreground on ``127.0.0.1:port``.
 
     :param socket_dir: directory of its Unix socket (ours, not
         ``/var/run/postgresql``).
     :param max_connections: int, or None for PostgreSQL's default (100).
+    :param durable: keep PostgreSQL's durability defaults (a commit
+        waits for its WAL flush: what a benchmark of commits measures);
+        default off (throwaway data, faster tests).
     """
     argv = [os.path.join(bin_dir, 'postgres'), '-D', datadir,
             '-p', str(port), '-k', socket_dir,
-            '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off',
-            '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']
+            '-c', 'listen_addresses=127.0.0.1']
+    if not durable:
+        argv += ['-c', 'fsync=off', '-c', 'synchronous_commit=off',
+                 '-c', 'full_page_writes=off']
     if max_connections:
         argv += ['-c', 'max_connections=%d' % max_connections]
     return argv

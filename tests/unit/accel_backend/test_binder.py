@@ -2,12 +2,11 @@
 
 The database is accel_backend's own (SQLite file, alembic sync), devices
 come from GenericPCIDriver over the recorded ``two-gpus`` tree, and
-events go over HTTP (keystoneauth) to a small WSGI Nova stub served with
-wsgi-intercept.
+events go over HTTP (keystoneauth) to the Nova stub of
+``tools.fixtures.nova_stub`` behind wsgi-intercept.
 """
 
 import functools
-import json
 import os
 import socket
 import threading
@@ -19,8 +18,6 @@ from keystoneauth1 import token_endpoint
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 import testtools
-import webob
-import webob.dec
 from wsgi_intercept import interceptor
 
 from accel_backend.binding import binder as binder_mod
@@ -33,56 +30,10 @@ from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import host_sync
 from tests.unit.accel_backend import base
+from tools.fixtures import nova_stub
 
 HOST = 'compute1'
 NOVA_URL = 'http://nova.test:8774'
-EVENTS_PATH = '/v2.1/os-server-external-events'
-
-
-class NovaStub:
-    """WSGI stand-in for Nova's ``os-server-external-events``.
-
-    Records every POST (body and headers). Per event it answers code
-    ``codes[server_uuid]`` when set (a list is consumed one code per
-    request, then 200), else 422 for the first ``refuse``
-    requests and 200 afterwards. ``status`` forces a whole-request status
-    (e.g. 500) for the next ``len(status)`` requests.
-    """
-
-    def __init__(self, refuse=0):
-        self.refuse = refuse
-        self.codes = {}
-        self.status = []
-        self.requests = []
-        self.lock = threading.Lock()
-
-    @webob.dec.wsgify
-    def __call__(self, req):
-        if req.method != 'POST' or req.path != EVENTS_PATH:
-            return webob.Response(status=404)
-        with self.lock:
-            body = json.loads(req.body)
-            self.requests.append({'body': body, 'headers': dict(req.headers)})
-            n = len(self.requests)
-            if self.status:
-                return webob.Response(status=self.status.pop(0),
-                                      json_body={'error': 'stub'})
-        events, overall = [], 200
-        for ev in body['events']:
-            with self.lock:
-                code = self.codes.get(ev['server_uuid'])
-                if isinstance(code, list):
-                    code = code.pop(0) if code else 200
-            if code is None:
-                code = 422 if n <= self.refuse else 200
-            events.append(dict(ev, code=code))
-            if code != 200:
-                overall = 207
-        return webob.Response(status=overall, json_body={'events': events})
-
-    def events(self):
-        with self.lock:
-            return [ev for r in self.requests for ev in r['body']['events']]
 
 
 def nova_adapter(url=NOVA_URL + '/v2.1'):
@@ -602,7 +553,7 @@ class NovaTestBase(BinderTestBase):
         super().setUp()
         self.notifier_log = self.useFixture(fixtures.FakeLogger(
             name='accel_backend.nova.notifier'))
-        self.nova = NovaStub()
+        self.nova = nova_stub.NovaStub(serve=False)
         icpt = interceptor.RequestsInterceptor(lambda: self.nova,
                                                url=NOVA_URL)
         icpt.install_intercept()
@@ -616,7 +567,7 @@ class TestNovaNotifier(NovaTestBase):
         inst, arq = uuidutils.generate_uuid(), uuidutils.generate_uuid()
         done, retry = self.real_notifier.send([(inst, arq, 'completed')])
         self.assertEqual(({arq}, set()), (done, retry))
-        (req,) = self.nova.requests
+        (req,) = self.nova.posts
         self.assertEqual({'events': [{
             'name': 'accelerator-request-bound', 'server_uuid': inst,
             'tag': arq, 'status': 'completed'}]}, req['body'])
@@ -626,7 +577,7 @@ class TestNovaNotifier(NovaTestBase):
 
     def test_nothing_to_send(self):
         self.assertEqual((set(), set()), self.real_notifier.send([]))
-        self.assertEqual([], self.nova.requests)
+        self.assertEqual([], self.nova.posts)
 
     def test_per_event_codes(self):
         gone, early, ok = (uuidutils.generate_uuid() for _ in range(3))
@@ -639,10 +590,10 @@ class TestNovaNotifier(NovaTestBase):
 
     def test_whole_request_errors(self):
         ev = [(uuidutils.generate_uuid(), 'a1', 'completed')]
-        for status, expect in (('500 Internal Server Error', (set(), {'a1'})),
-                               ('503 Service Unavailable', (set(), {'a1'})),
-                               ('404 Not Found', ({'a1'}, set()))):
-            self.nova.status = [status]
+        for status, expect in ((500, (set(), {'a1'})),
+                               (503, (set(), {'a1'})),
+                               (404, ({'a1'}, set()))):
+            self.nova.fail_next(status)
             self.assertEqual(expect, self.real_notifier.send(ev))
 
     def test_connection_refused_is_retry(self):
@@ -672,11 +623,11 @@ class TestBinderWithNova(NovaTestBase):
     def test_422_retried_until_accepted(self):
         self.nova.refuse = 3
         (arq,), inst, _ = self._bind()
-        self.assertEqual(4, len(self.nova.requests))
-        self.assertEqual([arq] * 4, [e['tag'] for e in self.nova.events()])
+        self.assertEqual(4, len(self.nova.posts))
+        self.assertEqual([arq] * 4, [e['tag'] for e in self.nova.sent()])
         self.assertEqual({'completed'},
-                         {e['status'] for e in self.nova.events()})
-        self.assertEqual(inst[arq], self.nova.events()[-1]['server_uuid'])
+                         {e['status'] for e in self.nova.sent()})
+        self.assertEqual(inst[arq], self.nova.sent()[-1]['server_uuid'])
         self.assertIsNone(self.arq(arq)[1])
         self.assertEqual('Bound', self.state(arq))
 
@@ -684,7 +635,7 @@ class TestBinderWithNova(NovaTestBase):
         (arq,), _, _ = self._bind(rp=uuidutils.generate_uuid())
         self.assertEqual([('accelerator-request-bound', arq, 'failed')],
                          [(e['name'], e['tag'], e['status'])
-                          for e in self.nova.events()])
+                          for e in self.nova.sent()])
         self.assertIsNone(self.arq(arq)[1])
 
     def test_404_drops_event(self):
@@ -694,14 +645,13 @@ class TestBinderWithNova(NovaTestBase):
         binder = self.make_binder(self.real_notifier)
         binder.submit(arqs)
         self.assertTrue(binder.wait_idle(5))
-        self.assertEqual(1, len(self.nova.requests))
+        self.assertEqual(1, len(self.nova.posts))
         self.assertIsNone(self.arq(arqs[0])[1])
 
     def test_5xx_retried(self):
-        self.nova.status = ['500 Internal Server Error',
-                            '502 Bad Gateway']
+        self.nova.fail_next(500, 502)
         (arq,), _, _ = self._bind()
-        self.assertEqual(3, len(self.nova.requests))
+        self.assertEqual(3, len(self.nova.posts))
         self.assertIsNone(self.arq(arq)[1])
 
     def test_only_refused_events_resent(self):
@@ -713,7 +663,7 @@ class TestBinderWithNova(NovaTestBase):
         binder = self.make_binder(self.real_notifier)
         binder.submit(arqs)
         self.assertTrue(binder.wait_idle(5))
-        tags = [e['tag'] for e in self.nova.events()]
+        tags = [e['tag'] for e in self.nova.sent()]
         self.assertEqual(1, tags.count(arqs[1]))
         self.assertGreater(tags.count(arqs[0]), 1)
         self.assertEqual([None, None], [self.arq(u)[1] for u in arqs])
@@ -744,7 +694,7 @@ class TestBinderWithNova(NovaTestBase):
         binder.submit([arq])
         self.assertTrue(binder.wait_idle(5))
         self.assertEqual(3, len(calls))
-        self.assertEqual(1, len(self.nova.requests))
+        self.assertEqual(1, len(self.nova.posts))
         self.assertIsNone(self.arq(arq)[1])
 
     def test_give_up_after_timeout(self):
@@ -758,7 +708,7 @@ class TestBinderWithNova(NovaTestBase):
         binder.submit([arq])
         self.assertTrue(binder.wait_idle(5))
         self.assertIn('Giving up', logger.output)
-        self.assertLess(len(self.nova.requests), 10)
+        self.assertLess(len(self.nova.posts), 10)
         self.assertIsNone(self.arq(arq)[1])
         self.assertEqual('Bound', self.state(arq))
 
@@ -768,13 +718,13 @@ class TestBinderWithNova(NovaTestBase):
         # Bound, but the process died before Nova took the event.
         self.assertEqual('Bound', self.binder.bind_one(arq))
         self.assertEqual('completed', self.arq(arq)[1])
-        self.assertEqual([], self.nova.requests)
+        self.assertEqual([], self.nova.posts)
         binder = self.make_binder(self.real_notifier)
         binder.resume()
         self.assertTrue(binder.wait_idle(5))
         self.assertEqual([(arq, 'completed')],
                          [(e['tag'], e['status'])
-                          for e in self.nova.events()])
+                          for e in self.nova.sent()])
         self.assertIsNone(self.arq(arq)[1])
 
     def test_stop_interrupts_retries(self):
@@ -785,10 +735,10 @@ class TestBinderWithNova(NovaTestBase):
                                    retry_interval=5, retry_timeout=600)
         binder.submit([arq])
         for _ in range(200):
-            if self.nova.requests:
+            if self.nova.posts:
                 break
             threading.Event().wait(0.01)
         binder.stop()  # must not wait out the 5 s backoff
-        self.assertEqual(1, len(self.nova.requests))
+        self.assertEqual(1, len(self.nova.posts))
         # The event is still pending for the next process.
         self.assertEqual('completed', self.arq(arq)[1])

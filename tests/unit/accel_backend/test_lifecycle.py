@@ -41,7 +41,7 @@ def device_uuid(address):
     return device_obj.stable_uuid('device', COMPUTE, address)
 
 
-class ServiceTestBase(testtools.TestCase):
+class ServiceTestBase(placement_fixture.PlacementTestCase):
     """A Service with its own copy of a sysfs tree."""
 
     TREE = base.GPU_SERVER
@@ -51,9 +51,6 @@ class ServiceTestBase(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.logger = self.useFixture(fixtures.FakeLogger())
-        self.placement = self.useFixture(
-            placement_fixture.PlacementFixture())
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.root = os.path.join(self.tmp, 'sysfs')
         if self.TREE:

@@ -29,13 +29,10 @@ AF, D8 = base.T4_ADDRESSES
 TYPO_SPEC = dict(base.T4_SPEC, product_id='1eb9')
 
 
-class RemovalGuardTest(testtools.TestCase):
+class RemovalGuardTest(placement_fixture.PlacementTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.FakeLogger())
-        self.placement = self.useFixture(
-            placement_fixture.PlacementFixture())
         self.db_url = 'sqlite:///%s' % os.path.join(
             self.useFixture(fixtures.TempDir()).path, 'accel.sqlite')
         first = self.service()

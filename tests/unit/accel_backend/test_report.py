@@ -10,7 +10,6 @@ import socket
 
 import fixtures
 from oslo_utils import uuidutils
-import testtools
 
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
@@ -45,14 +44,10 @@ class RecordingClient(pclient.PlacementClient):
         return [c for c in self.log if c[0] in WRITES]
 
 
-class ReporterTestBase(testtools.TestCase):
+class ReporterTestBase(placement_fixture.PlacementTestCase):
 
     def setUp(self):
         super().setUp()
-        # Keep expected warnings out of the test output (root logger).
-        self.useFixture(fixtures.FakeLogger())
-        self.placement = self.useFixture(
-            placement_fixture.PlacementFixture())
         # Plugin options (token, endpoint) exist only once keystoneauth
         # loads the plugin, so they come from a config file as in service.
         self.conf = base.make_conf(

@@ -17,7 +17,7 @@ from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import host_status
 from accel_backend import service as service_mod
-from tests.functional.fixtures import databases
+from tools.fixtures import databases
 from tests import placement_fixture
 from tests.unit.accel_backend import base
 

@@ -5,7 +5,6 @@ in-memory database, noauth2: token ``admin``).  The client under test gets
 the interface of Nova's report client (``get``/``put`` with ``version``).
 """
 
-import fixtures
 from keystoneauth1 import session as ks_session
 from oslo_utils import uuidutils
 import testtools
@@ -60,14 +59,12 @@ def groups(profile_groups):
 T4 = [{'resources:PGPU': '1', 'trait:CUSTOM_T4': 'required'}]
 
 
-class PlacementTestBase(testtools.TestCase):
+class PlacementTestBase(placement_fixture.PlacementTestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.FakeLogger())
-        fixture = self.useFixture(placement_fixture.PlacementFixture())
-        self.client = Client(fixture.endpoint)
-        self.raw = Client(fixture.endpoint)
+        self.client = Client(self.placement.endpoint)
+        self.raw = Client(self.placement.endpoint)
         self.cn = self.provider('cn1', inventory={'VCPU': 8,
                                                   'MEMORY_MB': 4096})
         self.gpu1 = self.provider('cn1_gpu1', parent=self.cn,
