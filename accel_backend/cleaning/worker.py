@@ -25,7 +25,6 @@ import concurrent.futures
 import shlex
 import subprocess
 import threading
-import time
 
 from oslo_log import log as logging
 from sqlalchemy import event
@@ -35,6 +34,7 @@ from accel_backend.discovery import sysfs
 from accel_backend import metrics
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import device as device_obj
+from accel_backend import utils
 
 LOG = logging.getLogger(__name__)
 _CLEANERS = {}
@@ -221,13 +221,7 @@ class Cleaner:
 
         :returns: True when idle.
         """
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            with self._lock:
-                if not self._busy:
-                    return True
-            time.sleep(0.01)
-        return False
+        return utils.wait_until_empty(self._lock, self._busy, timeout)
 
     # -- one handle ----------------------------------------------------
 
