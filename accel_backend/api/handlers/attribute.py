@@ -49,10 +49,9 @@ def _deployable_ident(value):
 
 def list_(req):
     """``GET``; an unknown ``deployable_id`` lists nothing."""
-    util.context(req).can(attr_policy.GET_ALL)
-    limit, marker = util.page_params(req)
     dep_param = req.GET.get('deployable_id')
-    with util.service(req).db.transaction() as session:
+
+    def filters(session):
         dep_id = None
         if dep_param is not None:
             try:
@@ -60,22 +59,17 @@ def list_(req):
                     session, _deployable_ident(dep_param)).id
             except exception.DeployableNotFound:
                 dep_id = -1
-        attrs = attr_obj.list_(session, deployable_id=dep_id,
-                               key=req.GET.get('key'), limit=limit,
-                               marker=marker)
-        views = [attr_obj.to_dict(a, util.base_url(req)) for a in attrs]
-    return util.response(200, util.collection(req, 'attributes', views,
-                                              limit))
+        return {'deployable_id': dep_id, 'key': req.GET.get('key')}
+
+    return util.list_response(req, attr_policy.GET_ALL, 'attributes',
+                              attr_obj.list_, attr_obj.to_dict,
+                              filters=filters)
 
 
 def show(req, attribute_uuid):
     """``GET /{uuid}``."""
-    util.context(req).can(attr_policy.GET_ONE)
-    util.check_uuid(attribute_uuid)
-    with util.service(req).db.transaction() as session:
-        view = attr_obj.to_dict(attr_obj.get(session, attribute_uuid),
-                                util.base_url(req))
-    return util.response(200, view)
+    return util.show_response(req, attr_policy.GET_ONE, attribute_uuid,
+                              attr_obj.get, attr_obj.to_dict)
 
 
 def create(req):

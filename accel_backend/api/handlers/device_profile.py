@@ -29,14 +29,9 @@ def create(req):
 
 def list_(req):
     """``GET``: ``?name=`` filters by exact name."""
-    util.context(req).can(dp_policy.GET_ALL)
-    limit, marker = util.page_params(req)
-    with util.service(req).db.transaction() as session:
-        dps = dp_obj.list_(session, name=req.GET.get('name'), limit=limit,
-                           marker=marker)
-        views = [dp_obj.to_dict(dp, util.base_url(req)) for dp in dps]
-    return util.response(200, util.collection(req, 'device_profiles', views,
-                                              limit))
+    return util.list_response(req, dp_policy.GET_ALL, 'device_profiles',
+                              dp_obj.list_, dp_obj.to_dict,
+                              filters={'name': req.GET.get('name')})
 
 
 def show(req, ident):
