@@ -170,12 +170,15 @@ class HotplugDriverMixin(object):
                              block_device_info=block_device_info,
                              power_on=power_on, accel_info=accel_info)
 
-    def destroy(self, context, instance, network_info, block_device_info=None,
-                destroy_disks=True, destroy_secrets=True):
-        super().destroy(context, instance, network_info,
-                        block_device_info=block_device_info,
-                        destroy_disks=destroy_disks,
-                        destroy_secrets=destroy_secrets)
+    def destroy(self, context, instance, *args, **kwargs):
+        """Nova's ``ComputeDriver.destroy`` (Nova 34,
+        ``nova/virt/driver.py``; the arguments after ``instance`` pass
+        through unchanged), then, when the instance leaves this host for
+        good (task state ``deleting`` or ``shelving_offloading``, vm state
+        ``deleted`` or ``soft-delete``), delete its hot-plugged ARQs; a
+        failure to delete them is logged, never raised.
+        """
+        super().destroy(context, instance, *args, **kwargs)
         if (state.has_hotplugged(instance) and
                 (instance.task_state in _GONE_TASK_STATES or
                  instance.vm_state in _GONE_VM_STATES)):
