@@ -99,7 +99,14 @@ def json_body(req, schema):
 
 
 def response(status, body=None):
-    """A webob response with a JSON body (or none)."""
+    """A ``webob.Response`` of ``status`` (int, e.g. 200).
+
+    :param body: None for no body at all (no ``Content-Type``: 204s), or
+        anything ``json.dumps`` takes, sent as UTF-8 JSON with
+        ``Content-Type: application/json`` (no charset parameter, as
+        Cyborg's responses).
+    :raises TypeError: ``body`` is not JSON-serialisable.
+    """
     resp = webob.Response(status=status)
     if body is None:
         resp.content_type = None
@@ -183,7 +190,7 @@ def list_response(req, rule, key, list_fn, to_dict, filters=None,
         taking the session and returning them (a filter that needs a
         lookup first); None for none.
     :param view_args: further positional arguments of ``to_dict``.
-    :raises PolicyNotAuthorized: the caller may not list (403).
+    :raises Forbidden: the caller may not list (403).
     :raises InvalidLimit: bad ``limit`` (400).
     :raises InvalidMarker: bad or unknown ``marker`` (400).
     :returns: a 200 ``webob.Response`` with ``collection``'s body.
@@ -208,7 +215,7 @@ def show_response(req, rule, uuid, get_fn, to_dict, view_args=()):
         its ``NotFound`` subclass: 404).
     :param to_dict: that module's ``to_dict(row, base_url, *view_args)``.
     :param view_args: further positional arguments of ``to_dict``.
-    :raises PolicyNotAuthorized: the caller may not look (403).
+    :raises Forbidden: the caller may not look (403).
     :raises InvalidUUID: ``uuid`` is no UUID (400).
     :returns: a 200 ``webob.Response`` with the view as its body.
     """

@@ -59,7 +59,8 @@ event.listen(orm.Session, 'after_rollback', _after_rollback)
 
 
 class CleaningError(Exception):
-    pass
+    """A cleaning method failed on a device (``run_method``); the message
+    says why.  The handle is then marked failed, out of service."""
 
 
 def run_method(method, address, sysfs_root, command=None, timeout=300):
@@ -151,6 +152,9 @@ class Cleaner:
         self._thread.start()
 
     def stop(self):
+        """Stop the poll and wait for it (10 seconds at most) and for the
+        cleanings in progress (no limit: a method has its own timeout);
+        this cleaner is no longer woken by commits."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:

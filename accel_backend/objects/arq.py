@@ -108,9 +108,18 @@ def _lock(session, arq_uuid):
 
 
 def get(session, arq_uuid, for_update=False):
-    """:param for_update: lock the ARQ until the transaction ends (the
-        caller is about to change it).
-    :raises ARQNotFound: no ARQ has that UUID."""
+    """The ARQ with that UUID.
+
+    :param session: an open SQLAlchemy session.
+    :param arq_uuid: str.
+    :param for_update: lock the ARQ until the transaction ends (the
+        caller is about to change it): ``SELECT ... FOR UPDATE`` on
+        PostgreSQL and MySQL, the database write lock on SQLite
+        (``_lock``), and the row reloaded rather than taken from the
+        session.
+    :returns: ``models.ARQ``.
+    :raises ARQNotFound: no ARQ has that UUID (404 at the API).
+    """
     query = sa.select(models.ARQ).where(models.ARQ.uuid == arq_uuid)
     if for_update:
         _lock(session, arq_uuid)

@@ -131,6 +131,8 @@ def list_(session, deployable_id=None, key=None, limit=None, marker=None):
 
 
 def delete(session, attr):
+    """Delete ``attr`` (a ``models.Attribute``) in ``session``; nothing
+    refers to an attribute, so it never refuses."""
     session.delete(attr)
 
 

@@ -242,7 +242,13 @@ def status_of(dev):
 
 
 def get(session, device_uuid):
-    """:raises DeviceNotFound: no device has that UUID."""
+    """The device with that UUID.
+
+    :param session: an open SQLAlchemy session.
+    :param device_uuid: str.
+    :returns: ``models.Device``.
+    :raises DeviceNotFound: no device has that UUID (404 at the API).
+    """
     return lookup.by_column(session, models.Device.uuid, device_uuid,
                             exception.DeviceNotFound)
 

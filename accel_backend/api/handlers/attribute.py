@@ -48,7 +48,13 @@ def _deployable_ident(value):
 
 
 def list_(req):
-    """``GET``; an unknown ``deployable_id`` lists nothing."""
+    """``GET [?deployable_id=<id or uuid>&key=&limit=&marker=]`` -> 200
+    ``{"attributes": [...]}``; an unknown ``deployable_id`` lists nothing.
+
+    :raises BadRequest, InvalidUUID: 400, ``deployable_id`` is neither
+        an id from 1 to 2**63 - 1 nor a UUID.
+    :raises InvalidLimit, InvalidMarker: 400.
+    """
     dep_param = req.GET.get('deployable_id')
 
     def filters(session):
@@ -67,14 +73,21 @@ def list_(req):
 
 
 def show(req, attribute_uuid):
-    """``GET /{uuid}``."""
+    """``GET /{uuid}`` -> 200 with the attribute.
+
+    :raises InvalidUUID: 400.
+    :raises AttributeNotFound: 404.
+    """
     return util.show_response(req, attr_policy.GET_ONE, attribute_uuid,
                               attr_obj.get, attr_obj.to_dict)
 
 
 def create(req):
-    """``POST`` -> 201 with the attribute.
+    """``POST {"deployable_id", "key", "value"}`` -> 201 with the
+    attribute.
 
+    :raises BadRequest, InvalidUUID: 400, ``deployable_id`` is neither
+        an id from 1 to 2**63 - 1 nor a UUID.
     :raises DeployableNotFound: 404, no such deployable.
     :raises AttributeExists: 409, the deployable has that key.
     """
@@ -89,7 +102,11 @@ def create(req):
 
 
 def delete(req, attribute_uuid):
-    """``DELETE /{uuid}`` -> 204."""
+    """``DELETE /{uuid}`` -> 204, no body.
+
+    :raises InvalidUUID: 400.
+    :raises AttributeNotFound: 404.
+    """
     util.context(req).can(attr_policy.DELETE)
     util.check_uuid(attribute_uuid)
     with util.service(req).db.transaction() as session:

@@ -18,13 +18,20 @@ from accel_backend.policies import deployable as deployable_policy
 
 
 def list_(req):
-    """``GET``."""
+    """``GET [?limit=&marker=]`` -> 200 ``{"deployables": [...]}``.
+
+    :raises InvalidLimit, InvalidMarker: 400.
+    """
     return util.list_response(req, deployable_policy.GET_ALL, 'deployables',
                               deployable_obj.list_, deployable_obj.to_dict)
 
 
 def show(req, deployable_uuid):
-    """``GET /{uuid}``."""
+    """``GET /{uuid}`` -> 200 with the deployable.
+
+    :raises InvalidUUID: 400.
+    :raises DeployableNotFound: 404.
+    """
     return util.show_response(req, deployable_policy.GET_ONE,
                               deployable_uuid, deployable_obj.get,
                               deployable_obj.to_dict)
@@ -40,7 +47,13 @@ def _programmer(svc, dep):
 def program(req, deployable_uuid):
     """``PATCH /{uuid}/program`` with ``[{"op": "replace", "path":
     "/bitstream_id", "value": [{"image_uuid": <uuid>}]}]`` -> 200 with the
-    deployable when a driver programmed it."""
+    deployable when a driver programmed it.
+
+    :raises InvalidUUID, SchemaValidationError: 400.
+    :raises DeployableNotFound: 404.
+    :raises DeployableProgramUnsupported: 409, no loaded driver programs
+        it (always, today: module docstring).
+    """
     util.context(req).can(deployable_policy.PROGRAM)
     util.check_uuid(deployable_uuid)
     body = util.json_body(req, program_schema.PROGRAM)

@@ -17,7 +17,11 @@ from accel_backend.policies import device as device_policy
 
 
 def list_(req):
-    """``GET``."""
+    """``GET [?hostname=&type=&vendor=&limit=&marker=]`` -> 200
+    ``{"devices": [...]}`` (exact-match filters; ``status`` from 2.3).
+
+    :raises InvalidLimit, InvalidMarker: 400.
+    """
     return util.list_response(
         req, device_policy.GET_ALL, 'devices', device_obj.list_,
         device_obj.to_dict,
@@ -28,7 +32,11 @@ def list_(req):
 
 
 def show(req, device_uuid):
-    """``GET /{uuid}``."""
+    """``GET /{uuid}`` -> 200 with the device.
+
+    :raises InvalidUUID: 400.
+    :raises DeviceNotFound: 404.
+    """
     return util.show_response(
         req, device_policy.GET_ONE, device_uuid, device_obj.get,
         device_obj.to_dict, view_args=(util.version(req) >= (2, 3),))
@@ -52,12 +60,23 @@ def _set_status(req, device_uuid, rule, status):
 
 
 def enable(req, device_uuid):
-    """``POST /{uuid}/enable`` -> 200."""
+    """``POST /{uuid}/enable`` -> 200, no body (module docstring).
+
+    :raises InvalidUUID: 400.
+    :raises DeviceNotFound: 404.
+    :raises DeviceMissing: 409, discovery no longer finds it.
+    :raises PlacementError: 502, stored but Placement not updated.
+    """
     return _set_status(req, device_uuid, device_policy.ENABLE,
                        device_obj.ENABLED)
 
 
 def disable(req, device_uuid):
-    """``POST /{uuid}/disable`` -> 200."""
+    """``POST /{uuid}/disable`` -> 200, no body (module docstring).
+
+    :raises InvalidUUID: 400.
+    :raises DeviceNotFound: 404.
+    :raises PlacementError: 502, stored but Placement not updated.
+    """
     return _set_status(req, device_uuid, device_policy.DISABLE,
                        device_obj.MAINTAINING)
