@@ -61,8 +61,8 @@ class Command(service.ServiceBase):
         self.started_message = started_message
         self.server = server
         self.failed = False
-        self._svc_started = False
-        self._stopping = False
+        # svc.start() returned / stop() began.
+        self._svc_started = self._stopping = False
         self._ended = threading.Event()
 
     def start(self):
