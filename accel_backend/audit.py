@@ -106,6 +106,10 @@ class AuditReport:
         return sum(len(getattr(self, f)) for f in self.REPAIRS)
 
     def as_dict(self):
+        """The report as plain data: ``{field name: list}`` for every
+        field (UUIDs as str; ``errors`` as ``(step name, message)``
+        tuples), a copy the caller may change.  ``Auditor.run`` logs its
+        non-empty fields."""
         return dataclasses.asdict(self)
 
     def __str__(self):

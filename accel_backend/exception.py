@@ -29,48 +29,97 @@ class AccelBackendError(Exception):
 
 
 class Unauthorized(AccelBackendError):
+    """401: the request carries no identity.  Raised by the API (``[api]
+    auth_strategy = noauth``) when neither ``X-Auth-Token`` nor
+    ``X-Roles`` is sent, as Placement's ``noauth2`` does; with Keystone,
+    keystonemiddleware answers 401 itself before the API runs.
+
+    :param reason: what is missing (str).
+    """
     status = 401
     code = 'accel.unauthorized'
     msg_fmt = 'Authentication required: %(reason)s'
 
 
 class BadRequest(AccelBackendError):
+    """400: the request cannot be served as sent; the base of every 400.
+
+    :param reason: what is wrong (str).
+    """
     status = 400
     code = 'accel.bad_request'
     msg_fmt = 'Bad request: %(reason)s'
 
 
 class InvalidJSON(BadRequest):
+    """400: the body is not JSON, is nested deeper than
+    ``api.util.MAX_JSON_DEPTH`` or holds a string no database can store
+    (``api.util.json_body``).
+
+    :param reason: the decoder's or the check's message (str).
+    """
     code = 'accel.invalid_json'
     msg_fmt = 'Request body is not valid JSON: %(reason)s'
 
 
 class SchemaValidationError(BadRequest):
+    """400: the body or a query parameter fails its JSON schema
+    (``api.schemas.validate``).
+
+    :param reason: the failing path and jsonschema's message (str).
+    """
     code = 'accel.schema_validation'
     msg_fmt = 'Request body or query failed validation: %(reason)s'
 
 
 class InvalidDeviceProfile(BadRequest):
+    """400: device profile groups break
+    ``accel_common.device_profile``'s rules (at creation, or an ARQ made
+    from a profile stored before a rule tightened).
+
+    :param reason: the broken rule (str).
+    """
     code = 'accel.device_profile.invalid'
     msg_fmt = 'Invalid device profile: %(reason)s'
 
 
 class InvalidPatch(BadRequest):
+    """400: the JSON-patch of an ARQ bind/unbind is not one
+    Cyborg v2 accepts (``api.schemas.arq``).
+
+    :param uuid: the ARQ's UUID (str).
+    :param reason: what is wrong (str).
+    """
     code = 'accel.arq.invalid_patch'
     msg_fmt = 'Invalid JSON-patch for ARQ %(uuid)s: %(reason)s'
 
 
 class InvalidUUID(BadRequest):
+    """400: a path segment, query parameter or body field that
+    must be a UUID is not one.
+
+    :param value: what was sent.
+    """
     code = 'accel.invalid_uuid'
     msg_fmt = '%(value)r is not a valid UUID.'
 
 
 class InvalidLimit(BadRequest):
+    """400: ``?limit=`` is not ASCII digits from 0 to ``max``.
+
+    :param value: what was sent (str).
+    :param max: ``objects.paging.MAX_LIMIT`` (int).
+    """
     code = 'accel.invalid_limit'
     msg_fmt = 'limit must be an integer from 0 to %(max)d, not %(value)r.'
 
 
 class InvalidMarker(BadRequest):
+    """400: ``?marker=`` is no UUID, or names no item of the
+    collection the caller may see (``objects.paging.paginate``).
+
+    :param marker: what was sent (str).
+    """
     code = 'accel.invalid_marker'
     msg_fmt = 'Marker %(marker)r does not name an item of this collection.'
 
@@ -84,12 +133,24 @@ class Forbidden(AccelBackendError):
 
 
 class RequestTooLarge(AccelBackendError):
+    """413: the body is larger than ``[oslo_middleware]
+    max_request_body_size`` (by ``Content-Length`` or while read).
+
+    :param limit: that size in bytes (int).
+    """
     status = 413
     code = 'accel.request_too_large'
     msg_fmt = 'Request body is larger than %(limit)d bytes.'
 
 
 class NotAcceptable(AccelBackendError):
+    """406: ``OpenStack-API-Version: accelerator <v>`` is
+    malformed or outside the supported range (``api.microversion``).
+
+    :param version: what was sent (str).
+    :param min: lowest supported version (str, ``'2.0'``).
+    :param max: highest supported version (str).
+    """
     status = 406
     code = 'accel.microversion.not_acceptable'
     msg_fmt = ('Version %(version)s is not supported by the API. Minimum is '
@@ -97,81 +158,159 @@ class NotAcceptable(AccelBackendError):
 
 
 class NotFound(AccelBackendError):
+    """404: the base of every "not found"; raised itself for a path no
+    route matches.
+
+    :param kind: what was looked for (str, ``'Resource'``).
+    :param ident: its identifier or the path (str).
+    """
     status = 404
     code = 'accel.not_found'
     msg_fmt = '%(kind)s %(ident)s could not be found.'
 
 
 class DeviceProfileNotFound(NotFound):
+    """404: no device profile has that UUID or name.
+
+    :param ident: the UUID or name (str).
+    """
     code = 'accel.device_profile.not_found'
     msg_fmt = 'Device profile %(ident)s could not be found.'
 
 
 class ARQNotFound(NotFound):
+    """404: no ARQ has that UUID (or none the caller may see).
+
+    :param ident: the UUID (str).
+    """
     code = 'accel.arq.not_found'
     msg_fmt = 'Accelerator request %(ident)s could not be found.'
 
 
 class DeviceNotFound(NotFound):
+    """404: no device has that UUID.
+
+    :param ident: the UUID (str).
+    """
     code = 'accel.device.not_found'
     msg_fmt = 'Device %(ident)s could not be found.'
 
 
 class DeployableNotFound(NotFound):
+    """404: no deployable has that UUID (or integer id).
+
+    :param ident: the UUID (str) or id (int).
+    """
     code = 'accel.deployable.not_found'
     msg_fmt = 'Deployable %(ident)s could not be found.'
 
 
 class AttributeNotFound(NotFound):
+    """404: no attribute has that UUID.
+
+    :param ident: the UUID (str).
+    """
     code = 'accel.attribute.not_found'
     msg_fmt = 'Attribute %(ident)s could not be found.'
 
 
 class MethodNotAllowed(AccelBackendError):
+    """405: the path exists but not with this method; the
+    response carries ``Allow``.
+
+    :param method: the request's method (str).
+    :param path: the request's path (str).
+    """
     status = 405
     code = 'accel.method_not_allowed'
     msg_fmt = 'Method %(method)s is not allowed on %(path)s.'
 
 
 class Conflict(AccelBackendError):
+    """409: the request conflicts with the stored state; the base of
+    every 409 (raised through its subclasses, with their ``msg_fmt``).
+    """
     status = 409
     code = 'accel.conflict'
 
 
 class DeviceProfileExists(Conflict):
+    """409: a device profile with that name exists (the name
+    is unique).
+
+    :param name: the name (str).
+    """
     code = 'accel.device_profile.duplicate'
     msg_fmt = 'A device profile named %(name)s already exists.'
 
 
 class DeviceProfileUUIDExists(Conflict):
+    """409: a device profile with the UUID given at
+    creation exists.
+
+    :param uuid: the UUID (str).
+    """
     code = 'accel.device_profile.duplicate_uuid'
     msg_fmt = 'A device profile with UUID %(uuid)s already exists.'
 
 
 class DeviceProfileInUse(Conflict):
+    """409: deleting a device profile that ARQs still refer to
+    (Cyborg would orphan them).
+
+    :param name: the profile's name (str).
+    :param count: how many ARQs refer to it (int).
+    """
     code = 'accel.device_profile.in_use'
     msg_fmt = ('Device profile %(name)s is used by %(count)d accelerator '
                'requests.')
 
 
 class AttributeExists(Conflict):
+    """409: the deployable already has an attribute with that
+    key (keys are unique per deployable).
+
+    :param deployable: the deployable's UUID (str).
+    :param key: the key (str).
+    """
     code = 'accel.attribute.duplicate'
     msg_fmt = 'Deployable %(deployable)s already has an attribute %(key)r.'
 
 
 class DeviceMissing(Conflict):
+    """409: enabling a device that discovery no longer finds on its host
+    (its record is kept, health ``missing``: see ``objects.device``).
+
+    :param uuid: the device's UUID (str).
+    """
     code = 'accel.device.missing'
     msg_fmt = ('Device %(uuid)s is no longer present on its host; it cannot '
                'be enabled.')
 
 
 class DeployableProgramUnsupported(Conflict):
+    """409: ``PATCH /deployables/{uuid}/program`` for a
+    deployable that no loaded discovery driver can program (Cyborg would
+    answer 500).
+
+    :param uuid: the deployable's UUID (str).
+    :param driver: its ``driver_name`` (str).
+    """
     code = 'accel.deployable.program_unsupported'
     msg_fmt = ('Deployable %(uuid)s (driver %(driver)s) cannot be '
                'programmed: no loaded driver supports programming it.')
 
 
 class ARQInvalidState(Conflict):
+    """409: the ARQ's state does not allow the operation (a bind
+    of an ARQ bound elsewhere or not bindable; see
+    ``accel_common.arq_states``).
+
+    :param uuid: the ARQ's UUID (str).
+    :param state: its state (str).
+    :param op: the operation (str, ``'bind'``).
+    :param allowed: the states that would allow it (str, comma-separated).
+    """
     code = 'accel.arq.invalid_state'
     msg_fmt = ('Accelerator request %(uuid)s is in state %(state)s; '
                '%(op)s needs one of %(allowed)s.')
@@ -187,12 +326,27 @@ class ARQsUnresolved(AccelBackendError):
 
 
 class PlacementError(AccelBackendError):
+    """502: Placement answered a call with an unexpected status
+    (``placement.client``), or a provider's generation kept conflicting
+    (``placement.report``).
+
+    :param method: the HTTP method (str).
+    :param url: the Placement URL (str).
+    :param status: Placement's status code (int).
+    :param body: Placement's answer, 500 characters at most (str).
+    """
     status = 502
     code = 'accel.placement.error'
     msg_fmt = 'Placement call %(method)s %(url)s failed: %(status)s %(body)s'
 
 
 class ComputeNodeProviderNotFound(AccelBackendError):
+    """503: no resource provider of Placement is named
+    like this host's compute node: the device providers have no parent
+    yet.
+
+    :param names: the names tried (list of str).
+    """
     status = 503
     code = 'accel.placement.compute_node_not_found'
     msg_fmt = ('No resource provider named any of %(names)s in Placement: '

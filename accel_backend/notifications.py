@@ -176,7 +176,11 @@ class Notifications:
                   'DeviceCleaningPayload', data)
 
     def close(self):
-        """Release the transport this object built."""
+        """Release the notification transport when this object built it
+        (``transport.cleanup()``: its broker connections).  A transport
+        passed in is its owner's to clean up; disabled notifications have
+        none.  Idempotent; call it when the service stops (a notification
+        sent after it is not delivered: ``emit`` logs a warning)."""
         if self._owns and self._transport is not None:
             self._transport.cleanup()
             self._transport = None

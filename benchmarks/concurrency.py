@@ -19,6 +19,7 @@ import time
 import requests
 import sqlalchemy as sa
 
+from accel_common import arq_states
 from benchmarks import common
 
 DEVICES = 50
@@ -111,11 +112,14 @@ def _measure(env, devices, binds):
         no_event = [a for a in arqs if a not in seen]
         states, handle_twice, rp_twice, in_use, by_arq = _db_checks(
             backend.connection)
-        losers = [a for a in arqs if by_arq.get(a) != 'Bound']
-        losers_ok = [a for a in losers if by_arq.get(a) == 'BindFailed' and
-                     a in seen and seen[a][1].get('status') == 'failed']
-        winners_ok = [a for a in arqs if by_arq.get(a) == 'Bound' and
-                      a in seen and seen[a][1].get('status') == 'completed']
+        losers = [a for a in arqs if by_arq.get(a) != arq_states.BOUND]
+        losers_ok = [a for a in losers
+                     if by_arq.get(a) == arq_states.BIND_FAILED and
+                     a in seen and seen[a][1].get('status') ==
+                     arq_states.EVENT_FAILED]
+        winners_ok = [a for a in arqs if by_arq.get(a) == arq_states.BOUND and
+                      a in seen and seen[a][1].get('status') ==
+                      arq_states.EVENT_COMPLETED]
         out = {
             'binds': binds, 'devices': devices,
             'patch_errors': sorted(set(errors))[:3],
@@ -132,7 +136,7 @@ def _measure(env, devices, binds):
             'handles_bound_twice': len(handle_twice),
             'rps_bound_twice': len(rp_twice),
             'handles_in_use': in_use,
-            'bound': states.get('Bound', 0),
+            'bound': states.get(arq_states.BOUND, 0),
             'losers': len(losers),
             'losers_bindfailed_with_failed_event': len(losers_ok),
             'winners_bound_with_completed_event': len(winners_ok),

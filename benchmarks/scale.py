@@ -20,6 +20,7 @@ import uuid
 
 import sqlalchemy as sa
 
+from accel_common import arq_states
 from benchmarks import common
 from tools.launch import accel_backend as launch_accel
 
@@ -87,11 +88,12 @@ def _add_arqs(db, models, dp, rps, start, stop, instances):
             host, rp, hid = rps[i]
             inst = str(uuid.uuid4())
             instances.append(inst)
-            row.update(state='Bound', hostname=host, device_rp_uuid=rp,
+            row.update(state=arq_states.BOUND, hostname=host,
+                       device_rp_uuid=rp,
                        instance_uuid=inst, attach_handle_id=hid)
             used.append(hid)
         else:
-            row.update(state='Initial')
+            row.update(state=arq_states.INITIAL)
         rows.append(row)
     with db.transaction() as s:
         s.execute(sa.insert(models.ARQ), rows)

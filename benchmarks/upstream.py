@@ -23,6 +23,7 @@ import subprocess
 import time
 import uuid
 
+from accel_common import arq_states
 from benchmarks import common
 from tools import fixtures as tools_fixtures
 from tools.fixtures import cyborg as cyborg_fx
@@ -102,10 +103,11 @@ def _trial(client, stub, host, rp_uuid, groups, prefix, i):
     end = time.monotonic() + 30
     while True:
         _, view = client.get_arq(arq)
-        if view['state'] == 'Bound':
+        if view['state'] == arq_states.BOUND:
             out['patch_to_get_bound'] = time.perf_counter() - t0
             break
-        if view['state'] == 'BindFailed' or time.monotonic() > end:
+        if (view['state'] == arq_states.BIND_FAILED or
+                time.monotonic() > end):
             raise RuntimeError('ARQ %s ended %s' % (arq, view['state']))
         time.sleep(0.001)
     seen = stub.wait_tags([arq], since=mark, timeout=30)

@@ -46,6 +46,7 @@ import uuid
 
 import requests
 
+from accel_common import arq_states
 from benchmarks import common
 from benchmarks import run as bench_run
 from benchmarks import upstream
@@ -161,7 +162,8 @@ class Side:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             state = self.arq_state(arq)
-            if state in ('Bound', 'BindFailed', 'Deleted', 'Unbound') or \
+            if state in (arq_states.BOUND, arq_states.BIND_FAILED,
+                         arq_states.UNBOUND, 'Deleted') or \
                     state.startswith('GET '):
                 return state
             time.sleep(0.05)

@@ -19,6 +19,8 @@ A case is ``(name, kind, method, path, body, extra)``:
 Nothing here sends a request: this module is data.
 """
 
+from accel_common import arq_states
+
 UNKNOWN = '9d3a2c1e-0000-4000-8000-000000000001'
 INST1 = '11111111-1111-4111-8111-111111111111'
 INST2 = '22222222-2222-4222-8222-222222222222'
@@ -193,7 +195,8 @@ CASES = [
      FRESH),
     ('patch: unknown path /state', 'bad', 'PATCH', ARQ,
      {'$arq_x': _bind('$arq_x')['$arq_x'] + [
-         {'path': '/state', 'op': 'add', 'value': 'Bound'}]}, FRESH),
+         {'path': '/state', 'op': 'add', 'value': arq_states.BOUND}]},
+     FRESH),
     ('patch: unknown op "replace"', 'bad', 'PATCH', ARQ,
      {'$arq_x': [{'path': '/hostname', 'op': 'replace', 'value': '$host'}]},
      FRESH),
@@ -215,7 +218,7 @@ CASES = [
     ('patch: bind to an unknown RP uuid', 'bad', 'PATCH', ARQ,
      _bind('$arq_x', rp=UNKNOWN), FRESH),
     ('ARQ b unchanged', 'ok', 'GET', ARQ + '/$arq_b', None,
-     {'expect_state': 'Initial'}),
+     {'expect_state': arq_states.INITIAL}),
 
     # -- bind, and binding in a state that cannot be bound
     ('bind ARQ a', 'ok', 'PATCH', ARQ, _bind('$arq_a', instance=INST1),

@@ -99,7 +99,14 @@ def json_body(req, schema):
 
 
 def response(status, body=None):
-    """A webob response with a JSON body (or none)."""
+    """A ``webob.Response`` of ``status`` (int, e.g. 200).
+
+    :param body: None for no body at all (no ``Content-Type``: 204s), or
+        anything ``json.dumps`` takes, sent as UTF-8 JSON with
+        ``Content-Type: application/json`` (no charset parameter, as
+        Cyborg's responses).
+    :raises TypeError: ``body`` is not JSON-serialisable.
+    """
     resp = webob.Response(status=status)
     if body is None:
         resp.content_type = None
@@ -166,3 +173,54 @@ def collection(req, key, views, limit):
             'href': '%s%s?%s' % (req.application_url, req.path,
                                  urllib.parse.urlencode(query))}]
     return body
+
+
+def list_response(req, rule, key, list_fn, to_dict, filters=None,
+                  view_args=()):
+    """Answer a ``GET`` of a collection: the policy check, one page
+    (``?limit=&marker=``), the wire views (Cyborg v2 list APIs).
+
+    :param req: the ``webob.Request``.
+    :param rule: the policy rule the caller must pass (str).
+    :param key: the collection's key in the body (``'devices'``...).
+    :param list_fn: an objects module's ``list_(session, limit=...,
+        marker=..., **filters)`` returning model rows.
+    :param to_dict: that module's ``to_dict(row, base_url, *view_args)``.
+    :param filters: keyword arguments of ``list_fn`` (dict), or a callable
+        taking the session and returning them (a filter that needs a
+        lookup first); None for none.
+    :param view_args: further positional arguments of ``to_dict``.
+    :raises Forbidden: the caller may not list (403).
+    :raises InvalidLimit: bad ``limit`` (400).
+    :raises InvalidMarker: bad or unknown ``marker`` (400).
+    :returns: a 200 ``webob.Response`` with ``collection``'s body.
+    """
+    context(req).can(rule)
+    limit, marker = page_params(req)
+    with service(req).db.transaction() as session:
+        kwargs = filters(session) if callable(filters) else (filters or {})
+        rows = list_fn(session, limit=limit, marker=marker, **kwargs)
+        views = [to_dict(row, base_url(req), *view_args) for row in rows]
+    return response(200, collection(req, key, views, limit))
+
+
+def show_response(req, rule, uuid, get_fn, to_dict, view_args=()):
+    """Answer a ``GET /{uuid}`` of one resource: the policy check, the
+    UUID check, the wire view.
+
+    :param req: the ``webob.Request``.
+    :param rule: the policy rule the caller must pass (str).
+    :param uuid: the path's UUID (str, unchecked).
+    :param get_fn: an objects module's ``get(session, uuid)`` (raises
+        its ``NotFound`` subclass: 404).
+    :param to_dict: that module's ``to_dict(row, base_url, *view_args)``.
+    :param view_args: further positional arguments of ``to_dict``.
+    :raises Forbidden: the caller may not look (403).
+    :raises InvalidUUID: ``uuid`` is no UUID (400).
+    :returns: a 200 ``webob.Response`` with the view as its body.
+    """
+    context(req).can(rule)
+    check_uuid(uuid)
+    with service(req).db.transaction() as session:
+        view = to_dict(get_fn(session, uuid), base_url(req), *view_args)
+    return response(200, view)

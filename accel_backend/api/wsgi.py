@@ -85,6 +85,13 @@ class AccelApp:
 
     @webob.dec.wsgify
     def __call__(self, req):
+        """Serve one request (WSGI, through ``webob.dec.wsgify``): route,
+        negotiate the microversion, authenticate (``noauth``), run the
+        handler.
+
+        Never raises: every ``AccelBackendError`` becomes its status with
+        an OpenStack error document, anything else a logged 500.
+        """
         version = None
         bad_url = _bad_url(req)
         if bad_url:

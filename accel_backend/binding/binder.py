@@ -13,7 +13,6 @@ process left half-done, so a crash loses nothing.
 import collections
 import concurrent.futures
 import threading
-import time
 
 import sqlalchemy as sa
 import tenacity
@@ -25,6 +24,7 @@ from accel_backend.db import models
 from accel_backend import metrics
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
+from accel_backend import utils
 
 LOG = logging.getLogger(__name__)
 MAX_BACKOFF = 30.0
@@ -305,10 +305,4 @@ class Binder:
         :param timeout: seconds.
         :returns: True when idle.
         """
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            with self._lock:
-                if not self._futures:
-                    return True
-            time.sleep(0.01)
-        return False
+        return utils.wait_until_empty(self._lock, self._futures, timeout)

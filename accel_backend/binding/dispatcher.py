@@ -29,6 +29,14 @@ EMBEDDED_MODES = ('local', 'rpc')
 
 
 class BindDispatchFailed(exception.AccelBackendError):
+    """503: a bind PATCH committed ``BindStarted`` but the cast to the
+    agent of the ARQs' host could not be sent (broker unreachable); the
+    agent binds them when it (re)starts.
+
+    :param arqs: the ARQ UUIDs joined by ``', '`` (str).
+    :param host: the host (str).
+    :param reason: the messaging error (exception or str).
+    """
     status = 503
     code = 'accel.arq.bind_dispatch_failed'
     msg_fmt = ('Could not hand the binding of ARQs %(arqs)s to the agent '
@@ -55,7 +63,7 @@ class LocalDispatcher:
         """Nothing to do: releases wake this process's cleaner at commit."""
 
     def stop(self):
-        pass
+        """Nothing to stop: the binder is the ``Service``'s to stop."""
 
 
 class RpcDispatcher:
@@ -105,7 +113,8 @@ class RpcDispatcher:
                             'every [cleaning] poll_interval): %s', host, e)
 
     def stop(self):
-        pass
+        """Nothing to stop: the transport is the ``Service``'s to clean
+        up."""
 
 
 def for_service(conf, role, binder, transport=None):

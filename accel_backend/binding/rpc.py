@@ -48,10 +48,15 @@ class AgentEndpoint:
         self.cleaner = cleaner
 
     def bind(self, ctxt, arq_uuids):
+        """RPC cast ``bind``: queue ``arq_uuids`` (list of str) on this
+        host's binder; returns at once (the binder commits and tells
+        Nova)."""
         LOG.info('Bind request for ARQs %s', ', '.join(arq_uuids))
         self.binder.submit(list(arq_uuids))
 
     def clean(self, ctxt):
+        """RPC cast ``clean``: wake this host's cleaner (released handles
+        to clean); no-op without one."""
         if self.cleaner is not None:
             self.cleaner.kick()
 

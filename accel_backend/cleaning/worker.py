@@ -25,7 +25,6 @@ import concurrent.futures
 import shlex
 import subprocess
 import threading
-import time
 
 from oslo_log import log as logging
 from sqlalchemy import event
@@ -35,6 +34,7 @@ from accel_backend.discovery import sysfs
 from accel_backend import metrics
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import device as device_obj
+from accel_backend import utils
 
 LOG = logging.getLogger(__name__)
 _CLEANERS = {}
@@ -59,7 +59,8 @@ event.listen(orm.Session, 'after_rollback', _after_rollback)
 
 
 class CleaningError(Exception):
-    pass
+    """A cleaning method failed on a device (``run_method``); the message
+    says why.  The handle is then marked failed, out of service."""
 
 
 def run_method(method, address, sysfs_root, command=None, timeout=300):
@@ -151,6 +152,9 @@ class Cleaner:
         self._thread.start()
 
     def stop(self):
+        """Stop the poll and wait for it (10 seconds at most) and for the
+        cleanings in progress (no limit: a method has its own timeout);
+        this cleaner is no longer woken by commits."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
@@ -221,13 +225,7 @@ class Cleaner:
 
         :returns: True when idle.
         """
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            with self._lock:
-                if not self._busy:
-                    return True
-            time.sleep(0.01)
-        return False
+        return utils.wait_until_empty(self._lock, self._busy, timeout)
 
     # -- one handle ----------------------------------------------------
 

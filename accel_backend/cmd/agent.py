@@ -13,48 +13,28 @@ previous run left.  No HTTP server.  Example::
     accel-backend-agent --config-file /etc/accel-backend/accel-backend.conf
 """
 
-import signal
 import sys
-import threading
 
 from oslo_log import log as logging
 
+from accel_backend.cmd import runner
 from accel_backend import conf as conf_mod
 from accel_backend import service as service_mod
 
-LOG = logging.getLogger(__name__)
-
 
 def main(argv=None):
-    """Console script entry point; returns the exit status (int)."""
+    """Console script entry point; returns the exit status (int).
+
+    Signals: see ``accel_backend.cmd.runner``.
+    """
     conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
     logging.setup(conf, 'accel-backend-agent')
     svc = service_mod.build_or_refuse(conf, service_mod.AGENT,
                                       'accel-backend-agent')
     if svc is None:
         return 1
-    stop = threading.Event()
-    started = threading.Event()
-
-    def _stop(signum, frame):
-        LOG.info('Signal %d: stopping', signum)
-        stop.set()
-        if not started.is_set():
-            # Still starting (e.g. oslo.messaging retrying to reach the
-            # broker): leave from wherever the main thread is.
-            raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    try:
-        svc.start()
-        started.set()
-        LOG.info('accel-backend-agent of host %s started', conf.host)
-        while not stop.wait(3600):
-            pass
-    finally:
-        svc.stop()
-    return 0
+    return runner.run(conf, runner.Command(
+        svc, 'accel-backend-agent of host %s started' % conf.host))
 
 
 if __name__ == '__main__':

@@ -6,24 +6,21 @@ and reports devices to Placement.  Example::
     accel-backend --config-file /etc/accel-backend/accel-backend.conf
 """
 
-import signal
 import sys
-import threading
 
 from cheroot import wsgi as cheroot_wsgi
 from oslo_log import log as logging
 
+from accel_backend.cmd import runner
 from accel_backend import conf as conf_mod
 from accel_backend import service as service_mod
-
-LOG = logging.getLogger(__name__)
 
 
 def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
     """Console script entry point; returns the exit status (int).
 
     ``accel-backend-api`` (``accel_backend.cmd.api``) is the same server
-    with ``role = api``.
+    with ``role = api``.  Signals: see ``accel_backend.cmd.runner``.
     """
     conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
     logging.setup(conf, name)
@@ -33,25 +30,9 @@ def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
     server = cheroot_wsgi.Server((conf.api.host_ip, conf.api.port), svc.app,
                                 numthreads=conf.api.workers,
                                 request_queue_size=conf.api.backlog)
-
-    def _stop(signum, frame):
-        LOG.info('Signal %d: stopping', signum)
-        # Not in the handler itself: it runs on the thread inside
-        # server.serve(), and cheroot's stop() waits for that loop to
-        # end, so the process would never stop.
-        threading.Thread(target=server.stop, name='accel-stop').start()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    svc.start()
-    LOG.info('%s listening on %s:%s', name, conf.api.host_ip,
-             conf.api.port)
-    try:
-        server.prepare()
-        server.serve()
-    finally:
-        svc.stop()
-    return 0
+    return runner.run(conf, runner.Command(
+        svc, '%s listening on %s:%s' % (name, conf.api.host_ip,
+                                         conf.api.port), server=server))
 
 
 if __name__ == '__main__':

@@ -51,6 +51,14 @@ class Report:
     holding: list = dataclasses.field(default_factory=list)
 
     def skip(self, what, reason, holds=False):
+        """Record a Cyborg record the import leaves out.
+
+        :param what: the record (str, e.g. ``'ARQ <uuid>'``).
+        :param reason: why it is left out (str).
+        :param holds: True when the record holds a device for a server
+            (a bound or binding ARQ): the line also goes to ``holding``,
+            which makes an apply refuse.
+        """
         line = '%s: %s' % (what, reason)
         self.unmapped.append(line)
         if holds:

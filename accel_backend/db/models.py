@@ -20,10 +20,13 @@ _utcnow = utcnow
 
 
 class Base(orm.DeclarativeBase):
-    pass
+    """The declarative base of every table of accel_backend (one
+    ``MetaData``, which the Alembic migrations follow)."""
 
 
 class TimestampMixin:
+    """``created_at`` (naive UTC, set at insert) and ``updated_at`` (naive
+    UTC, set by the ORM at each update; NULL before the first)."""
     created_at = sa.Column(sa.DateTime, default=_utcnow, nullable=False)
     updated_at = sa.Column(sa.DateTime, onupdate=_utcnow)
 

@@ -19,7 +19,7 @@ from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import device_profile as dp_obj
-from accel_backend.objects import paging
+from accel_backend.objects import lookup
 from accel_backend import utils
 from accel_common import arq_states
 from accel_common import device_profile
@@ -108,18 +108,24 @@ def _lock(session, arq_uuid):
 
 
 def get(session, arq_uuid, for_update=False):
-    """:param for_update: lock the ARQ until the transaction ends (the
-        caller is about to change it).
-    :raises ARQNotFound: no ARQ has that UUID."""
+    """The ARQ with that UUID.
+
+    :param session: an open SQLAlchemy session.
+    :param arq_uuid: str.
+    :param for_update: lock the ARQ until the transaction ends (the
+        caller is about to change it): ``SELECT ... FOR UPDATE`` on
+        PostgreSQL and MySQL, the database write lock on SQLite
+        (``_lock``), and the row reloaded rather than taken from the
+        session.
+    :returns: ``models.ARQ``.
+    :raises ARQNotFound: no ARQ has that UUID (404 at the API).
+    """
     query = sa.select(models.ARQ).where(models.ARQ.uuid == arq_uuid)
     if for_update:
         _lock(session, arq_uuid)
         query = query.with_for_update().execution_options(
             populate_existing=True)
-    arq = session.scalar(query)
-    if arq is None:
-        raise exception.ARQNotFound(ident=arq_uuid)
-    return arq
+    return lookup.one(session, query, exception.ARQNotFound, arq_uuid)
 
 
 def get_all_for_update(session, arq_uuids):
@@ -156,20 +162,18 @@ def list_(session, instance_uuid=None, project_id=None, uuids=None,
         ``project_id`` when that is given.
     :raises InvalidMarker: no (visible) ARQ has the marker's UUID.
     """
-    query = sa.select(models.ARQ)
-    if instance_uuid is not None:
-        query = query.where(models.ARQ.instance_uuid == instance_uuid)
-    if project_id is not None:
-        query = query.where(models.ARQ.project_id == project_id)
+    where = []
     if uuids is not None:
-        query = query.where(models.ARQ.uuid.in_(list(uuids)))
+        where.append(models.ARQ.uuid.in_(list(uuids)))
     if states is not None:
-        query = query.where(models.ARQ.state.in_(list(states)))
+        where.append(models.ARQ.state.in_(list(states)))
     marker_filters = () if project_id is None else (
         models.ARQ.project_id == project_id,)
-    query = paging.paginate(session, query, models.ARQ, limit, marker,
-                            marker_filters)
-    return list(session.scalars(query))
+    return lookup.page(session, models.ARQ,
+                       equal=((models.ARQ.instance_uuid, instance_uuid),
+                              (models.ARQ.project_id, project_id)),
+                       where=where, limit=limit, marker=marker,
+                       marker_filters=marker_filters)
 
 
 def start_binding(session, arq, hostname, device_rp_uuid, instance_uuid,

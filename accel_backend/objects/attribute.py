@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from accel_backend.db import models
 from accel_backend import exception
-from accel_backend.objects import paging
+from accel_backend.objects import lookup
 from accel_backend import utils
 
 
@@ -26,10 +26,8 @@ def find_deployable(session, ident):
     """
     column = (models.Deployable.id if isinstance(ident, int)
               else models.Deployable.uuid)
-    dep = session.scalar(sa.select(models.Deployable).where(column == ident))
-    if dep is None:
-        raise exception.DeployableNotFound(ident=ident)
-    return dep
+    return lookup.by_column(session, column, ident,
+                            exception.DeployableNotFound)
 
 
 def create(session, dep, key, value):
@@ -115,11 +113,8 @@ def sync_discovered(dep, published, make_uuid):
 
 def get(session, attr_uuid):
     """:raises AttributeNotFound: no attribute has that UUID."""
-    attr = session.scalar(sa.select(models.Attribute).where(
-        models.Attribute.uuid == attr_uuid))
-    if attr is None:
-        raise exception.AttributeNotFound(ident=attr_uuid)
-    return attr
+    return lookup.by_column(session, models.Attribute.uuid, attr_uuid,
+                            exception.AttributeNotFound)
 
 
 def list_(session, deployable_id=None, key=None, limit=None, marker=None):
@@ -129,16 +124,15 @@ def list_(session, deployable_id=None, key=None, limit=None, marker=None):
     :param key: exact key or None.
     :raises InvalidMarker: no attribute has the marker's UUID.
     """
-    query = sa.select(models.Attribute)
-    if deployable_id is not None:
-        query = query.where(models.Attribute.deployable_id == deployable_id)
-    if key is not None:
-        query = query.where(models.Attribute.key == key)
-    query = paging.paginate(session, query, models.Attribute, limit, marker)
-    return list(session.scalars(query))
+    return lookup.page(session, models.Attribute,
+                       equal=((models.Attribute.deployable_id, deployable_id),
+                              (models.Attribute.key, key)),
+                       limit=limit, marker=marker)
 
 
 def delete(session, attr):
+    """Delete ``attr`` (a ``models.Attribute``) in ``session``; nothing
+    refers to an attribute, so it never refuses."""
     session.delete(attr)
 
 

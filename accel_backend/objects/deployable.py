@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
-from accel_backend.objects import paging
+from accel_backend.objects import lookup
 from accel_backend import utils
 
 
@@ -42,9 +42,8 @@ def list_(session, limit=None, marker=None):
     :returns: list of ``models.Deployable``.
     :raises InvalidMarker: no deployable has the marker's UUID.
     """
-    query = paging.paginate(session, sa.select(models.Deployable),
-                            models.Deployable, limit, marker)
-    return list(session.scalars(query))
+    return lookup.page(session, models.Deployable, limit=limit,
+                       marker=marker)
 
 
 def get(session, deployable_uuid):
@@ -54,11 +53,8 @@ def get(session, deployable_uuid):
     :returns: ``models.Deployable``.
     :raises DeployableNotFound: no deployable has that UUID.
     """
-    dep = session.scalar(sa.select(models.Deployable).where(
-        models.Deployable.uuid == deployable_uuid))
-    if dep is None:
-        raise exception.DeployableNotFound(ident=deployable_uuid)
-    return dep
+    return lookup.by_column(session, models.Deployable.uuid,
+                            deployable_uuid, exception.DeployableNotFound)
 
 
 def reserved_units(dep):

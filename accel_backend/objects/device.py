@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.discovery import drivers as discovery_drivers
-from accel_backend.objects import paging
+from accel_backend.objects import lookup
 from accel_backend import utils
 
 _NS = uuid.UUID('6f0e3d42-3c1b-4f8e-9a57-1d1c4c0a2b7e')
@@ -110,15 +110,11 @@ def list_(session, hostname=None, type_=None, vendor=None, limit=None,
         device (``objects.paging``).
     :raises InvalidMarker: no device has the marker's UUID.
     """
-    query = sa.select(models.Device)
-    if hostname is not None:
-        query = query.where(models.Device.hostname == hostname)
-    if type_ is not None:
-        query = query.where(models.Device.type == type_)
-    if vendor is not None:
-        query = query.where(models.Device.vendor == vendor)
-    query = paging.paginate(session, query, models.Device, limit, marker)
-    return list(session.scalars(query))
+    return lookup.page(session, models.Device,
+                       equal=((models.Device.hostname, hostname),
+                              (models.Device.type, type_),
+                              (models.Device.vendor, vendor)),
+                       limit=limit, marker=marker)
 
 
 def set_status(session, dev, status):
@@ -246,12 +242,15 @@ def status_of(dev):
 
 
 def get(session, device_uuid):
-    """:raises DeviceNotFound: no device has that UUID."""
-    dev = session.scalar(sa.select(models.Device).where(
-        models.Device.uuid == device_uuid))
-    if dev is None:
-        raise exception.DeviceNotFound(ident=device_uuid)
-    return dev
+    """The device with that UUID.
+
+    :param session: an open SQLAlchemy session.
+    :param device_uuid: str.
+    :returns: ``models.Device``.
+    :raises DeviceNotFound: no device has that UUID (404 at the API).
+    """
+    return lookup.by_column(session, models.Device.uuid, device_uuid,
+                            exception.DeviceNotFound)
 
 
 def to_dict(dev, base_url, with_status=False):

@@ -9,7 +9,7 @@ from oslo_utils import uuidutils
 
 from accel_backend.db import models
 from accel_backend import exception
-from accel_backend.objects import paging
+from accel_backend.objects import lookup
 from accel_backend import utils
 
 
@@ -42,11 +42,8 @@ def create(session, name, groups, description=None, uuid=None):
 
 def get_by_name(session, name):
     """:raises DeviceProfileNotFound: no profile has that name."""
-    dp = session.scalar(sa.select(models.DeviceProfile).where(
-        models.DeviceProfile.name == name))
-    if dp is None:
-        raise exception.DeviceProfileNotFound(ident=name)
-    return dp
+    return lookup.by_column(session, models.DeviceProfile.name, name,
+                            exception.DeviceProfileNotFound)
 
 
 def get(session, ident):
@@ -56,11 +53,8 @@ def get(session, ident):
     """
     if not uuidutils.is_uuid_like(ident):
         return get_by_name(session, ident)
-    dp = session.scalar(sa.select(models.DeviceProfile).where(
-        models.DeviceProfile.uuid == ident))
-    if dp is None:
-        raise exception.DeviceProfileNotFound(ident=ident)
-    return dp
+    return lookup.by_column(session, models.DeviceProfile.uuid, ident,
+                            exception.DeviceProfileNotFound)
 
 
 def list_(session, name=None, limit=None, marker=None):
@@ -70,12 +64,9 @@ def list_(session, name=None, limit=None, marker=None):
         profile (``objects.paging``).
     :raises InvalidMarker: no profile has the marker's UUID.
     """
-    query = sa.select(models.DeviceProfile)
-    if name is not None:
-        query = query.where(models.DeviceProfile.name == name)
-    query = paging.paginate(session, query, models.DeviceProfile, limit,
-                            marker)
-    return list(session.scalars(query))
+    return lookup.page(session, models.DeviceProfile,
+                       equal=((models.DeviceProfile.name, name),),
+                       limit=limit, marker=marker)
 
 
 def delete(session, dp):

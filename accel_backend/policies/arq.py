@@ -118,4 +118,6 @@ rules = [
 
 
 def list_rules():
+    """The ARQ rules (list of ``oslo_policy.policy.DocumentedRuleDefault``)
+    for ``accel_backend.policies.list_rules``."""
     return rules

@@ -123,4 +123,7 @@ rules = [
 
 
 def list_rules():
+    """The base rules (list of ``oslo_policy.policy.RuleDefault``: the
+    check strings the resource rules refer to) for
+    ``accel_backend.policies.list_rules``."""
     return rules

@@ -47,4 +47,6 @@ rules = [
 
 
 def list_rules():
+    """The device rules (list of ``oslo_policy.policy.DocumentedRuleDefault``)
+    for ``accel_backend.policies.list_rules``."""
     return rules

@@ -91,6 +91,15 @@ def run(command, server, device_profile, timeout=None, context=None,
 
 
 def main(argv=None):
+    """``nova-accel attach-accelerator|detach-accelerator <server>
+    <device profile>``: console script; reads Nova's configuration
+    (``--config-file``), asks the server's compute node over RPC and
+    prints the JSON result.
+
+    :param argv: the command line, program name first (list of str);
+        ``sys.argv`` when None.
+    :returns: the exit status (int): 0, or 1 with one line on stderr.
+    """
     argv = sys.argv if argv is None else argv
     CONF.register_cli_opt(command_opt)
     nova_config.parse_args(argv, prog='nova-accel')

@@ -33,6 +33,8 @@ NAMESPACE = 'nova_accel_hotplug'
 
 
 def topic():
+    """The RPC topic of hot-plug requests, ``[nova_accel]
+    hotplug_topic`` (str); the server name is the compute host."""
     return CONF.nova_accel.hotplug_topic
 
 
@@ -61,11 +63,22 @@ class HotplugEndpoint(object):
 
     @messaging.expected_exceptions(exception.HotplugError)
     def attach_accelerators(self, ctxt, instance_uuid, device_profile):
+        """RPC ``attach_accelerators``: ``HotplugManager.attach``.
+
+        :returns: its result dict.
+        :raises HotplugError: any failure (expected by oslo.messaging: no
+            server-side traceback is logged).
+        """
         return self._run(self.manager.attach, ctxt, instance_uuid,
                          device_profile)
 
     @messaging.expected_exceptions(exception.HotplugError)
     def detach_accelerators(self, ctxt, instance_uuid, device_profile):
+        """RPC ``detach_accelerators``: ``HotplugManager.detach``.
+
+        :returns: its result dict.
+        :raises HotplugError: any failure.
+        """
         return self._run(self.manager.detach, ctxt, instance_uuid,
                          device_profile)
 

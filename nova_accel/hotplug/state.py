@@ -61,6 +61,9 @@ def arq_uuids(instance):
 
 
 def has_hotplugged(instance):
+    """Whether ``instance`` (a ``nova.objects.Instance``; one without
+    ``system_metadata`` counts as none) has any hot-plug attach
+    recorded."""
     return bool(_keys(instance))
 
 

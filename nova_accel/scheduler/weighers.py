@@ -285,6 +285,10 @@ class AcceleratorHostReservationWeigher(weights.BaseHostWeigher):
         return self._view
 
     def weight_multiplier(self, host_state):
+        """The host aggregate's
+        ``accelerator_host_reservation_weight_multiplier`` metadata when
+        set, else ``[filter_scheduler]``'s option of that name (float;
+        Nova's ``scheduler.utils.get_weight_multiplier``, Nova 34)."""
         return scheduler_utils.get_weight_multiplier(
             host_state, MULTIPLIER,
             CONF.nova_accel.accelerator_host_reservation_weight_multiplier)

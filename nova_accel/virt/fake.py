@@ -86,11 +86,13 @@ class FakeDriver(hotplug_driver.FakeHotplugMixin, nova_fake.SmallFakeDriver):
                        bad_volumes_callback=bad_volumes_callback,
                        accel_info=accel_info, share_info=share_info)
 
-    def destroy(self, context, instance, network_info, block_device_info=None,
-                destroy_disks=True, destroy_secrets=True):
-        """Destroy the fake guest and forget its recorded hostdevs."""
-        super().destroy(context, instance, network_info,
-                        block_device_info=block_device_info,
-                        destroy_disks=destroy_disks,
-                        destroy_secrets=destroy_secrets)
+    def destroy(self, context, instance, *args, **kwargs):
+        """Destroy the fake guest and forget its recorded hostdevs.
+
+        Nova's ``ComputeDriver.destroy(context, instance, network_info,
+        block_device_info=None, destroy_disks=True, destroy_secrets=True)``
+        (Nova 34, ``nova/virt/driver.py``); the arguments after
+        ``instance`` pass through to the next class unchanged.
+        """
+        super().destroy(context, instance, *args, **kwargs)
         self.guest_hostdevs.pop(instance.uuid, None)

@@ -62,11 +62,16 @@ class HotplugDriverMixin(object):
     _accel_hotplug_server = None
 
     def init_host(self, host):
+        """Nova's ``ComputeDriver.init_host`` (Nova 34), then start the
+        hot-plug RPC server of ``host`` (str, the compute host name)
+        when ``[nova_accel] hotplug_enabled``."""
         super().init_host(host)
         self._accel_hotplug_server = rpc.start_server(
             host, hotplug_manager.HotplugManager(self, host))
 
     def cleanup_host(self, host):
+        """Stop the hot-plug RPC server (if any), then Nova's
+        ``ComputeDriver.cleanup_host`` (Nova 34)."""
         server, self._accel_hotplug_server = self._accel_hotplug_server, None
         rpc.stop_server(server)
         super().cleanup_host(host)
@@ -162,6 +167,9 @@ class HotplugDriverMixin(object):
     def spawn(self, context, instance, image_meta, injected_files,
               admin_password, allocations, network_info=None,
               block_device_info=None, power_on=True, accel_info=None):
+        """Nova's ``ComputeDriver.spawn`` (Nova 34) with the instance's
+        hot-plugged, ``Bound`` ARQs of this node added to ``accel_info``
+        (a rebuild keeps them)."""
         accel_info = self._accel_with_hotplugged(context, instance,
                                                  accel_info)
         return super().spawn(context, instance, image_meta, injected_files,
@@ -170,12 +178,15 @@ class HotplugDriverMixin(object):
                              block_device_info=block_device_info,
                              power_on=power_on, accel_info=accel_info)
 
-    def destroy(self, context, instance, network_info, block_device_info=None,
-                destroy_disks=True, destroy_secrets=True):
-        super().destroy(context, instance, network_info,
-                        block_device_info=block_device_info,
-                        destroy_disks=destroy_disks,
-                        destroy_secrets=destroy_secrets)
+    def destroy(self, context, instance, *args, **kwargs):
+        """Nova's ``ComputeDriver.destroy`` (Nova 34,
+        ``nova/virt/driver.py``; the arguments after ``instance`` pass
+        through unchanged), then, when the instance leaves this host for
+        good (task state ``deleting`` or ``shelving_offloading``, vm state
+        ``deleted`` or ``soft-delete``), delete its hot-plugged ARQs; a
+        failure to delete them is logged, never raised.
+        """
+        super().destroy(context, instance, *args, **kwargs)
         if (state.has_hotplugged(instance) and
                 (instance.task_state in _GONE_TASK_STATES or
                  instance.vm_state in _GONE_VM_STATES)):
@@ -243,6 +254,11 @@ class LibvirtHotplugMixin(HotplugDriverMixin):
     def check_can_live_migrate_source(self, context, instance,
                                       dest_check_data,
                                       block_device_info=None):
+        """Refuse to live-migrate a server with hot-plugged accelerators
+        (their ARQs are bound to this host), else Nova's check.
+
+        :raises nova.exception.MigrationPreCheckError: it has some.
+        """
         if state.has_hotplugged(instance):
             raise nova_exception.MigrationPreCheckError(
                 reason=self._MOVE_REFUSED % instance.uuid)
@@ -253,6 +269,13 @@ class LibvirtHotplugMixin(HotplugDriverMixin):
     def migrate_disk_and_power_off(self, context, instance, dest, flavor,
                                    network_info, block_device_info=None,
                                    timeout=0, retry_interval=0):
+        """Refuse to resize or cold-migrate a server with hot-plugged
+        accelerators, else Nova's ``migrate_disk_and_power_off``.
+
+        :raises nova.exception.InstanceFaultRollback: it has some (wrapping
+            a ``ResizeError``; Nova's compute manager rolls back and the
+            server stays ``ACTIVE`` here).
+        """
         if state.has_hotplugged(instance):
             # Rolled back by Nova's compute manager: the server stays
             # ACTIVE here with its devices, the resize/migration fails.
@@ -296,10 +319,13 @@ class FakeHotplugMixin(HotplugDriverMixin):
     """For ``nova_accel.virt.fake.FakeDriver`` (records hostdev XML)."""
 
     def accel_attach_hostdev(self, instance, elem):
+        """Record ``elem``'s XML among the fake guest's hostdevs."""
         self.guest_hostdevs.setdefault(instance.uuid, []).append(
             hostdev.to_string(elem))
 
     def accel_detach_hostdev(self, instance, elem):
+        """Forget ``elem``'s XML from the fake guest's hostdevs (no-op
+        when it is not there)."""
         xml = hostdev.to_string(elem)
         devs = self.guest_hostdevs.get(instance.uuid, [])
         if xml in devs:

@@ -31,12 +31,23 @@ class AcceleratorClient(rest_client.RestClient):
         body = json.loads(body) if body else {}
         return rest_client.ResponseBody(resp, body)
 
-    def _list(self, url, params):
-        """GET ``url`` with the query ``params`` (a dict); expects 200."""
+    def _get(self, url, params=None):
+        """GET ``url`` with the query ``params`` (a dict, or None);
+        expects 200; returns the decoded body."""
         if params:
             url += '?' + parse.urlencode(params)
         resp, body = self.get(url)
         return self._json(resp, body, 200)
+
+    def _post(self, url, payload):
+        """POST ``payload`` (JSON-encoded) to ``url``; expects 201."""
+        resp, body = self.post(url, json.dumps(payload))
+        return self._json(resp, body, 201)
+
+    def _delete(self, url):
+        """DELETE ``url``; expects 204."""
+        resp, body = self.delete(url)
+        return self._json(resp, body, 204)
 
     # -- device profiles ---------------------------------------------------
 
@@ -46,52 +57,52 @@ class AcceleratorClient(rest_client.RestClient):
         body = {'name': name, 'groups': groups}
         if description is not None:
             body['description'] = description
-        resp, body = self.post('device_profiles', json.dumps([body]))
-        return self._json(resp, body, 201)
+        return self._post('device_profiles', [body])
 
     def list_device_profiles(self, **params):
         """GET /device_profiles[?name=...]."""
-        return self._list('device_profiles', params)
+        return self._get('device_profiles', params)
 
     def show_device_profile(self, uuid_or_name):
-        resp, body = self.get('device_profiles/%s' % uuid_or_name)
-        return self._json(resp, body, 200)
+        """GET /device_profiles/{uuid or name (2.2)}."""
+        return self._get('device_profiles/%s' % uuid_or_name)
 
     def delete_device_profile(self, uuid_or_name):
-        resp, body = self.delete('device_profiles/%s' % uuid_or_name)
-        return self._json(resp, body, 204)
+        """DELETE /device_profiles/{uuid or name} (204)."""
+        return self._delete('device_profiles/%s' % uuid_or_name)
 
     # -- accelerator requests (ARQs) -----------------------------------------
 
     def create_arqs(self, device_profile_name):
-        resp, body = self.post('accelerator_requests', json.dumps(
-            {'device_profile_name': device_profile_name}))
-        return self._json(resp, body, 201)
+        """POST /accelerator_requests for one device profile; returns
+        ``{'arqs': [...]}`` (201)."""
+        return self._post('accelerator_requests',
+                          {'device_profile_name': device_profile_name})
 
     def list_arqs(self, **params):
         """GET /accelerator_requests[?instance=...&bind_state=...]."""
-        return self._list('accelerator_requests', params)
+        return self._get('accelerator_requests', params)
 
     def show_arq(self, arq_uuid):
-        resp, body = self.get('accelerator_requests/%s' % arq_uuid)
-        return self._json(resp, body, 200)
+        """GET /accelerator_requests/{uuid}."""
+        return self._get('accelerator_requests/%s' % arq_uuid)
 
     def delete_arqs(self, arq_uuids):
-        resp, body = self.delete('accelerator_requests?arqs=%s' %
-                                 ','.join(arq_uuids))
-        return self._json(resp, body, 204)
+        """DELETE /accelerator_requests?arqs=<uuid>,... (204)."""
+        return self._delete('accelerator_requests?arqs=%s' %
+                            ','.join(arq_uuids))
 
     def delete_arqs_of_instance(self, instance_uuid):
-        resp, body = self.delete('accelerator_requests?instance=%s' %
-                                 instance_uuid)
-        return self._json(resp, body, 204)
+        """DELETE /accelerator_requests?instance=<uuid> (204)."""
+        return self._delete('accelerator_requests?instance=%s' %
+                            instance_uuid)
 
     # -- devices and deployables --------------------------------------------
 
     def list_devices(self):
-        resp, body = self.get('devices')
-        return self._json(resp, body, 200)
+        """GET /devices."""
+        return self._get('devices')
 
     def list_deployables(self):
-        resp, body = self.get('deployables')
-        return self._json(resp, body, 200)
+        """GET /deployables."""
+        return self._get('deployables')

@@ -9,13 +9,13 @@ import uuid
 from keystonemiddleware import fixture as ksm_fixture
 
 from accel_backend.objects import arq as arq_obj
-from tests.unit.accel_backend import test_policy
+from tests.unit.accel_backend import policy_fixtures
 
-PROJECT_A = test_policy.PROJECT_A
-PROJECT_B = test_policy.PROJECT_B
+PROJECT_A = policy_fixtures.PROJECT_A
+PROJECT_B = policy_fixtures.PROJECT_B
 
 
-class KeystoneAuthTest(test_policy.AppTestBase):
+class KeystoneAuthTest(policy_fixtures.AppTestBase):
 
     AUTH_STRATEGY = 'keystone'
     EXTRA_CONF = {'keystone_authtoken': {

@@ -62,7 +62,14 @@ class _PerProject:
 
 
 def create(req):
-    """``POST {"device_profile_name"}`` -> 201 ``{"arqs": [...]}``."""
+    """``POST {"device_profile_name"}`` -> 201 ``{"arqs": [...]}``: one
+    ``Initial`` ARQ per accelerator the profile's groups ask for, owned by
+    the caller's project.
+
+    :raises DeviceProfileNotFound: 404.
+    :raises InvalidDeviceProfile: 400, a stored group breaks today's
+        rules.
+    """
     ctx = util.context(req)
     ctx.can(arq_policy.CREATE)
     body = util.json_body(req, schema.CREATE)
@@ -114,7 +121,12 @@ def list_(req):
 
 
 def show(req, arq_uuid):
-    """``GET /{uuid}``; a malformed UUID is 400 ``accel.invalid_uuid``."""
+    """``GET /{uuid}`` -> 200 with the ARQ.
+
+    :raises InvalidUUID: 400 ``accel.invalid_uuid``.
+    :raises ARQNotFound: 404, also for another project's ARQ the caller
+        may not see.
+    """
     util.check_uuid(arq_uuid)
     ctx = util.context(req)
     # Before the lookup (as Cyborg's authorize_wsgi): a caller the rule

@@ -48,11 +48,16 @@ def _deployable_ident(value):
 
 
 def list_(req):
-    """``GET``; an unknown ``deployable_id`` lists nothing."""
-    util.context(req).can(attr_policy.GET_ALL)
-    limit, marker = util.page_params(req)
+    """``GET [?deployable_id=<id or uuid>&key=&limit=&marker=]`` -> 200
+    ``{"attributes": [...]}``; an unknown ``deployable_id`` lists nothing.
+
+    :raises BadRequest, InvalidUUID: 400, ``deployable_id`` is neither
+        an id from 1 to 2**63 - 1 nor a UUID.
+    :raises InvalidLimit, InvalidMarker: 400.
+    """
     dep_param = req.GET.get('deployable_id')
-    with util.service(req).db.transaction() as session:
+
+    def filters(session):
         dep_id = None
         if dep_param is not None:
             try:
@@ -60,27 +65,29 @@ def list_(req):
                     session, _deployable_ident(dep_param)).id
             except exception.DeployableNotFound:
                 dep_id = -1
-        attrs = attr_obj.list_(session, deployable_id=dep_id,
-                               key=req.GET.get('key'), limit=limit,
-                               marker=marker)
-        views = [attr_obj.to_dict(a, util.base_url(req)) for a in attrs]
-    return util.response(200, util.collection(req, 'attributes', views,
-                                              limit))
+        return {'deployable_id': dep_id, 'key': req.GET.get('key')}
+
+    return util.list_response(req, attr_policy.GET_ALL, 'attributes',
+                              attr_obj.list_, attr_obj.to_dict,
+                              filters=filters)
 
 
 def show(req, attribute_uuid):
-    """``GET /{uuid}``."""
-    util.context(req).can(attr_policy.GET_ONE)
-    util.check_uuid(attribute_uuid)
-    with util.service(req).db.transaction() as session:
-        view = attr_obj.to_dict(attr_obj.get(session, attribute_uuid),
-                                util.base_url(req))
-    return util.response(200, view)
+    """``GET /{uuid}`` -> 200 with the attribute.
+
+    :raises InvalidUUID: 400.
+    :raises AttributeNotFound: 404.
+    """
+    return util.show_response(req, attr_policy.GET_ONE, attribute_uuid,
+                              attr_obj.get, attr_obj.to_dict)
 
 
 def create(req):
-    """``POST`` -> 201 with the attribute.
+    """``POST {"deployable_id", "key", "value"}`` -> 201 with the
+    attribute.
 
+    :raises BadRequest, InvalidUUID: 400, ``deployable_id`` is neither
+        an id from 1 to 2**63 - 1 nor a UUID.
     :raises DeployableNotFound: 404, no such deployable.
     :raises AttributeExists: 409, the deployable has that key.
     """
@@ -95,7 +102,11 @@ def create(req):
 
 
 def delete(req, attribute_uuid):
-    """``DELETE /{uuid}`` -> 204."""
+    """``DELETE /{uuid}`` -> 204, no body.
+
+    :raises InvalidUUID: 400.
+    :raises AttributeNotFound: 404.
+    """
     util.context(req).can(attr_policy.DELETE)
     util.check_uuid(attribute_uuid)
     with util.service(req).db.transaction() as session:

@@ -10,40 +10,31 @@ deployable (404) the answer is 409 ``accel.deployable.program_unsupported``
 where Cyborg would try and answer 500 or its FPGAProgramError.
 """
 
-import sqlalchemy as sa
-
 from accel_backend.api.schemas import deployable as program_schema
 from accel_backend.api import util
-from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.policies import deployable as deployable_policy
 
 
 def list_(req):
-    """``GET``."""
-    util.context(req).can(deployable_policy.GET_ALL)
-    limit, marker = util.page_params(req)
-    with util.service(req).db.transaction() as session:
-        deps = deployable_obj.list_(session, limit=limit,
-                                           marker=marker)
-        views = [deployable_obj.to_dict(d, util.base_url(req))
-                 for d in deps]
-    return util.response(200, util.collection(req, 'deployables', views,
-                                              limit))
+    """``GET [?limit=&marker=]`` -> 200 ``{"deployables": [...]}``.
+
+    :raises InvalidLimit, InvalidMarker: 400.
+    """
+    return util.list_response(req, deployable_policy.GET_ALL, 'deployables',
+                              deployable_obj.list_, deployable_obj.to_dict)
 
 
 def show(req, deployable_uuid):
-    """``GET /{uuid}``."""
-    util.context(req).can(deployable_policy.GET_ONE)
-    util.check_uuid(deployable_uuid)
-    with util.service(req).db.transaction() as session:
-        dep = session.scalar(sa.select(models.Deployable).where(
-            models.Deployable.uuid == deployable_uuid))
-        if dep is None:
-            raise exception.DeployableNotFound(ident=deployable_uuid)
-        view = deployable_obj.to_dict(dep, util.base_url(req))
-    return util.response(200, view)
+    """``GET /{uuid}`` -> 200 with the deployable.
+
+    :raises InvalidUUID: 400.
+    :raises DeployableNotFound: 404.
+    """
+    return util.show_response(req, deployable_policy.GET_ONE,
+                              deployable_uuid, deployable_obj.get,
+                              deployable_obj.to_dict)
 
 
 def _programmer(svc, dep):
@@ -56,7 +47,13 @@ def _programmer(svc, dep):
 def program(req, deployable_uuid):
     """``PATCH /{uuid}/program`` with ``[{"op": "replace", "path":
     "/bitstream_id", "value": [{"image_uuid": <uuid>}]}]`` -> 200 with the
-    deployable when a driver programmed it."""
+    deployable when a driver programmed it.
+
+    :raises InvalidUUID, SchemaValidationError: 400.
+    :raises DeployableNotFound: 404.
+    :raises DeployableProgramUnsupported: 409, no loaded driver programs
+        it (always, today: module docstring).
+    """
     util.context(req).can(deployable_policy.PROGRAM)
     util.check_uuid(deployable_uuid)
     body = util.json_body(req, program_schema.PROGRAM)

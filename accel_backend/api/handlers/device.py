@@ -17,29 +17,29 @@ from accel_backend.policies import device as device_policy
 
 
 def list_(req):
-    """``GET``."""
-    util.context(req).can(device_policy.GET_ALL)
-    limit, marker = util.page_params(req)
-    with util.service(req).db.transaction() as session:
-        devs = device_obj.list_(session, hostname=req.GET.get('hostname'),
-                                type_=req.GET.get('type'),
-                                vendor=req.GET.get('vendor'),
-                                limit=limit, marker=marker)
-        views = [device_obj.to_dict(d, util.base_url(req),
-                                    util.version(req) >= (2, 3))
-                 for d in devs]
-    return util.response(200, util.collection(req, 'devices', views, limit))
+    """``GET [?hostname=&type=&vendor=&limit=&marker=]`` -> 200
+    ``{"devices": [...]}`` (exact-match filters; ``status`` from 2.3).
+
+    :raises InvalidLimit, InvalidMarker: 400.
+    """
+    return util.list_response(
+        req, device_policy.GET_ALL, 'devices', device_obj.list_,
+        device_obj.to_dict,
+        filters={'hostname': req.GET.get('hostname'),
+                 'type_': req.GET.get('type'),
+                 'vendor': req.GET.get('vendor')},
+        view_args=(util.version(req) >= (2, 3),))
 
 
 def show(req, device_uuid):
-    """``GET /{uuid}``."""
-    util.context(req).can(device_policy.GET_ONE)
-    util.check_uuid(device_uuid)
-    with util.service(req).db.transaction() as session:
-        view = device_obj.to_dict(device_obj.get(session, device_uuid),
-                                  util.base_url(req),
-                                  util.version(req) >= (2, 3))
-    return util.response(200, view)
+    """``GET /{uuid}`` -> 200 with the device.
+
+    :raises InvalidUUID: 400.
+    :raises DeviceNotFound: 404.
+    """
+    return util.show_response(
+        req, device_policy.GET_ONE, device_uuid, device_obj.get,
+        device_obj.to_dict, view_args=(util.version(req) >= (2, 3),))
 
 
 def _set_status(req, device_uuid, rule, status):
@@ -60,12 +60,23 @@ def _set_status(req, device_uuid, rule, status):
 
 
 def enable(req, device_uuid):
-    """``POST /{uuid}/enable`` -> 200."""
+    """``POST /{uuid}/enable`` -> 200, no body (module docstring).
+
+    :raises InvalidUUID: 400.
+    :raises DeviceNotFound: 404.
+    :raises DeviceMissing: 409, discovery no longer finds it.
+    :raises PlacementError: 502, stored but Placement not updated.
+    """
     return _set_status(req, device_uuid, device_policy.ENABLE,
                        device_obj.ENABLED)
 
 
 def disable(req, device_uuid):
-    """``POST /{uuid}/disable`` -> 200."""
+    """``POST /{uuid}/disable`` -> 200, no body (module docstring).
+
+    :raises InvalidUUID: 400.
+    :raises DeviceNotFound: 404.
+    :raises PlacementError: 502, stored but Placement not updated.
+    """
     return _set_status(req, device_uuid, device_policy.DISABLE,
                        device_obj.MAINTAINING)

@@ -12,8 +12,14 @@ from accel_backend.policies import device_profile as dp_policy
 
 def create(req):
     """``POST``: body is ``[{"name", "groups"[, "description", "uuid"]}]``;
-    201 with the profile. A ``uuid`` that is taken is 409
-    ``accel.device_profile.duplicate_uuid``; a malformed one 400."""
+    201 with the profile.
+
+    :raises InvalidDeviceProfile: 400, groups break
+        ``accel_common.device_profile``'s rules.
+    :raises InvalidUUID: 400, a malformed ``uuid``.
+    :raises DeviceProfileExists: 409, the name is taken.
+    :raises DeviceProfileUUIDExists: 409, the ``uuid`` is taken.
+    """
     util.context(req).can(dp_policy.CREATE)
     profile = util.json_body(req, schema.CREATE)[0]
     schema.check_groups(profile['groups'])
@@ -28,19 +34,23 @@ def create(req):
 
 
 def list_(req):
-    """``GET``: ``?name=`` filters by exact name."""
-    util.context(req).can(dp_policy.GET_ALL)
-    limit, marker = util.page_params(req)
-    with util.service(req).db.transaction() as session:
-        dps = dp_obj.list_(session, name=req.GET.get('name'), limit=limit,
-                           marker=marker)
-        views = [dp_obj.to_dict(dp, util.base_url(req)) for dp in dps]
-    return util.response(200, util.collection(req, 'device_profiles', views,
-                                              limit))
+    """``GET [?name=&limit=&marker=]`` -> 200 ``{"device_profiles":
+    [...]}``; ``name`` filters by exact name.
+
+    :raises InvalidLimit, InvalidMarker: 400.
+    """
+    return util.list_response(req, dp_policy.GET_ALL, 'device_profiles',
+                              dp_obj.list_, dp_obj.to_dict,
+                              filters={'name': req.GET.get('name')})
 
 
 def show(req, ident):
-    """``GET /{uuid}`` (by name from microversion 2.2)."""
+    """``GET /{uuid}`` (by name from microversion 2.2) -> 200
+    ``{"device_profile": {...}}``.
+
+    :raises InvalidUUID: 400, a name before 2.2.
+    :raises DeviceProfileNotFound: 404.
+    """
     util.context(req).can(dp_policy.GET_ONE)
     if not uuidutils.is_uuid_like(ident) and util.version(req) < (2, 2):
         raise exception.InvalidUUID(value=ident)
@@ -51,7 +61,15 @@ def show(req, ident):
 
 
 def delete(req, ident):
-    """``DELETE /{uuid or name}``."""
+    """``DELETE /{uuid or name}`` -> 204 with no body (Cyborg v2; by name
+    at every microversion, as Cyborg 17 resolves either).
+
+    :param req: the ``webob.Request``.
+    :param ident: the profile's UUID or name (str).
+    :raises Forbidden: 403, the caller may not delete.
+    :raises DeviceProfileNotFound: 404, no profile has that UUID or name.
+    :raises DeviceProfileInUse: 409, ARQs still refer to it.
+    """
     util.context(req).can(dp_policy.DELETE)
     with util.service(req).db.transaction() as session:
         dp_obj.delete(session, dp_obj.get(session, ident))
@@ -70,7 +88,14 @@ def delete_unnamed(req):
 
 
 def delete_by_value(req):
-    """``DELETE ?value=<name or uuid>[,...]``: Cyborg's bulk delete."""
+    """``DELETE ?value=<name or uuid>[,...]`` -> 204: Cyborg's bulk
+    delete, all or nothing (one transaction).
+
+    :raises BadRequest: no ``value``.
+    :raises SchemaValidationError: more than 100 values.
+    :raises DeviceProfileNotFound: 404, one of them does not exist.
+    :raises DeviceProfileInUse: 409, ARQs refer to one of them.
+    """
     util.context(req).can(dp_policy.DELETE)
     values = [v for v in req.GET.get('value', '').split(',') if v]
     if not values:

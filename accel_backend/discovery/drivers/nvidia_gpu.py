@@ -33,6 +33,16 @@ class NvidiaGPUDriver(base.PCIDriverBase):
         self.include_vfs = conf.discovery.nvidia_include_vfs
 
     def product_trait(self, product_id):
+        """The ``CUSTOM_NVIDIA_<PRODUCT>`` trait of a GPU (os-traits'
+        custom trait syntax: ``CUSTOM_`` then ``[A-Z0-9_]``).
+
+        :param product_id: the PCI device id, four lowercase hex digits
+            (str, ``'1eb8'``).
+        :returns: str: ``CUSTOM_NVIDIA_`` and ``pci_ids.product_token`` of
+            the pci.ids name (``'1eb8'`` -> ``CUSTOM_NVIDIA_T4``), or the
+            uppercased id when pci.ids does not name the product or yields
+            no token (``CUSTOM_NVIDIA_1EB8``).  Never raises.
+        """
         name = self.pci_ids.device_name(VENDOR, product_id)
         token = pci_ids.product_token(name) if name else None
         return 'CUSTOM_NVIDIA_%s' % (token or product_id.upper())

@@ -69,17 +69,26 @@ class ControllerConfig(vconfig.LibvirtConfigGuestDevice):
 
     @property
     def type(self):
+        """The controller's ``type`` attribute (``'pci'``), or None."""
         return self._element.get('type')
 
     @property
     def index(self):
+        """The controller's ``index`` (int).
+
+        :raises TypeError: the element has no ``index``.
+        """
         return int(self._element.get('index'))
 
     @property
     def model(self):
+        """The controller's ``model`` (``'pcie-expander-bus'``...), or
+        None."""
         return self._element.get('model')
 
     def format_dom(self):
+        """A copy of the composed element (Nova's ``LibvirtConfigObject``
+        contract: the caller may change it)."""
         return copy.deepcopy(self._element)
 
 

@@ -23,9 +23,9 @@ from accel_backend.objects import device as device_obj
 from accel_backend import periodic
 from accel_backend import service as service_mod
 from tests.unit.accel_backend import base
-from tests.unit.accel_backend import test_binder
+from tests.unit.accel_backend import binder_fixtures
 
-HOST = test_binder.HOST
+HOST = binder_fixtures.HOST
 NOVA_URL = 'http://nova-audit.test:8774'
 GRACE = 60
 
@@ -91,7 +91,7 @@ class FakeCleaner:
         return [u for u in todo if u not in self.busy]
 
 
-class AuditTestBase(test_binder.BinderTestBase):
+class AuditTestBase(binder_fixtures.BinderTestBase):
 
     def setUp(self):
         super().setUp()
@@ -103,7 +103,7 @@ class AuditTestBase(test_binder.BinderTestBase):
         self.auditor = self.make_auditor()
 
     def make_auditor(self, **kw):
-        kw.setdefault('nova', test_binder.nova_adapter(NOVA_URL + '/v2.1'))
+        kw.setdefault('nova', binder_fixtures.nova_adapter(NOVA_URL + '/v2.1'))
         kw.setdefault('binder', self.binder)
         kw.setdefault('cleaner', self.cleaner)
         kw.setdefault('grace_period', GRACE)
@@ -195,7 +195,7 @@ class TestDeletedInstances(AuditTestBase):
     def test_nova_unreachable_keeps_arqs(self):
         arq, instance = self.bound()
         self.age_arq(arq)
-        auditor = self.make_auditor(nova=test_binder.nova_adapter(
+        auditor = self.make_auditor(nova=binder_fixtures.nova_adapter(
             'http://127.0.0.1:9/v2.1'))
         report = auditor.run()
         self.assertEqual([], report.deleted_arqs)

@@ -24,7 +24,7 @@ from accel_backend.objects import host_sync
 from accel_backend import service as service_mod
 from accel_backend import transports
 from tests.unit.accel_backend import base
-from tests.unit.accel_backend import test_binder
+from tests.unit.accel_backend import binder_fixtures
 
 TIMEOUT = 10
 # noauth: an admin token plus the service token Nova adds to its binds.
@@ -136,14 +136,14 @@ class TestLocalDispatcher(testtools.TestCase):
         self.assertIsNone(transport)
 
 
-class TestHostScopedBinder(test_binder.BinderTestBase):
+class TestHostScopedBinder(binder_fixtures.BinderTestBase):
     """An agent's binder resumes and binds only its host's ARQs."""
 
     def test_resume_takes_only_its_host(self):
         mine, other = self.new_arqs(n=2)
         self.start(mine, self.af)
         self.start(other, self.d8, host='elsewhere')
-        binder = self.make_binder(self.notifier, host=test_binder.HOST)
+        binder = self.make_binder(self.notifier, host=binder_fixtures.HOST)
         binder.resume()
         self.assertTrue(binder.wait_idle(TIMEOUT))
         with self.db.transaction() as session:
@@ -191,7 +191,7 @@ class TestApiAndAgentServices(testtools.TestCase):
                                   transport=self.transport)
         self.addCleanup(svc.stop)
         if svc.binder is not None:
-            self.notifiers[host] = test_binder.FakeNotifier()
+            self.notifiers[host] = binder_fixtures.FakeNotifier()
             svc.binder.notifier = self.notifiers[host]
             # No Placement here: devices are in the database already.
             svc.discover_and_report = mock.Mock(return_value=[])

@@ -21,10 +21,10 @@ import testscenarios
 from accel_backend.api import routes
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
-from tests.unit.accel_backend import test_policy
+from tests.unit.accel_backend import policy_fixtures
 
-PROJECT_A = test_policy.PROJECT_A
-PROJECT_B = test_policy.PROJECT_B
+PROJECT_A = policy_fixtures.PROJECT_A
+PROJECT_B = policy_fixtures.PROJECT_B
 SERVICE_PROJECT = 's' * 32
 
 
@@ -151,7 +151,7 @@ LEGACY = {
 
 
 class PersonaMatrixTest(testscenarios.WithScenarios,
-                        test_policy.AppTestBase):
+                        policy_fixtures.AppTestBase):
 
     scenarios = [('%s-%s' % (mode, persona),
                   {'persona': persona, 'new_defaults': mode == 'new'})
@@ -216,7 +216,7 @@ class PersonaMatrixTest(testscenarios.WithScenarios,
         self.assertEqual([], self.submitted)
 
 
-class MatrixCoversEveryRouteTest(test_policy.AppTestBase):
+class MatrixCoversEveryRouteTest(policy_fixtures.AppTestBase):
 
     def test_every_route_and_method_is_in_the_matrix(self):
         public = ('', '/', '/v2', '/v2/')

@@ -1,0 +1,137 @@
+"""Running a long-lived command until a signal stops it: oslo.service.
+
+``accel-backend`` and ``accel-backend-api`` (the API served by cheroot)
+and ``accel-backend-agent`` (no HTTP server) run through ``run``: one
+``Command`` launched by oslo.service (its threading backend, which
+importing ``accel_backend.cmd`` selects) in the main process
+(``oslo_service.service.launch(..., no_fork=True)``).  Signals, as
+oslo.service 4.8.0 handles them for such a service:
+
+* SIGTERM: ``Command.stop`` and exit status 0; a second SIGTERM during
+  the stop is ignored; a stop that takes more than ``[DEFAULT]
+  graceful_shutdown_timeout`` seconds (an oslo.service option, default 60,
+  0 = wait forever) ends the process with status 1.
+* SIGINT: exit status 1 at once, nothing stopped (oslo.service's fast
+  exit, as in every oslo.service service; half-done work is resumed at the
+  next start as after a crash).
+* SIGHUP: oslo.service reloads nothing for a service in the main process;
+  ``run`` stops the command and returns 0.
+
+Why ``no_fork`` and not oslo.service's default for one worker (a
+cotyledon ``ServiceManager`` parent running the service in a forked
+child), measured with oslo.service 4.8.0 and cotyledon 2.2.0: the service
+then lives in a second process, and a SIGKILL of the parent, the process
+a supervisor or a test knows, makes the child run a graceful stop
+(cotyledon: "Parent process has died unexpectedly") rather than die, so a
+crash is no longer one (the agent's crash tests kill it to leave
+``BindStarted`` work behind); and the database engine and messaging
+transport, built before the fork so that a bad configuration is refused
+at once, would be used by another process than the one that made them.
+"""
+
+import threading
+
+from oslo_log import log as logging
+from oslo_service import service
+
+LOG = logging.getLogger(__name__)
+
+
+class Command(service.ServiceBase):
+    """A command's ``accel_backend.service.Service`` (and HTTP server) as
+    an oslo.service ``ServiceBase``.
+
+    :param svc: the command's ``accel_backend.service.Service`` (anything
+        with ``start()`` and ``stop()``).
+    :param started_message: logged at INFO once everything started (the
+        line operators and the functional tests wait for).
+    :param server: None, or a cheroot ``wsgi.Server`` (anything with
+        ``prepare()``, ``serve()`` and ``stop()``): bound after
+        ``svc.start()`` (``prepare`` raises ``OSError`` when the port
+        cannot be bound) and served in a thread of its own; the command
+        ends when ``serve`` returns.  Without one the command runs until
+        stopped.
+
+    ``failed`` is True once ``serve`` raised.
+    """
+
+    def __init__(self, svc, started_message, server=None):
+        super().__init__()
+        self.svc = svc
+        self.started_message = started_message
+        self.server = server
+        self.failed = False
+        # svc.start() returned / stop() began.
+        self._svc_started = self._stopping = False
+        self._ended = threading.Event()
+
+    def start(self):
+        """Start ``svc``, then bind and serve ``server`` (if any).
+
+        :raises: whatever ``svc.start()`` or ``server.prepare()`` raise.
+        """
+        self.svc.start()
+        self._svc_started = True
+        if self.server is not None:
+            self.server.prepare()
+            # A daemon: a main thread that leaves on an exception must not
+            # wait for it.
+            threading.Thread(target=self._serve, name='accel-serve',
+                             daemon=True).start()
+        LOG.info('%s', self.started_message)
+
+    def _serve(self):
+        try:
+            self.server.serve()
+        except Exception:
+            LOG.exception('The HTTP server failed')
+            self.failed = True
+        finally:
+            self._ended.set()
+
+    def wait(self):
+        """Block until ``stop`` was called or the server ended."""
+        self._ended.wait()
+
+    def stop(self, graceful=False):
+        """Stop serving, then ``svc``; later calls do nothing.
+
+        Called from the signal handler, on the main thread, possibly while
+        ``svc.start()`` is still running there (the agent retrying to
+        reach its broker): ``svc`` is then left as it is, the process
+        exits right after.  ``graceful`` is oslo.service's argument,
+        unused (every stop lets the requests in progress end).
+        """
+        if self._stopping:
+            return
+        self._stopping = True
+        if self.server is not None:
+            self.server.stop()
+        if self._svc_started:
+            self.svc.stop()
+        else:
+            LOG.info('Stopped before the start completed')
+        self._ended.set()
+
+    def reset(self):
+        """Nothing to reset (oslo.service calls it on restart only)."""
+
+
+def run(conf, command):
+    """Run ``command`` (a ``Command``) in this process until a signal or
+    the end of its server stops it.
+
+    :param conf: the command's ``oslo_config.cfg.ConfigOpts`` (oslo.service
+        registers its ``[DEFAULT] graceful_shutdown_timeout`` on it).
+    :returns: the exit status (int): 0, or 1 when the server failed.
+        SIGTERM and SIGINT end the process from the signal handler (see
+        the module docstring) and never return here.
+    :raises: what ``command.start()`` raises (after stopping what started).
+    """
+    try:
+        service.launch(conf, command, no_fork=True).wait()
+    except service.SignalExit as e:
+        LOG.info('Signal %d: stopping', e.signo)
+    finally:
+        command.stop()
+    return 1 if command.failed else 0

@@ -1,0 +1,251 @@
+"""Authorization of accel_backend's API: every handler's checks, against
+the real WSGI app of a ``Service`` (``auth_strategy = noauth``: identity
+comes from the X-Roles, X-Project-Id and X-Service-Roles headers
+keystonemiddleware would set; ``policy_fixtures``).
+"""
+
+import re
+
+import fixtures
+from oslo_utils import uuidutils
+
+from accel_backend.api import routes
+from accel_backend.objects import arq as arq_obj
+from accel_backend import policy
+from tests.unit.accel_backend import policy_fixtures as fx
+
+
+class ARQPolicyTest(fx.AppTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.inst_b = uuidutils.generate_uuid()
+        self.arq_b = self.make_arqs(fx.PROJECT_B, arq_obj.BOUND, self.inst_b)
+        self.arq_b_initial = self.make_arqs(fx.PROJECT_B)
+
+    def uuids(self, resp):
+        return sorted(a['uuid'] for a in resp.json['arqs'])
+
+    def test_create_belongs_to_the_callers_project(self):
+        resp = self.call('POST', '/v2/accelerator_requests', fx.MEMBER_A,
+                         {'device_profile_name': 'dp1'}, status=201)
+        self.assertEqual([fx.PROJECT_A],
+                         [a['project_id'] for a in resp.json['arqs']])
+
+    def test_create_needs_a_project(self):
+        self.assert_forbidden(self.call(
+            'POST', '/v2/accelerator_requests', {'X-Roles': 'member'},
+            {'device_profile_name': 'dp1'}))
+
+    def test_list_shows_only_own_project(self):
+        mine = self.make_arqs(fx.PROJECT_A)
+        resp = self.call('GET', '/v2/accelerator_requests', fx.MEMBER_A,
+                         status=200)
+        self.assertEqual([mine], self.uuids(resp))
+        resp = self.call('GET', '/v2/accelerator_requests?instance=%s'
+                         % self.inst_b, fx.MEMBER_A, status=200)
+        self.assertEqual([], self.uuids(resp))
+        resp = self.call('GET', '/v2/accelerator_requests?instance=%s'
+                         '&bind_state=resolved' % self.inst_b, fx.MEMBER_A,
+                         status=200)
+        self.assertEqual([], self.uuids(resp))
+
+    def test_list_without_project_shows_nothing(self):
+        # An ownerless ARQ (created by an admin without a project) is not
+        # anyone's.
+        self.make_arqs(None)
+        self.assert_forbidden(self.call('GET', '/v2/accelerator_requests',
+                                        {'X-Roles': 'member'}))
+
+    def test_admin_and_service_list_every_project(self):
+        mine = self.make_arqs(fx.PROJECT_A)
+        expected = sorted([mine, self.arq_b, self.arq_b_initial])
+        for headers in (fx.ADMIN, fx.NOVA_FOR_A, {'X-Auth-Token': 'admin'}):
+            resp = self.call('GET', '/v2/accelerator_requests', headers,
+                             status=200)
+            self.assertEqual(expected, self.uuids(resp))
+
+    def test_show_other_project_is_404(self):
+        resp = self.call('GET', '/v2/accelerator_requests/%s' % self.arq_b,
+                         fx.MEMBER_A, status=404)
+        self.assertEqual('accel.arq.not_found',
+                         resp.json['errors'][0]['code'])
+        self.call('GET', '/v2/accelerator_requests/%s' % self.arq_b,
+                  fx.MEMBER_B, status=200)
+        self.call('GET', '/v2/accelerator_requests/%s' % self.arq_b,
+                  fx.ADMIN, status=200)
+
+    def test_delete_other_projects_arqs_touches_nothing(self):
+        # Invisible is unknown: 404, as Cyborg answers for unknown ARQs.
+        self.call('DELETE', '/v2/accelerator_requests?arqs=%s,%s'
+                  % (self.arq_b, self.arq_b_initial), fx.MEMBER_A, status=404)
+        self.call('DELETE', '/v2/accelerator_requests?instance=%s'
+                  % self.inst_b, fx.MEMBER_A, status=204)
+        self.assertEqual(arq_obj.BOUND, self.arq_state(self.arq_b))
+        self.assertEqual(arq_obj.INITIAL, self.arq_state(self.arq_b_initial))
+
+    def test_member_deletes_own_unbound_arqs_only(self):
+        initial = self.make_arqs(fx.PROJECT_A)
+        unbound = self.make_arqs(fx.PROJECT_A, arq_obj.UNBOUND)
+        inst = uuidutils.generate_uuid()
+        bound = self.make_arqs(fx.PROJECT_A, arq_obj.BOUND, inst)
+        self.call('DELETE', '/v2/accelerator_requests?arqs=%s,%s'
+                  % (initial, unbound), fx.MEMBER_A, status=204)
+        self.assertIsNone(self.arq_state(initial))
+        self.assertIsNone(self.arq_state(unbound))
+        self.assert_forbidden(self.call(
+            'DELETE', '/v2/accelerator_requests?instance=%s' % inst,
+            fx.MEMBER_A))
+        self.assertEqual(arq_obj.BOUND, self.arq_state(bound))
+        # Nova deletes them with its service token.
+        self.call('DELETE', '/v2/accelerator_requests?instance=%s' % inst,
+                  fx.NOVA_FOR_A, status=204)
+        self.assertIsNone(self.arq_state(bound))
+
+    def test_forbidden_delete_deletes_nothing(self):
+        initial = self.make_arqs(fx.PROJECT_A)
+        bound = self.make_arqs(fx.PROJECT_A, arq_obj.BOUND)
+        self.assert_forbidden(self.call(
+            'DELETE', '/v2/accelerator_requests?arqs=%s,%s'
+            % (initial, bound), fx.MEMBER_A))
+        self.assertEqual(arq_obj.INITIAL, self.arq_state(initial))
+
+    def test_service_deletes_any_project_admin_only_its_own(self):
+        self.call('DELETE', '/v2/accelerator_requests?instance=%s'
+                  % self.inst_b, fx.NOVA_FOR_A, status=204)
+        self.assertIsNone(self.arq_state(self.arq_b))
+        # Cyborg 17's new default (project_member_or_service): an admin of
+        # another project sees B's ARQ but may not delete it.
+        self.assert_forbidden(self.call(
+            'DELETE', '/v2/accelerator_requests?arqs=%s'
+            % self.arq_b_initial, fx.ADMIN))
+        self.assertEqual(arq_obj.INITIAL, self.arq_state(self.arq_b_initial))
+        self.call('DELETE', '/v2/accelerator_requests?arqs=%s'
+                  % self.arq_b_initial, fx.NOVA_FOR_A, status=204)
+        self.assertIsNone(self.arq_state(self.arq_b_initial))
+
+    def test_bind_without_service_token_is_forbidden(self):
+        mine = self.make_arqs(fx.PROJECT_A)
+        for headers in (fx.MEMBER_A,
+                        dict(fx.MEMBER_A, **{'X-Roles': 'member,service'})):
+            self.assert_forbidden(self.call(
+                'PATCH', '/v2/accelerator_requests', headers,
+                self.bind_body(mine)))
+        self.assertEqual(arq_obj.INITIAL, self.arq_state(mine))
+        self.assertEqual([], self.submitted)
+
+    def test_bind_with_service_token(self):
+        mine = self.make_arqs(fx.PROJECT_A)
+        self.call('PATCH', '/v2/accelerator_requests', fx.NOVA_FOR_A,
+                  self.bind_body(mine), status=202)
+        self.assertEqual(arq_obj.BIND_STARTED, self.arq_state(mine))
+        self.assertEqual([mine], self.submitted)
+
+    def test_bind_with_noauth_admin_token_needs_the_service_token(self):
+        mine = self.make_arqs(fx.PROJECT_A)
+        self.assert_forbidden(self.call(
+            'PATCH', '/v2/accelerator_requests', {'X-Auth-Token': 'admin'},
+            self.bind_body(mine)))
+        self.assertEqual([], self.submitted)
+        # What Nova sends in the functional tests (tests/functional/base).
+        self.call('PATCH', '/v2/accelerator_requests',
+                  {'X-Auth-Token': 'admin', 'X-Service-Token': 'nova'},
+                  self.bind_body(mine), status=202)
+        self.assertEqual([mine], self.submitted)
+
+    def test_unbind_needs_service_token(self):
+        mine = self.make_arqs(fx.PROJECT_A, arq_obj.BOUND)
+        body = {mine: [{'path': p, 'op': 'remove'} for p in
+                       ('/hostname', '/device_rp_uuid', '/instance_uuid')]}
+        self.assert_forbidden(self.call(
+            'PATCH', '/v2/accelerator_requests', fx.MEMBER_A, body))
+        self.assertEqual(arq_obj.BOUND, self.arq_state(mine))
+        self.call('PATCH', '/v2/accelerator_requests', fx.NOVA_FOR_A, body,
+                  status=202)
+        self.assertEqual(arq_obj.UNBOUND, self.arq_state(mine))
+
+    def test_service_binds_any_project(self):
+        # Nova acting with an admin's token of another project.
+        self.call('PATCH', '/v2/accelerator_requests', fx.NOVA_FOR_A,
+                  self.bind_body(self.arq_b_initial), status=202)
+        self.assertEqual([self.arq_b_initial], self.submitted)
+
+    def test_bind_other_projects_arq_is_forbidden_before_lookup(self):
+        # 403 whether or not the ARQ exists: nothing leaks.
+        for uuid in (self.arq_b_initial, uuidutils.generate_uuid()):
+            self.assert_forbidden(self.call(
+                'PATCH', '/v2/accelerator_requests', fx.MEMBER_A,
+                self.bind_body(uuid)))
+
+
+class DeviceProfilePolicyTest(fx.AppTestBase):
+
+    def test_member_reads(self):
+        resp = self.call('GET', '/v2/device_profiles?name=dp1', fx.MEMBER_A,
+                         status=200)
+        self.assertEqual(['dp1'],
+                         [d['name'] for d in resp.json['device_profiles']])
+        self.call('GET', '/v2/device_profiles/dp1', dict(
+            fx.MEMBER_A, **{'OpenStack-API-Version': 'accelerator 2.2'}),
+            status=200)
+
+    def test_member_cannot_create_or_delete(self):
+        self.assert_forbidden(self.call(
+            'POST', '/v2/device_profiles', fx.MEMBER_A,
+            [{'name': 'dp2', 'groups': [{'resources:PGPU': '1'}]}]))
+        self.assert_forbidden(self.call('DELETE', '/v2/device_profiles/dp1',
+                                        fx.MEMBER_A))
+        self.assert_forbidden(self.call(
+            'DELETE', '/v2/device_profiles?value=dp1', fx.MEMBER_A))
+        # Checked before the body: no validation detail leaks either.
+        self.assert_forbidden(self.call('POST', '/v2/device_profiles',
+                                        fx.MEMBER_A, {'junk': 1}))
+
+    def test_admin_creates_and_deletes(self):
+        self.call('POST', '/v2/device_profiles', fx.ADMIN,
+                  [{'name': 'dp2', 'groups': [{'resources:PGPU': '1'}]}],
+                  status=201)
+        self.call('DELETE', '/v2/device_profiles/dp2', fx.ADMIN, status=204)
+        self.call('DELETE', '/v2/device_profiles?value=dp1',
+                  {'X-Auth-Token': 'admin'}, status=204)
+
+
+class DevicePolicyTest(fx.AppTestBase):
+
+    def test_devices_and_deployables_are_admin_only(self):
+        some = uuidutils.generate_uuid()
+        for path in ('/v2/devices', '/v2/devices/' + some,
+                     '/v2/deployables', '/v2/deployables/' + some):
+            self.assert_forbidden(self.call('GET', path, fx.MEMBER_A))
+            self.assert_forbidden(self.call('GET', path, fx.NOVA_FOR_A))
+        self.call('GET', '/v2/devices', fx.ADMIN, status=200)
+        self.call('GET', '/v2/deployables', fx.ADMIN, status=200)
+
+
+class EveryRouteIsGuardedTest(fx.AppTestBase):
+    """No handler answers without asking the policy (version documents
+    excepted: they are public)."""
+
+    PUBLIC = ('', '/', '/v2', '/v2/')
+
+    def test_every_route_calls_authorize(self):
+        calls = []
+        real = policy.authorize
+
+        def spy(context, rule, *args, **kwargs):
+            calls.append(rule)
+            return real(context, rule, *args, **kwargs)
+
+        self.useFixture(fixtures.MockPatch(
+            'accel_backend.policy.authorize', side_effect=spy))
+        some = uuidutils.generate_uuid()
+        for path, methods in routes.ROUTES.items():
+            if path in self.PUBLIC:
+                continue
+            url = re.sub(r'\{[a-z_]+\}', some, path)
+            for method in methods:
+                del calls[:]
+                resp = self.call(method, url, fx.MEMBER_A)
+                self.assertTrue(calls, '%s %s answered %s without a policy '
+                                'check' % (method, path, resp.status))
+                self.assertLess(resp.status_code, 500, resp.text)
