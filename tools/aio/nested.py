@@ -230,8 +230,9 @@ def restart_compute(cloud, sess, token, say=print):
     return once it is serving again.
 
     "Serving" is the service record's ``updated_at`` moving past the
-    restart: Nova's ``Service.start`` runs ``init_host`` and the first
-    resource update (``pre_start_hook``) before its first state report.
+    moment the old process was gone: Nova's ``Service.start`` runs
+    ``init_host`` and the first resource update (``pre_start_hook``)
+    before its first state report.
 
     :param cloud: ``tools.aio.cloud.Cloud`` with a nested compute node.
     :param sess: its ``tools.nested.session.Session``.
@@ -242,12 +243,14 @@ def restart_compute(cloud, sess, token, say=print):
     """
     layout = cloud.layout
     start = time.monotonic()
-    stopped = datetime.datetime.now(datetime.timezone.utc).replace(
-        tzinfo=None)
     sess.sh('pkill -TERM -f "bin/nova-compute " || true\n'
             'for i in $(seq 60); do pgrep -f "bin/nova-compute " >/dev/null'
             ' || exit 0; sleep 1; done\n'
             'pkill -KILL -f "bin/nova-compute "\n', timeout=120)
+    # Taken once the old process is gone: while it shuts down gracefully
+    # it still reports its state.
+    stopped = datetime.datetime.now(datetime.timezone.utc).replace(
+        tzinfo=None)
     say('nested: nova-compute of L1 stopped; starting it again')
     name = 'nova-compute-restart-%d' % int(time.time())
     command = dict(l1_services(layout, write_configs(layout)))[
