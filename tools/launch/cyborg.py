@@ -129,9 +129,7 @@ def create_schema(conf, db_path, venv=VENV):
     :raises subprocess.CalledProcessError: ``cyborg-dbsync`` failed (its
         output in the exception).
     """
-    subprocess.run([program('cyborg-dbsync', venv), '--config-file', conf,
-                    'create_schema'], check=True, capture_output=True,
-                   cwd=os.path.dirname(conf), timeout=300)
+    _dbsync(conf, 'create_schema', venv)
     db = sqlite3.connect(db_path)
     try:
         db.execute('CREATE UNIQUE INDEX IF NOT EXISTS uniq_dp_uuid ON '
@@ -153,8 +151,12 @@ def upgrade_schema(conf, venv=VENV):
     :raises subprocess.CalledProcessError: ``cyborg-dbsync`` failed (its
         output in the exception).
     """
+    _dbsync(conf, 'upgrade', venv)
+
+
+def _dbsync(conf, command, venv):
     subprocess.run([program('cyborg-dbsync', venv), '--config-file', conf,
-                    'upgrade'], check=True, capture_output=True,
+                    command], check=True, capture_output=True,
                    cwd=os.path.dirname(conf), timeout=300)
 
 

@@ -61,6 +61,14 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         return lambda name, **labels: (value(after, name, **labels) -
                                        value(before, name, **labels))
 
+    def assert_one_bind_and_discovery(self, moved):
+        """One bind timed and one discovery pass counted (``moved``: the
+        ``self.moved`` of the scrapes around the work)."""
+        self.assertEqual(1, moved('accel_bind_seconds_count', host=HOST,
+                                  resource_class='PGPU'))
+        self.assertEqual(1, moved('accel_discovery_seconds_count',
+                                  host=HOST, outcome='ok'))
+
     def test_counters_move_after_real_work(self):
         svc = self.make_service(recording=False)
         svc.metrics.start()
@@ -77,10 +85,7 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         svc.cleaner.clean_pending()
         after = scrape(svc.metrics.port)
         moved = self.moved(before, after)
-        self.assertEqual(1, moved('accel_bind_seconds_count', host=HOST,
-                                  resource_class='PGPU'))
-        self.assertEqual(1, moved('accel_discovery_seconds_count',
-                                  host=HOST, outcome='ok'))
+        self.assert_one_bind_and_discovery(moved)
         # Reads and writes of the report, by method and status.
         self.assertGreater(moved('accel_placement_request_seconds_count',
                                  host=HOST, method='GET', status='200'), 0)
@@ -189,10 +194,7 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         self.wait_for(lambda: self.nova.events)
         after = scrape(agent.metrics.port)
         moved = self.moved(before, after)
-        self.assertEqual(1, moved('accel_bind_seconds_count', host=HOST,
-                                  resource_class='PGPU'))
-        self.assertEqual(1, moved('accel_discovery_seconds_count',
-                                  host=HOST, outcome='ok'))
+        self.assert_one_bind_and_discovery(moved)
         self.assertGreater(moved('accel_placement_request_seconds_count',
                                  host=HOST, method='PUT', status='200'), 0)
         self.assertEqual(1, moved('accel_event_delivery_seconds_count',
