@@ -62,23 +62,30 @@ class Binder:
         self._stop = threading.Event()
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix='accel-binder')
+        # Event retries run on threads of their own: a Nova that does not
+        # take events (down, or 422 while the server is not ready) must not
+        # hold the bind workers, or a second PATCH waits out the first's
+        # retries (up to retry_timeout).  Retrying threads mostly sleep.
+        self._delivery = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(4, 4 * workers),
+            thread_name_prefix='accel-events')
         self._futures = set()
         self._lock = threading.Lock()
 
     def submit(self, arq_uuids):
         """Queue ``BindStarted`` ARQs (list of UUIDs) for binding."""
         if arq_uuids:
-            self._spawn(self._bind_and_notify, list(arq_uuids))
+            self._spawn(self._pool, self._bind_and_notify, list(arq_uuids))
 
     def deliver(self, arq_uuids):
         """Deliver the pending events of these ARQs (list of UUIDs) in
         the background, with the usual retries (the audit uses it)."""
         if arq_uuids:
-            self._spawn(self._deliver, list(arq_uuids))
+            self._spawn(self._delivery, self._deliver, list(arq_uuids))
 
-    def _spawn(self, fn, *args):
+    def _spawn(self, pool, fn, *args):
         with self._lock:
-            fut = self._pool.submit(fn, *args)
+            fut = pool.submit(fn, *args)
             self._futures.add(fut)
         fut.add_done_callback(self._done)
 
@@ -109,7 +116,7 @@ class Binder:
             self.submit(started)
         if pending:
             LOG.info('Resuming delivery of %d events', len(pending))
-            self._spawn(self._deliver, pending)
+            self._spawn(self._delivery, self._deliver, pending)
 
     def bind_one(self, arq_uuid):
         """Bind one ``BindStarted`` ARQ, committing the outcome.
@@ -207,11 +214,28 @@ class Binder:
 
     def _bind_and_notify(self, arq_uuids):
         outcomes = self.bind_many(arq_uuids)
-        # The events just committed, as ``_pending`` would read them back:
-        # one transaction less on the way to Nova.
-        self._deliver(arq_uuids, first=[
+        # The first try here, with the events just committed (as
+        # ``_pending`` would read them back: one transaction less on the
+        # way to Nova); retries on the delivery threads.
+        retry = self._send_once([
             (o.instance_uuid, arq_uuid, o.event)
             for arq_uuid, o in sorted(outcomes.items()) if o.event])
+        if retry and not self._stop.is_set():
+            self._spawn(self._delivery, self._deliver, sorted(retry), 1)
+
+    def _send_once(self, events):
+        """Send ``events`` (``[(instance_uuid, arq_uuid, status)]``) once
+        and forget those Nova took or dropped.
+
+        :returns: set of the ARQ UUIDs whose events are to be tried again.
+        """
+        if not events:
+            return set()
+        sent = {arq: status for _, arq, status in events}
+        done, retry = self.notifier.send(events)
+        if done:
+            self._clear({u: sent[u] for u in done if u in sent})
+        return set(retry)
 
     def _pending(self, arq_uuids):
         with self.db.transaction() as session:
@@ -248,47 +272,44 @@ class Binder:
                 .values(pending_event=None)
                 .execution_options(synchronize_session=False))
 
-    def _deliver(self, arq_uuids, first=None):
+    def _deliver(self, arq_uuids, tried=0):
         """Send pending events until Nova took them, they are obsolete,
         the binder stops or ``retry_timeout`` passed (then they are given
         up); waits ``retry_interval`` seconds, doubling up to
         ``MAX_BACKOFF``, between tries.
 
         :param arq_uuids: list of ARQ UUIDs whose pending events to send.
-        :param first: the events to send on the first try, as ``_pending``
-            returns them (``[(instance_uuid, arq_uuid, status)]``), when
-            the caller has just committed them; None: read them.
+        :param tried: tries already made (``_bind_and_notify`` made one):
+            the backoff goes on from there, starting with a wait.
         """
         remaining = set(arq_uuids)
         sent = {}
-        known = [first]
 
         def send_pending():
             if self._stop.is_set():
                 return
-            if known[0] is not None:
-                # First try: the events the caller just committed.
-                events, known[0] = list(known[0]), None
-            else:
-                events = self._pending(remaining)
+            events = self._pending(remaining)
             sent.clear()
             sent.update((arq, status) for _, arq, status in events)
-            done, retry = (self.notifier.send(events) if events
-                           else (set(), set()))
-            if done:
-                self._clear({u: sent[u] for u in done if u in sent})
-            remaining.intersection_update(retry)
+            remaining.intersection_update(self._send_once(events))
 
         def give_up(_retry_state):
             LOG.error('Giving up delivering events for ARQs %s',
                       sorted(remaining))
             self._clear({u: sent[u] for u in remaining if u in sent})
 
+        def backoff(retry_state):
+            # After the n-th try overall: retry_interval * 2 ** (n - 1).
+            return min(MAX_BACKOFF, self.retry_interval * 2 ** (
+                retry_state.attempt_number - 1 + tried))
+
+        if tried and self._stop.wait(min(
+                MAX_BACKOFF, self.retry_interval * 2 ** (tried - 1))):
+            return
         tenacity.Retrying(
             retry=tenacity.retry_if_result(
                 lambda _: bool(remaining) and not self._stop.is_set()),
-            wait=tenacity.wait_exponential(multiplier=self.retry_interval,
-                                           max=MAX_BACKOFF),
+            wait=backoff,
             stop=tenacity.stop_before_delay(self.retry_timeout),
             # stop() ends the wait at once.
             sleep=self._stop.wait,
@@ -298,6 +319,7 @@ class Binder:
         """Stop retrying and wait for running tasks (bool ``wait``)."""
         self._stop.set()
         self._pool.shutdown(wait=wait)
+        self._delivery.shutdown(wait=wait)
 
     def wait_idle(self, timeout=10.0):
         """Block until no task is queued or running (tests, shutdown).

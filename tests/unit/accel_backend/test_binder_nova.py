@@ -6,6 +6,7 @@ and the binder's retries and give-ups, over the shared binder fixtures
 
 import socket
 import threading
+import time
 
 import fixtures
 from oslo_utils import uuidutils
@@ -196,3 +197,30 @@ class TestBinderWithNova(fx.NovaTestBase):
         self.assertEqual(1, len(self.nova.posts))
         # The event is still pending for the next process.
         self.assertEqual('completed', self.arq(arq)[1])
+
+    def test_refused_events_do_not_hold_the_bind_workers(self):
+        # Nova takes no event (422 for every request): the first PATCH's
+        # retries go on, and a second PATCH still binds at once, with a
+        # single bind worker.
+        self.nova.refuse = 10 ** 6
+        first, second = self.new_arqs(n=2)
+        self.start(first, self.af)
+        self.start(second, self.d8)
+        binder = self.make_binder(self.real_notifier, workers=1,
+                                  retry_interval=0.05, retry_timeout=600)
+        binder.submit([first])
+        self.wait_for(lambda: len(self.nova.posts) >= 2)
+        binder.submit([second])
+        self.wait_for(lambda: self.state(second) == 'Bound')
+        # Both events stay pending and are still being retried.
+        self.wait_for(lambda: {first, second} <= {
+            e['tag'] for e in self.nova.sent()[2:]})
+        self.assertEqual(('completed', 'completed'),
+                         (self.arq(first)[1], self.arq(second)[1]))
+
+    def wait_for(self, check, timeout=5):
+        deadline = time.monotonic() + timeout
+        while not check():
+            self.assertLess(time.monotonic(), deadline,
+                            'not within %s s' % timeout)
+            time.sleep(0.01)
