@@ -239,6 +239,27 @@ class SQLiteCommitFloor:
         self.db.close()
 
 
+def primitives(client, floor, samples=200):
+    """The two primitives of every path's floor, measured alternately:
+    one HTTP round trip to the server behind ``client`` answering a
+    trivial route (``GET /v2``: the same stack, cheroot, no database),
+    and one commit of ``floor`` (same engine and driver as the service).
+
+    :param client: an ``AccelClient``.
+    :param floor: an object with ``once()`` returning a commit's seconds
+        (``SQLiteCommitFloor``, ``roundtrip.PostgresCommitFloor``).
+    :param samples: how many of each (int).
+    :returns: ``{'http': summary, 'commit': summary}`` (milliseconds, as
+        ``summary``).
+    :raises RuntimeError: ``GET /v2`` does not answer 200.
+    """
+    http_s, commit_s = [], []
+    for _ in range(samples):
+        http_s.append(client.call('GET', '/v2', ok=(200,))[0])
+        commit_s.append(floor.once())
+    return {'http': summary(http_s), 'commit': summary(commit_s)}
+
+
 def sqlite_version():
     """The SQLite library's version (a string)."""
     return sqlite3.sqlite_version

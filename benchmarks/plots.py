@@ -55,10 +55,19 @@ def _plot_roundtrip(rt, path):
             ax.plot([int(n) for n in ns], [r['sizes'][n][pct] for n in ns],
                     style, alpha=alpha, color=color,
                     label='%s %s' % (db, pct))
-        ax.axhline(r['floor']['p50'], linestyle=':', alpha=0.8,
-                   label='%s floor p50 (GET /v2 + commit)' % db, color=color)
+        ax.plot([int(n) for n in ns],
+                [r['patch_to_event'][n]['p50'] for n in ns], 'x-.',
+                alpha=0.7, color=color,
+                label='%s PATCH->event p50' % db)
+        for path, ls in (('create_bind_event', ':'),
+                         ('patch_to_event', '-.')):
+            fl = r['floors'][path]
+            if fl['ms']:
+                ax.axhline(fl['ms'], linestyle=ls, alpha=0.8, color=color,
+                           label='%s floor %s (%d HTTP + %d commits)' % (
+                               db, path, fl['http'], fl['commits']))
     _loglog(ax, 'ARQs created and bound at once',
-            'create + bind + event received (ms)',
+            'until the last event arrived (ms)',
             'ARQ round trip, accel-backend over loopback')
     _save(fig, path)
 
@@ -73,7 +82,9 @@ def _plot_upstream(up, path):
     ax.bar([i + 0.2 for i in x], [up['cyborg'][o]['p50'] for o in ops],
            width=0.4, label='Cyborg 17.0.0')
     ax.set_xticks(list(x))
-    ax.set_xticklabels([o.replace('_', '\n') for o in ops], fontsize=7)
+    ax.set_xticklabels([o.replace('_', '\n') + (
+        '\n(202 here,\nsync in Cyborg)' if o in upstream.BARE else '')
+        for o in ops], fontsize=7)
     ax.set_ylabel('p50 (ms)')
     ax.set_title('Same client, same run: accel_backend vs Cyborg 17')
     ax.legend()

@@ -1,21 +1,16 @@
-"""The results file of a benchmark run (Markdown and JSON) and the summary
-table printed on stdout; the plots are drawn by ``benchmarks.plots``."""
+"""The results file of a benchmark run (Markdown and JSON); the summary
+rows come from ``benchmarks.summary``, the plots from ``benchmarks.plots``
+(imported only when plots are asked for: it needs matplotlib)."""
 
 import json
 import os
 import re
 
 from benchmarks import common
-from benchmarks import plots
+from benchmarks import summary
 from benchmarks import upstream
 
-
-def _f(v, fmt='%.1f'):
-    return '-' if v is None else fmt % v
-
-
-def _x(v):
-    return '-' if v is None else '%.2fx' % v
+_f, _x = summary.f, summary.x
 
 
 def _slug(meta):
@@ -23,119 +18,6 @@ def _slug(meta):
                  flags=re.I)
     cpu = re.sub(r'[^a-z0-9]+', '-', cpu.lower()).strip('-') or 'machine'
     return '%s-%dc' % (cpu, meta['machine']['cores'] or 0)
-
-
-def summary_rows(results):
-    """``[(measure, what, value, ratio)]`` for the summary table."""
-    rows = []
-    b = results.get('boot')
-    if b and not common.not_measured(b):
-        for key, label in (('accel_backend', 'a: accel flavor, accel_backend'),
-                           ('nova_fake', 'b: accel flavor, Nova fake'),
-                           ('no_accelerator', 'c: no accelerator')):
-            if key in b:
-                rows.append(('1 boot', label + ' (median of %d)'
-                             % b[key]['n'], '%s ms' % _f(b[key]['p50'], '%.0f'),
-                             ''))
-        rows.append(('1 boot', 'ratio a/b, a/c', '',
-                     '%s, %s' % (_x(b.get('ratio_a_b')),
-                                 _x(b.get('ratio_a_c')))))
-    elif b:
-        rows.append(('1 boot', 'not measured', b['not_measured'], ''))
-    rt = results.get('roundtrip')
-    if rt and not common.not_measured(rt):
-        for db in ('sqlite', 'postgresql'):
-            r = rt.get(db)
-            if not r:
-                continue
-            if common.not_measured(r):
-                rows.append(('2 ARQ round trip', db, 'not measured: ' +
-                             r['not_measured'], ''))
-                continue
-            rows.append(('2 ARQ round trip', '%s floor (GET /v2 + commit)'
-                         % db, '%s ms p50' % _f(r['floor']['p50'], '%.2f'),
-                         ''))
-            for n, s in sorted(r['sizes'].items(), key=lambda kv: int(kv[0])):
-                rows.append(('2 ARQ round trip', '%s, %s ARQs (p50/p95/p99)'
-                             % (db, n), '%s / %s / %s ms' % (
-                                 _f(s['p50']), _f(s['p95']), _f(s['p99'])),
-                             '%s floor' % _x(s.get('ratio_p50_to_floor'))))
-    elif rt:
-        rows.append(('2 ARQ round trip', 'not measured', rt['not_measured'],
-                     ''))
-    up = results.get('upstream')
-    if up and not common.not_measured(up):
-        for op in upstream.OPS:
-            a = up['accel_backend'].get(op)
-            c = up['cyborg'].get(op)
-            if a and c:
-                rows.append(('3 vs Cyborg 17', op + ' p50 (p95)',
-                             'accel %s (%s) / cyborg %s (%s) ms' % (
-                                 _f(a['p50']), _f(a['p95']), _f(c['p50']),
-                                 _f(c['p95'])),
-                             'cyborg/accel %s' % _x(
-                                 up['ratios_p50'].get(op))))
-    elif up:
-        rows.append(('3 vs Cyborg 17', 'not measured', up['not_measured'],
-                     ''))
-    c = results.get('concurrency')
-    if c and not common.not_measured(c):
-        rows.append(('4 concurrency', '%d binds / %d devices: throughput'
-                     % (c['binds'], c['devices']),
-                     '%.0f PATCH/s, %.0f binds+events/s' % (
-                         c['patch_throughput_per_s'],
-                         c['bind_throughput_per_s']), ''))
-        rows.append(('4 concurrency', 'bound twice / losers BindFailed+failed'
-                     ' event', '%d / %d of %d' % (
-                         c['handles_bound_twice'] + c['rps_bound_twice'],
-                         c['losers_bindfailed_with_failed_event'],
-                         c['losers']), 'OK' if c['ok'] else 'NOT OK'))
-    elif c:
-        rows.append(('4 concurrency', 'not measured', c['not_measured'], ''))
-    s = results.get('scale')
-    if s and not common.not_measured(s):
-        db = s['db']
-        if not common.not_measured(db):
-            for n, step in sorted(db['steps'].items(),
-                                  key=lambda kv: int(kv[0])):
-                rows.append(('5 scale', '%d nodes x 8, %s ARQs: by instance /'
-                             ' devices by host / profile by name (p50)'
-                             % (db['hosts'], n), '%s / %s / %s ms' % (
-                                 _f(step['arq_list_by_instance']['p50']),
-                                 _f(step['device_list_by_host']['p50']),
-                                 _f(step['device_profile_by_name']['p50'])),
-                             ''))
-        ag = s['agent']
-        if not common.not_measured(ag):
-            rows.append(('5 scale', 'agent, %d devices: initial report'
-                         % ag['devices'], '%d calls, %.2f s' % (
-                             ag['initial']['placement_calls'],
-                             ag['initial']['seconds']), ''))
-            rows.append(('5 scale', 'agent, %d devices: no-change resync'
-                         % ag['devices'], '%d calls, %.2f s' % (
-                             ag['resync_no_change']['placement_calls'],
-                             ag['resync_no_change']['seconds']), ''))
-    elif s:
-        rows.append(('5 scale', 'not measured', s['not_measured'], ''))
-    return rows
-
-
-def summary_table(meta, results):
-    """The summary as a plain-text table for stdout.
-
-    :param meta: the run's ``{'date', 'machine', 'quick', ...}``.
-    :param results: ``{measure: result dict}``.
-    """
-    rows = [('measure', 'what', 'value', 'ratio')] + summary_rows(results)
-    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
-    lines = ['', 'nova-accel benchmarks, %s, %s (%s cores)%s' % (
-        meta['date'], meta['machine']['cpu'], meta['machine']['cores'],
-        ', QUICK mode' if meta['quick'] else '')]
-    for i, r in enumerate(rows):
-        lines.append('  '.join(str(v).ljust(w) for v, w in zip(r, widths)))
-        if i == 0:
-            lines.append('  '.join('-' * w for w in widths))
-    return '\n'.join(lines)
 
 
 # -- Markdown ----------------------------------------------------------------
@@ -150,9 +32,159 @@ STATS_HEAD = ('| | n | p50 ms | p95 ms | p99 ms | min ms | max ms |\n'
               '|---|---|---|---|---|---|---|')
 
 
-def write(results_dir, meta, results):
+def _not_measured(res):
+    return ['Not measured: %s' % res['not_measured']]
+
+
+def _boot_md(b):
+    """The boot section's table and ratios (list of lines)."""
+    if not b:
+        return []
+    if common.not_measured(b):
+        return _not_measured(b)
+    L = [STATS_HEAD]
+    for k in ('accel_backend', 'nova_fake', 'no_accelerator',
+              'no_accelerator_fake_harness'):
+        if k in b:
+            L.append(_stats_row(k, b[k]))
+    L += ['', 'Ratios of medians [bootstrap 95%% CI]: a/b = %s, a/c = %s.'
+          % (summary.ci(b, 'a_b'), summary.ci(b, 'a_c'))]
+    if b.get('errors'):
+        L += ['', 'Errors: %s' % '; '.join(e[-300:] for e in b['errors'])]
+    return L
+
+
+def _roundtrip_md(rt):
+    """The round trip section (list of lines)."""
+    L = ['', '## 2. ARQ round trip over HTTP (accel-backend process)', '',
+         '`accel-backend` (cheroot, 8 threads, 4 binding workers) over a '
+         'recorded sysfs tree of %s GPUs, reporting to a real Placement '
+         '(gunicorn, SQLite, noauth2); events go to a threaded Nova stub '
+         'that timestamps their arrival. Trial: POST ARQs for a profile '
+         'asking for N GPUs, one PATCH binding all N to distinct devices, '
+         'clock stops when the last event arrives; create+bind+event is '
+         'timed from the POST, PATCH->event from the PATCH. Floor of each '
+         'path: its HTTP exchanges x p50 of a `GET /v2` on the same server '
+         '+ its commits x p50 of an INSERT+COMMIT on the same kind of '
+         'database (WAL SQLite file with accel_backend\'s pragmas, or the '
+         'same PostgreSQL server), measured in the same run.' % (
+             (rt or {}).get('sqlite', {}).get('devices', 128)), '']
+    if not rt:
+        return L
+    if common.not_measured(rt):
+        return L + _not_measured(rt)
+    for db in ('sqlite', 'postgresql'):
+        r = rt.get(db)
+        if not r:
+            continue
+        L += ['### %s' % db, '']
+        if common.not_measured(r):
+            L += _not_measured(r) + ['']
+            continue
+        L += ['| path | its floor |', '|---|---|']
+        for fl in r['floors'].values():
+            L.append('| %s | %s (%s) |' % (fl['path'], fl['formula'],
+                                           fl['what']))
+        L += ['', STATS_HEAD]
+        for path, by_n in (('create+bind+event', r['sizes']),
+                           ('PATCH->event', r['patch_to_event'])):
+            for n, s in sorted(by_n.items(), key=lambda kv: int(kv[0])):
+                L.append(_stats_row('%s, %s ARQs (%s floor)' % (
+                    path, n, _x(s.get('ratio_p50_to_floor'))), s))
+        L.append(_stats_row('primitive: GET /v2', r['floor_http']))
+        L.append(_stats_row('primitive: commit', r['floor_commit']))
+        L.append('')
+    L.append('p99 of small samples is close to the maximum.')
+    return L
+
+
+def _upstream_rows(up, ops, label=None):
+    L = []
+    for op in ops:
+        a, c = up['accel_backend'].get(op), up['cyborg'].get(op)
+        if a and c:
+            L.append('| %s | %s | %s | %s | %s | %s |' % (
+                label or op, _f(a['p50']), _f(a['p95']), _f(c['p50']),
+                _f(c['p95']), _x(up['ratios_p50'].get(op))))
+    return L
+
+
+def _upstream_md(up):
+    """The Cyborg 17 section: headline, other calls, the bare PATCH apart
+    (list of lines)."""
+    L = ['', '## 3. Against upstream openstack-cyborg 17.0.0', '']
+    if not up:
+        return L
+    if common.not_measured(up):
+        return L + _not_measured(up)
+    head = ('| %s | accel_backend p50 | p95 | Cyborg 17 p50 | p95 | '
+            'Cyborg/accel (p50) |')
+    L += [up.get('setup', ''), '', '### Headline: until the ARQ is bound',
+          '', 'PATCH sent -> its event at the Nova stub, and -> the first '
+          'GET showing Bound: both services have bound the ARQ when the '
+          'clock stops.', '', head % 'path', '|---|---|---|---|---|---|']
+    L += _upstream_rows(up, upstream.HEADLINE)
+    if up.get('floors'):
+        L += ['', 'Floors (accel side, same run): %s.' % '; '.join(
+            '%s: %s, accel/floor %s' % (
+                op, fl['formula'],
+                _x(up['ratios_to_floor_p50'].get(op)))
+            for op, fl in up['floors'].items())]
+    L += ['', '### Other calls', '', head % 'operation',
+          '|---|---|---|---|---|---|']
+    L += _upstream_rows(up, upstream.OTHER)
+    L += ['', '### Not like with like: the bare PATCH', '',
+          'accel_backend answers 202 once BindStarted is committed and binds '
+          'afterwards; Cyborg 17 binds before it answers. Not a comparison '
+          'of binding: see the headline.', '', head % 'request',
+          '|---|---|---|---|---|---|']
+    L += _upstream_rows(up, upstream.BARE, upstream.BARE_LABEL)
+    L += ['', 'Samples per operation: %s.' % up.get('trials')]
+    if up.get('notes'):
+        L += [''] + ['- %s' % n for n in up['notes']]
+    return L
+
+
+def _weigher_md(w):
+    """The weigher section (list of lines)."""
+    L = ['', '## 6. Weigher vs the request\'s allocation candidates', '']
+    if not w:
+        return []
+    if common.not_measured(w):
+        return L + _not_measured(w)
+    from benchmarks import weigher
+    return L + [weigher.table(w)]
+
+
+def _flow_md(fl):
+    """The Nova-like flow section (list of lines)."""
+    if not fl:
+        return []
+    L = ['', '## 7. Nova-like flow against its Placement calls', '']
+    if common.not_measured(fl):
+        return L + _not_measured(fl)
+    r = fl['ratio_total_to_placement']
+    return L + [
+        'Per trial, one clock: POST ARQ -> GET /allocation_candidates '
+        '(Placement 1.36, VCPU, MEMORY_MB and a PGPU group) -> PUT '
+        '/allocations -> PATCH bind -> the event at the Nova stub; real '
+        'Placement (gunicorn, SQLite) and accel-backend over %d GPUs; %d '
+        'trials after a warm-up.' % (fl['devices'], fl['trials']), '',
+        STATS_HEAD,
+        _stats_row('total', fl['total']),
+        _stats_row('Placement part (a_c + PUT)', fl['placement']),
+        _stats_row('  of which a_c', fl['a_c']),
+        _stats_row('  of which PUT', fl['put']),
+        _stats_row('accelerator part (total - Placement)',
+                   fl['accel_part']), '',
+        'total / Placement part: %s of p50s; per trial p50 %.2f, p95 %.2f '
+        '(n=%d); goal <= %.2f.' % (_x(fl['ratio_p50']), r['p50'], r['p95'],
+                                   r['n'], fl['goal'])]
+
+
+def write(results_dir, meta, results, plots=True):
     """Write ``<date>-<machine>[-quick].md``, its ``.json`` (meta and
-    results) and its PNG plots into ``results_dir``.
+    results) and, when ``plots``, its PNG plots into ``results_dir``.
 
     :param meta: the run's ``{'date', 'machine', 'versions', 'quick',
         'command', 'total_seconds', ...}``.
@@ -163,7 +195,10 @@ def write(results_dir, meta, results):
     day = meta['date'].split()[0]
     base = '%s-%s%s' % (day, _slug(meta), '-quick' if meta['quick'] else '')
     prefix = os.path.join(results_dir, base)
-    pngs = plots.plots(results, prefix)
+    pngs = {}
+    if plots:
+        from benchmarks import plots as plots_mod
+        pngs = plots_mod.plots(results, prefix)
     m, v = meta['machine'], meta['versions']
     L = ['# nova-accel benchmarks, %s' % meta['date'], '',
          'Command: `%s` (%.0f s in all)%s.' % (
@@ -179,16 +214,14 @@ def write(results_dir, meta, results):
               'nova-accel', 'git', 'sqlite', 'postgresql', 'rabbitmq',
               'SQLAlchemy', 'cheroot', 'gunicorn'):
         L.append('| %s | %s |' % (k, v.get(k, 'not used')))
-    loads = ['%s %.1f -> %.1f' % (k, r['_load'][0], r['_load'][1])
-             for k, r in results.items()
-             if isinstance(r, dict) and r.get('_load')]
     L += ['', 'All servers listen on 127.0.0.1; every number below was '
           'measured in this one run. 1-minute load average at the start '
-          'and end of each measure (%s cores; above that, other work '
-          'competed for the CPU): %s.' % (m['cores'], ', '.join(loads)),
+          'and end of each measure (%s cores; above half of that, other '
+          'work competed for the CPU and the measure ran again, the '
+          'quieter run kept): %s.' % (m['cores'], summary.loads(results)),
           '', '## Summary', '',
           '| measure | what | value | ratio |', '|---|---|---|---|']
-    for r in summary_rows(results):
+    for r in summary.summary_rows(results):
         L.append('| %s |' % ' | '.join(str(x) for x in r))
 
     b = results.get('boot')
@@ -202,70 +235,19 @@ def write(results_dir, meta, results):
           '`CyborgFixture` (in-memory fake of the accelerator client; device '
           'RP created by hand as in Nova\'s `AcceleratorServerBase`). '
           'c: no accelerator (harness a); c\': no accelerator in harness b. '
-          'Both harnesses use `accel.LibvirtDriver` on fake libvirt.', '']
-    if b and not common.not_measured(b):
-        L += [STATS_HEAD]
-        for k in ('accel_backend', 'nova_fake', 'no_accelerator',
-                  'no_accelerator_fake_harness'):
-            if k in b:
-                L.append(_stats_row(k, b[k]))
-        L += ['', 'Ratios of medians: a/b = %s, a/c = %s.' % (
-            _x(b.get('ratio_a_b')), _x(b.get('ratio_a_c')))]
-        if b.get('errors'):
-            L += ['', 'Errors: %s' % '; '.join(e[-300:] for e in b['errors'])]
-    elif b:
-        L.append('Not measured: %s' % b['not_measured'])
+          'Both harnesses use `accel.LibvirtDriver` on fake libvirt. '
+          'Order: within a harness the flavors take turns, one boot each '
+          '(abab...); the two harnesses (one Nova per process) take turns '
+          'by rounds (boots per flavor per round: %s), each round a fresh '
+          'harness with one uncounted warm-up boot per flavor. Ratios of '
+          'medians with a percentile bootstrap 95%% confidence interval '
+          '(%s resamples).' % ((b or {}).get('rounds'),
+                               (b or {}).get('bootstrap_resamples')), '']
+    L += _boot_md(b)
 
-    rt = results.get('roundtrip')
-    L += ['', '## 2. ARQ round trip over HTTP (accel-backend process)', '',
-          '`accel-backend` (cheroot, 8 threads, 4 binding workers) over a '
-          'recorded sysfs tree of %s GPUs, reporting to a real Placement '
-          '(gunicorn, SQLite, noauth2); events go to a threaded Nova stub '
-          'that timestamps their arrival. Trial: POST ARQs for a profile '
-          'asking for N GPUs, one PATCH binding all N to distinct devices, '
-          'clock stops when the last event arrives. Floor: one `GET /v2` '
-          'on the same server plus one INSERT+COMMIT on the same kind of '
-          'database (WAL SQLite file with accel_backend\'s pragmas, or the '
-          'same PostgreSQL server), measured in the same run.' % (
-              (rt or {}).get('sqlite', {}).get('devices', 128)), '']
-    if rt and not common.not_measured(rt):
-        for db in ('sqlite', 'postgresql'):
-            r = rt.get(db)
-            if not r:
-                continue
-            L += ['### %s' % db, '']
-            if common.not_measured(r):
-                L += ['Not measured: %s' % r['not_measured'], '']
-                continue
-            L += [STATS_HEAD]
-            for n, s in sorted(r['sizes'].items(), key=lambda kv: int(kv[0])):
-                L.append(_stats_row('%s ARQs (%s floor)' % (
-                    n, _x(s.get('ratio_p50_to_floor'))), s))
-            L.append(_stats_row('floor: GET /v2 + commit', r['floor']))
-            L.append(_stats_row('  of which GET /v2', r['floor_http']))
-            L.append(_stats_row('  of which commit', r['floor_commit']))
-            L.append('')
-        L.append('p99 of small samples is close to the maximum.')
-    elif rt:
-        L.append('Not measured: %s' % rt['not_measured'])
+    L += _roundtrip_md(results.get('roundtrip'))
 
-    up = results.get('upstream')
-    L += ['', '## 3. Against upstream openstack-cyborg 17.0.0', '']
-    if up and not common.not_measured(up):
-        L += [up.get('setup', ''), '',
-              '| operation | accel_backend p50 | p95 | Cyborg 17 p50 | p95 | '
-              'Cyborg/accel (p50) |', '|---|---|---|---|---|---|']
-        for op in upstream.OPS:
-            a, c = up['accel_backend'].get(op), up['cyborg'].get(op)
-            if a and c:
-                L.append('| %s | %s | %s | %s | %s | %s |' % (
-                    op, _f(a['p50']), _f(a['p95']), _f(c['p50']),
-                    _f(c['p95']), _x(up['ratios_p50'].get(op))))
-        L += ['', 'Samples per operation: %s.' % up.get('trials')]
-        if up.get('notes'):
-            L += [''] + ['- %s' % n for n in up['notes']]
-    elif up:
-        L.append('Not measured: %s' % up['not_measured'])
+    L += _upstream_md(results.get('upstream'))
 
     c = results.get('concurrency')
     L += ['', '## 4. Concurrency: %s binds for %s devices' % (
@@ -286,8 +268,8 @@ def write(results_dir, meta, results):
                   _f(c['patch_latency']['p50']),
                   _f(c['patch_latency']['p95']),
                   _f(c['patch_latency']['p99'])),
-              '| PATCH errors | %d %s |' % (c['patch_error_count'],
-                                           c['patch_errors'] or ''),
+              '| PATCH errors | %d %s |' % (
+                  c['patch_error_count'], c['patch_errors'] or ''),
               '| connections reset (then re-sent) | %d %s |' % (
                   c['connection_resets'], c['reset_examples'] or ''),
               '| ARQs without an event | %d |' % c['arqs_without_event'],
@@ -340,6 +322,9 @@ def write(results_dir, meta, results):
                   % ag['providers_in_placement']]
     elif s:
         L.append('Not measured: %s' % s['not_measured'])
+
+    L += _weigher_md(results.get('weigher'))
+    L += _flow_md(results.get('flow'))
 
     if pngs:
         L += ['', '## Plots', '']

@@ -5,12 +5,15 @@ A real ``accel-backend`` process (cheroot) over a recorded sysfs tree of
 Nova stub.  One trial: ``POST /v2/accelerator_requests`` for a profile
 asking for N GPUs (N ARQs), one ``PATCH`` binding all N to distinct
 devices, then wait until the stub has received the event of every ARQ;
-the clock stops at the last event's arrival.  The ARQs are then deleted
-by instance (not timed).
+the clock stops at the last event's arrival.  Two paths are timed in each
+trial: ``create_bind_event`` (from the POST) and ``patch_to_event`` (from
+the PATCH).  The ARQs are then deleted by instance (not timed).
 
-Floor, measured in the same run against the same server: one bare HTTP
-round trip (``GET /v2``) plus one commit (INSERT + COMMIT) on the same kind
-of database.
+Floor of each path, measured in the same run against the same server and
+the same kind of database: its HTTP exchanges times one ``GET /v2`` round
+trip plus its commits times one INSERT + COMMIT (``benchmarks.stats.PATHS``
+counts them: create + bind + event is 3 HTTP + 3 commits, PATCH -> event 2
++ 2, whatever N, since one PATCH binds all N in one transaction).
 """
 
 import os
@@ -20,6 +23,7 @@ import uuid
 import sqlalchemy as sa
 
 from benchmarks import common
+from benchmarks import stats
 from tools import fixtures as tools_fixtures
 from tools.fixtures import databases
 
@@ -39,15 +43,17 @@ def _trial(client, stub, host, rps, profile):
     mark = stub.mark()
     t0 = time.perf_counter()
     _, arqs = client.create_arqs(profile)
+    t_patch = time.perf_counter()
     client.bind({a['uuid']: (host, rps[i], instance)
                  for i, a in enumerate(arqs)})
     seen = stub.wait_tags([a['uuid'] for a in arqs], since=mark)
-    dt = max(t for t, _ in seen.values()) - t0
+    last = max(t for t, _ in seen.values())
     bad = [ev for _, ev in seen.values() if ev.get('status') != 'completed']
     client.delete_instance(instance)
     if bad:
         raise RuntimeError('binding failed: %s' % bad[:3])
-    return dt, len(arqs)
+    return {'create_bind_event': last - t0,
+            'patch_to_event': last - t_patch}, len(arqs)
 
 
 def measure_backend(env, label, connection, floor_factory):
@@ -64,36 +70,39 @@ def measure_backend(env, label, connection, floor_factory):
         client = common.AccelClient(backend.root)
         rps = sorted(d['rp_uuid'] for d in client.deployables())
         trials = QUICK_TRIALS if env.quick else TRIALS
-        out = {'sizes': {}, 'devices': devices}
+        out = {'sizes': {}, 'devices': devices, 'patch_to_event': {}}
         for n in sizes:
             client.create_profile('rt-gpu-x%d' % n,
                                   [{'resources:PGPU': str(n)}])
             _trial(client, env.stub, backend.host, rps, 'rt-gpu-x%d' % n)
-            samples = []
+            samples = {'create_bind_event': [], 'patch_to_event': []}
             for _ in range(trials[n]):
-                dt, count = _trial(client, env.stub, backend.host, rps,
-                                   'rt-gpu-x%d' % n)
+                dts, count = _trial(client, env.stub, backend.host, rps,
+                                    'rt-gpu-x%d' % n)
                 assert count == n, (count, n)
-                samples.append(dt)
-            out['sizes'][n] = common.summary(samples)
-            env.log('  %s N=%d: p50 %.1f ms' % (label, n,
-                                                 out['sizes'][n]['p50']))
+                for k, v in dts.items():
+                    samples[k].append(v)
+            out['sizes'][n] = common.summary(samples['create_bind_event'])
+            out['patch_to_event'][n] = common.summary(
+                samples['patch_to_event'])
+            env.log('  %s N=%d: p50 %.1f ms (PATCH -> event %.1f ms)' % (
+                label, n, out['sizes'][n]['p50'],
+                out['patch_to_event'][n]['p50']))
         floor = floor_factory()
-        http_s, commit_s, both = [], [], []
-        for _ in range(FLOOR_SAMPLES):
-            h, _ = client.call('GET', '/v2')
-            c = floor.once()
-            http_s.append(h)
-            commit_s.append(c)
-            both.append(h + c)
-        floor.close()
-        out['floor'] = common.summary(both)
-        out['floor_http'] = common.summary(http_s)
-        out['floor_commit'] = common.summary(commit_s)
+        try:
+            prim = common.primitives(client, floor, FLOOR_SAMPLES)
+        finally:
+            floor.close()
+        out['floor_http'], out['floor_commit'] = prim['http'], prim['commit']
+        out['floors'] = {
+            path: stats.path_floor(path, prim['http']['p50'],
+                                   prim['commit']['p50'])
+            for path in ('create_bind_event', 'patch_to_event')}
         for n in sizes:
-            s = out['sizes'][n]
-            s['ratio_p50_to_floor'] = common.ratio(s['p50'],
-                                                   out['floor']['p50'])
+            for path, s in (('create_bind_event', out['sizes'][n]),
+                            ('patch_to_event', out['patch_to_event'][n])):
+                s['ratio_p50_to_floor'] = common.ratio(
+                    s['p50'], out['floors'][path]['ms'])
         return out
     finally:
         backend.cleanUp()

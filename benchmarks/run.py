@@ -1,27 +1,37 @@
 """Side-by-side benchmarks of nova-accel, in one run.
 
     python -m benchmarks.run [--quick] [--only boot,roundtrip,...]
+                             [--no-plots]
     tox -e bench [-- --quick]
 
 Measures (see each module's docstring):
 
 1. ``boot``: boot overhead in Nova 34's functional harness: accel_backend
-   vs Nova's in-memory fake of the accelerator API vs no accelerator.
-2. ``roundtrip``: ARQ create + bind + event over HTTP against a real
-   ``accel-backend`` process (SQLite; PostgreSQL when a server can be
-   started here), against a floor of one HTTP round trip + one commit.
+   vs Nova's in-memory fake of the accelerator API vs no accelerator; 30
+   interleaved boots per flavor, ratios of medians with a bootstrap 95 %
+   confidence interval.
+2. ``roundtrip``: ARQ create + bind + event, and PATCH -> event, over HTTP
+   against a real ``accel-backend`` process (SQLite; PostgreSQL when a
+   server can be started here), each against the floor of its path (its
+   HTTP exchanges and commits, ``benchmarks.stats.PATHS``, times an HTTP
+   round trip and a commit measured in the same run).
 3. ``upstream``: the same client code against upstream openstack-cyborg
-   17.0.0 and accel_backend (skipped with ``--quick``).
+   17.0.0 and accel_backend; headline PATCH -> event and PATCH -> Bound,
+   the bare PATCH apart (skipped with ``--quick``).
 4. ``concurrency``: 200 concurrent binds for 50 devices.
 5. ``scale``: 1,000 nodes x 8 devices, ARQs 100 -> 10,000; agent report
    Placement call counts.
 6. ``weigher``: the scheduler weigher's cost per request, and its view's
    read off the request path, against the request's own allocation
    candidates call at 10 to 5,000 hosts (10 and 100 with ``--quick``).
+7. ``flow``: a Nova-like boot's calls (create ARQ, allocation candidates,
+   allocation PUT, bind PATCH, event) against its Placement calls.
 
 Writes ``benchmarks/results/<date>-<machine>.md`` and PNG plots next to
-it, and prints a summary table.  ``--quick`` (under 3 minutes) uses fewer
-samples, smaller scale and skips upstream Cyborg.
+it (``--no-plots``: none, where matplotlib is missing), and prints a
+summary table with the 1-minute load average at each measure's start and
+end.  ``--quick`` uses fewer samples, smaller scale and skips upstream
+Cyborg.
 """
 
 import argparse
@@ -40,13 +50,14 @@ import time
 import traceback
 
 from benchmarks import common
+from benchmarks import stats
 from tools import fixtures as tools_fixtures
 from tools.fixtures import nova_stub
 from tools.fixtures import placement as placement_fx
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
 MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
-            'weigher')
+            'weigher', 'flow')
 
 
 class Env:
@@ -127,13 +138,20 @@ def versions():
     return out
 
 
+#: Boots per flavor, and per flavor in one round of a harness (full,
+#: quick).  30: a bind of ~20 ms next to boots of 1.3 s +- 0.5 s.
+BOOTS = {False: (30, 10), True: (6, 3)}
+BOOTSTRAP_RESAMPLES = 2000
+
+
 def run_boot(env):
-    boots = 3 if env.quick else 10
+    boots, per_round = BOOTS[env.quick]
     out = os.path.join(env.workdir, 'boot.json')
     log = os.path.join(env.workdir, 'boot.log')
     with open(log, 'wb') as fh:
         rc = subprocess.call([common.PY, '-m', 'benchmarks.boot', '--boots',
-                              str(boots), '--out', out], cwd=common.REPO,
+                              str(boots), '--per-round', str(per_round),
+                              '--out', out], cwd=common.REPO,
                              stdout=fh, stderr=subprocess.STDOUT)
     with open(out) as f:
         data = json.load(f)
@@ -141,10 +159,17 @@ def run_boot(env):
         env.log('boot measure had errors: %s' % data['errors'][0][-500:])
     res = {k: common.summary(v) for k, v in data['boots'].items()}
     res['errors'] = data['errors']
-    a = res.get('accel_backend', {}).get('p50')
-    res['ratio_a_b'] = common.ratio(a, res.get('nova_fake', {}).get('p50'))
-    res['ratio_a_c'] = common.ratio(
-        a, res.get('no_accelerator', {}).get('p50'))
+    res['rounds'] = data.get('rounds')
+    for name, num, den in (('a_b', 'accel_backend', 'nova_fake'),
+                           ('a_c', 'accel_backend', 'no_accelerator')):
+        a, b = data['boots'].get(num), data['boots'].get(den)
+        if not a or not b:
+            res['ratio_' + name] = None
+            continue
+        r, lo, hi = stats.bootstrap_ratio_ci(a, b, BOOTSTRAP_RESAMPLES)
+        res['ratio_' + name] = r
+        res['ci95_' + name] = (lo, hi)
+    res['bootstrap_resamples'] = BOOTSTRAP_RESAMPLES
     return res
 
 
@@ -177,9 +202,14 @@ def run_weigher(env):
     return weigher.measure(env)
 
 
+def run_flow(env):
+    from benchmarks import flow
+    return flow.measure(env)
+
+
 RUNNERS = {'boot': run_boot, 'roundtrip': run_roundtrip,
            'upstream': run_upstream, 'concurrency': run_concurrency,
-           'scale': run_scale, 'weigher': run_weigher}
+           'scale': run_scale, 'weigher': run_weigher, 'flow': run_flow}
 
 
 #: Seconds to wait for a quiet machine before a measure starts.
@@ -279,11 +309,12 @@ def _second_env(env, name):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--quick', action='store_true',
-                   help='fewer samples, smaller scale, no upstream Cyborg '
-                        '(under 3 minutes)')
+                   help='fewer samples, smaller scale, no upstream Cyborg')
     p.add_argument('--only', default=','.join(MEASURES),
                    help='comma-separated subset of %s' % ', '.join(MEASURES))
     p.add_argument('--results-dir', default=RESULTS_DIR)
+    p.add_argument('--no-plots', action='store_true',
+                   help='write no PNG plots (matplotlib not needed)')
     p.add_argument('--keep', action='store_true',
                    help='keep the temporary work directory (logs)')
     args = p.parse_args(argv)
@@ -312,14 +343,16 @@ def main(argv=None):
     total = time.monotonic() - env.t0
 
     from benchmarks import report
+    from benchmarks import summary
     meta = {'date': started.strftime('%Y-%m-%d %H:%M UTC'),
             'machine': info, 'versions': env.versions, 'quick': args.quick,
             'measures': only, 'total_seconds': total,
             'command': 'python -m benchmarks.run' + (
                 ' --quick' if args.quick else '')}
     os.makedirs(args.results_dir, exist_ok=True)
-    path = report.write(args.results_dir, meta, results)
-    print(report.summary_table(meta, results))
+    path = report.write(args.results_dir, meta, results,
+                        plots=not args.no_plots)
+    print(summary.summary_table(meta, results))
     print('\nResults: %s (%.0f s)' % (os.path.relpath(path), total))
     if args.keep:
         print('Work directory kept: %s' % workdir)

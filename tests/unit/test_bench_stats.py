@@ -1,0 +1,174 @@
+"""The benchmarks' arithmetic (``benchmarks.stats``) and how the summary
+and the results file present it (``benchmarks.summary``,
+``benchmarks.report``): floors from counted round trips and commits, the
+bootstrap interval of a ratio of medians, the interleaved order, the
+upstream headline with the bare PATCH apart, the load averages."""
+
+import os
+import random
+import statistics
+import tempfile
+
+import testtools
+
+from benchmarks import report
+from benchmarks import stats
+from benchmarks import summary
+from benchmarks import upstream
+
+
+class TestPathFloor(testtools.TestCase):
+
+    def test_counts_of_each_path(self):
+        # PATCH -> event: PATCH + event POST, BindStarted + Bound; create
+        # adds its POST and its commit.
+        self.assertEqual((2, 2), (stats.PATHS['patch_to_event']['http'],
+                                  stats.PATHS['patch_to_event']['commits']))
+        self.assertEqual((3, 3),
+                         (stats.PATHS['create_bind_event']['http'],
+                          stats.PATHS['create_bind_event']['commits']))
+
+    def test_floor_is_http_and_commits_times_their_p50(self):
+        fl = stats.path_floor('create_bind_event', 1.1, 0.4)
+        self.assertAlmostEqual(3 * 1.1 + 3 * 0.4, fl['ms'])
+        self.assertEqual('3 HTTP x 1.10 ms + 3 commits x 0.40 ms = 4.50 ms',
+                         fl['formula'])
+        fl = stats.path_floor('patch_to_event', 1.0, 0.5)
+        self.assertAlmostEqual(3.0, fl['ms'])
+        self.assertEqual(('patch_to_event', 2, 2),
+                         (fl['path'], fl['http'], fl['commits']))
+
+    def test_missing_primitive_gives_no_number(self):
+        fl = stats.path_floor('patch_to_get_bound', None, 0.4)
+        self.assertIsNone(fl['ms'])
+        self.assertIn('2 HTTP x ?', fl['formula'])
+
+    def test_unknown_path(self):
+        self.assertRaises(KeyError, stats.path_floor, 'bare', 1.0, 1.0)
+
+
+class TestBootstrapRatio(testtools.TestCase):
+
+    def test_ratio_of_medians_inside_its_interval(self):
+        rng = random.Random(1)
+        a = [1.10 + rng.gauss(0, 0.05) for _ in range(40)]
+        b = [1.00 + rng.gauss(0, 0.05) for _ in range(40)]
+        r, lo, hi = stats.bootstrap_ratio_ci(a, b, resamples=2000)
+        self.assertAlmostEqual(statistics.median(a) / statistics.median(b),
+                               r)
+        self.assertLess(lo, r)
+        self.assertLess(r, hi)
+        # 40 samples of 5 % spread: the interval is a few percent wide
+        # and excludes 1 (a is 10 % slower).
+        self.assertGreater(lo, 1.0)
+        self.assertLess(hi - lo, 0.15)
+
+    def test_spread_widens_the_interval(self):
+        rng = random.Random(2)
+        tight = [1.0 + rng.gauss(0, 0.01) for _ in range(30)]
+        loose = [1.0 + rng.gauss(0, 0.4) for _ in range(30)]
+        _, lo1, hi1 = stats.bootstrap_ratio_ci(tight, tight)
+        _, lo2, hi2 = stats.bootstrap_ratio_ci(loose, tight)
+        self.assertLess(hi1 - lo1, hi2 - lo2)
+
+    def test_same_seed_same_interval_and_constant_samples(self):
+        a, b = [2.0, 2.5, 3.0, 2.2], [1.0, 1.1, 0.9, 1.2]
+        self.assertEqual(stats.bootstrap_ratio_ci(a, b, seed=7),
+                         stats.bootstrap_ratio_ci(a, b, seed=7))
+        self.assertEqual((2.0, 2.0, 2.0),
+                         stats.bootstrap_ratio_ci([4.0] * 5, [2.0] * 3))
+
+    def test_bad_input(self):
+        self.assertRaises(ValueError, stats.bootstrap_ratio_ci, [], [1.0])
+        self.assertRaises(ValueError, stats.bootstrap_ratio_ci, [1.0],
+                          [0.0, 0.0])
+        self.assertRaises(ValueError, stats.bootstrap_ratio_ci, [1.0],
+                          [1.0], resamples=0)
+        self.assertRaises(ValueError, stats.bootstrap_ratio_ci, [1.0],
+                          [1.0], confidence=1.0)
+
+
+class TestOrder(testtools.TestCase):
+
+    def test_interleaved_takes_turns(self):
+        self.assertEqual(list('abcabc'), stats.interleaved('abc', 2))
+        self.assertEqual([], stats.interleaved(['a', 'b'], 0))
+
+    def test_rounds(self):
+        self.assertEqual([10, 10, 10], stats.rounds(30, 10))
+        self.assertEqual([10, 10, 5], stats.rounds(25, 10))
+        self.assertEqual([3, 3], stats.rounds(6, 3))
+        self.assertEqual([], stats.rounds(0, 3))
+        self.assertRaises(ValueError, stats.rounds, 5, 0)
+
+
+def _s(p50):
+    return {'n': 30, 'p50': p50, 'p95': p50 * 1.2, 'p99': p50 * 1.3,
+            'min': p50 * 0.8, 'max': p50 * 1.4, 'samples_ms': [p50]}
+
+
+def _upstream():
+    ops = {op: _s(10.0) for op in upstream.OPS}
+    cy = {op: _s(50.0) for op in upstream.OPS}
+    floors = {op: stats.path_floor(op, 1.0, 0.5) for op in upstream.HEADLINE}
+    return {'accel_backend': ops, 'cyborg': cy, 'trials': 30,
+            'ratios_p50': {op: 5.0 for op in upstream.OPS},
+            'floors': floors,
+            'ratios_to_floor_p50': {op: 10 / 3.0 for op in upstream.HEADLINE},
+            '_load': (0.4, 0.7)}
+
+
+class TestPresentation(testtools.TestCase):
+
+    def test_upstream_headline_first_bare_patch_apart_labelled(self):
+        rows = summary.summary_rows({'upstream': _upstream()})
+        whats = [r[1] for r in rows]
+        self.assertTrue(whats[0].startswith('HEADLINE patch_to_event'))
+        self.assertIn('HEADLINE patch_to_get_bound', whats[2])
+        self.assertIn('ours answers 202 before binding; Cyborg binds '
+                      'before answering', whats[-1])
+        self.assertIn('2 HTTP x 1.00 ms + 2 commits x 0.50 ms = 3.00 ms',
+                      rows[1][2])
+        self.assertEqual('accel/floor 3.33x', rows[1][3])
+
+    def test_summary_table_prints_each_measures_load(self):
+        meta = {'date': 'd', 'machine': {'cpu': 'c', 'cores': 2},
+                'quick': True}
+        flow = {'not_measured': 'x', '_load': (1.5, 0.25)}
+        out = summary.summary_table(meta, {'upstream': _upstream(),
+                                           'flow': flow})
+        self.assertIn('upstream 0.40 -> 0.70, flow 1.50 -> 0.25', out)
+
+    def test_boot_ratio_with_interval(self):
+        b = {'accel_backend': _s(1300.0), 'ratio_a_b': 1.1,
+             'ci95_a_b': (1.02, 1.19), 'ratio_a_c': 1.05}
+        rows = summary.summary_rows({'boot': b})
+        self.assertEqual('1.10x [1.02x, 1.19x], 1.05x', rows[-1][3])
+
+    def test_markdown_without_matplotlib(self):
+        # plots=False: the results file is written without importing
+        # benchmarks.plots (matplotlib is only in the bench env).
+        flow = {k: _s(60.0) for k in ('total', 'placement', 'a_c', 'put',
+                                      'accel_part')}
+        flow.update(trials=15, devices=16, goal=1.15, ratio_p50=1.1,
+                    ratio_total_to_placement={'n': 15, 'p50': 1.1,
+                                              'p95': 1.2})
+        meta = {'date': '2026-01-01 00:00 UTC', 'quick': True,
+                'command': 'c', 'total_seconds': 1.0, 'versions': {},
+                'machine': {'cpu': 'cpu', 'cores': 2, 'memory': '',
+                            'os': '', 'kernel': ''}}
+        with tempfile.TemporaryDirectory() as d:
+            path = report.write(d, meta, {'upstream': _upstream(),
+                                          'flow': flow}, plots=False)
+            with open(path) as f:
+                md = f.read()
+            self.assertFalse([n for n in os.listdir(d)
+                              if n.endswith('.png')])
+        head = md.index('### Headline')
+        bare = md.index('### Not like with like: the bare PATCH')
+        self.assertLess(head, bare)
+        self.assertIn('| patch_to_event |', md[head:bare])
+        self.assertNotIn('bind_patch', md[head:bare])
+        self.assertIn('| bare PATCH (ours answers 202', md[bare:])
+        self.assertIn('## 7. Nova-like flow', md)
+        self.assertIn('goal <= 1.15', md)
