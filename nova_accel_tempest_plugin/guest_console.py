@@ -1,8 +1,8 @@
 """What a test guest says on its serial console about its PCI functions.
 
 The guest image of the all-in-one cloud's nested compute node (its init,
-``tools/nested/image.py``) prints ``guest: PCI functions``, then one line
-per function::
+``tools/nested/image.py``) prints ``guest: boot <boot id>`` (a new id on
+each boot), ``guest: PCI functions``, then one line per function::
 
     guest-pci <address> <0xvendor:0xdevice> numa=<node>
 
@@ -21,15 +21,18 @@ Function = collections.namedtuple('Function', 'address pci_id numa')
 
 
 def listing(console):
-    """The guest's last complete listing of its PCI functions.
+    """The last complete listing of its PCI functions by the guest's last
+    boot.
 
     :param console: the console output (str).
-    :returns: list of :class:`Function`, or None while no listing is
-        complete (the guest is still booting or printing).
+    :returns: list of :class:`Function`, or None while the last boot has
+        completed no listing (the guest is still booting or printing).
     """
     last, current = None, None
     for line in console.splitlines():
-        if line.startswith('guest: PCI functions'):
+        if line.startswith('guest: boot '):
+            last, current = None, None
+        elif line.startswith('guest: PCI functions'):
             current = []
         elif line.startswith('guest-pci ') and current is not None:
             fields = line.split()
@@ -40,6 +43,13 @@ def listing(console):
         elif line.startswith('guest: done') and current is not None:
             last, current = current, None
     return last
+
+
+def boot_id(console):
+    """The id of the last boot the console shows (str), or None."""
+    ids = [line.split(None, 2)[2].strip() for line in console.splitlines()
+           if line.startswith('guest: boot ') and len(line.split()) > 2]
+    return ids[-1] if ids else None
 
 
 def count(console, pci_id):

@@ -137,28 +137,26 @@ class TestARealGuest(testtools.TestCase):
         return self.api('GET', 'accel', '/v2/accelerator_requests?'
                         'instance=%s' % server['id'])['arqs']
 
-    def console(self, server, until, timeout=nested.GUEST_BOOT_TIMEOUT,
-                before=None):
+    def console(self, server, until, timeout=nested.GUEST_BOOT_TIMEOUT):
         """The server's console output once ``until(output)`` holds (or
-        at ``timeout`` seconds, for the caller's assertions).
-
-        :param before: the output before a new boot of the guest: only
-            what follows it counts (the whole output when the log was
-            started afresh, whichever way the console log is kept).
-        """
+        at ``timeout`` seconds, for the caller's assertions)."""
         deadline = time.monotonic() + timeout
         while True:
             out = self.nova('POST', '/servers/%s/action' % server['id'], {
                 'os-getConsoleOutput': {}})['output']
-            if before is not None and out.startswith(before):
-                out = out[len(before):]
             if until(out) or time.monotonic() > deadline:
                 return out
             time.sleep(5)
 
-    def console_now(self, server):
-        return self.nova('POST', '/servers/%s/action' % server['id'], {
-            'os-getConsoleOutput': {}})['output']
+    def new_boot(self, server, old_boot):
+        """The console once a boot other than ``old_boot`` (an id of
+        ``guest_console.boot_id``) has listed its PCI functions."""
+        out = self.console(server, lambda text: guest_console.boot_id(
+            text) not in (None, old_boot) and guest_console.listing(
+            text) is not None)
+        self.assertNotIn(guest_console.boot_id(out), (None, old_boot),
+                         'no new boot: ' + out[-2000:])
+        return out
 
     def nova_accel(self, *args):
         """Run the ``nova-accel`` command with the cloud's nova.conf."""
@@ -241,11 +239,9 @@ class TestARealGuest(testtools.TestCase):
         # A hard reboot by the restarted nova-compute defines the domain
         # again from the ARQs: the new boot lists the device (its console
         # starts afresh, without the hot-plug's "changed" lines).
-        before = self.console_now(server)
+        boot = guest_console.boot_id(out)
         self.action(server, {'reboot': {'type': 'HARD'}}, 'ACTIVE')
-        out = self.console(server, lambda text: 'guest: done' in text,
-                           before=before)
-        self.assertNotIn('changed', out, 'no new boot: ' + out[-2000:])
+        out = self.new_boot(server, boot)
         self.assertEqual(1, _edus(out), out[-2000:])
         self.assertEqual('vfio-pci',
                          nested.device_state(self.sess, address)['driver'])
@@ -254,7 +250,7 @@ class TestARealGuest(testtools.TestCase):
         # the function back to L1.  L1's kernel then loses it (hot-unplug
         # while allocated): the agent keeps its device as missing and its
         # provider with the allocation, and takes it back on a rescan.
-        before = self.console_now(server)
+        boot = guest_console.boot_id(out)
         self.action(server, {'os-stop': None}, 'SHUTOFF')
         self.assertNotEqual('vfio-pci',
                             nested.device_state(self.sess, address)['driver'])
@@ -271,8 +267,7 @@ class TestARealGuest(testtools.TestCase):
                     'the rescanned device is not enabled again')
         # Started again, the guest has the device.
         self.action(server, {'os-start': None}, 'ACTIVE')
-        out = self.console(server, lambda text: 'guest: done' in text,
-                           before=before)
+        out = self.new_boot(server, boot)
         self.assertEqual(1, _edus(out), out[-2000:])
         self.assertEqual('vfio-pci',
                          nested.device_state(self.sess, address)['driver'])

@@ -10,6 +10,7 @@ from nova_accel_tempest_plugin import guest_console
 
 EDU = '0x1234:0x11e8'
 BOOT = '''[    1.2] Run /init as init process
+guest: boot 6f1c2d3e-0000-4000-8000-000000000001
 guest: PCI functions
 guest-pci 0000:00:00.0 0x8086:0x29c0 numa=-1
 guest-pci 0000:ff:00.0 0x1234:0x11e8 numa=1
@@ -48,3 +49,17 @@ class ListingTest(testtools.TestCase):
                    '0x1234:0x11e8\nguest: done\n')
         self.assertEqual([-1], [fn.numa for fn in
                                 guest_console.listing(console)])
+
+    def test_the_last_boot(self):
+        self.assertIsNone(guest_console.boot_id('[    0.0] Linux\n'))
+        again = BOOT.replace('0000-4000-8000-000000000001',
+                             '0000-4000-8000-000000000002')
+        self.assertEqual('6f1c2d3e-0000-4000-8000-000000000002',
+                         guest_console.boot_id(BOOT + HOT_ADD + again))
+        # A console kept across boots: only the new boot's listing counts,
+        # none until it is complete.
+        kept = BOOT + HOT_ADD + 'guest: done\n'
+        self.assertEqual(2, guest_console.count(kept, EDU))
+        rebooting = kept + again.replace('guest: done\n', '')
+        self.assertIsNone(guest_console.listing(rebooting))
+        self.assertEqual(1, guest_console.count(kept + again, EDU))

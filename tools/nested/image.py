@@ -49,6 +49,9 @@ GUEST_INIT = r'''#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
+# Each boot says which one it is: a console kept across boots (or two
+# boots printing the same list) still tells the new boot's list apart.
+echo "guest: boot $(cat /proc/sys/kernel/random/boot_id)"
 list() {
     for d in /sys/bus/pci/devices/*; do
         echo "guest-pci $(basename $d) $(cat $d/vendor):$(cat $d/device) numa=$(cat $d/numa_node 2>/dev/null)"
