@@ -98,6 +98,17 @@ class TestQemuCommandLine(unittest.TestCase):
                          netdev)
         self.assertIn('virtio-net-pci,netdev=net0,addr=0a.0', argv)
 
+    def test_every_numa_node_has_a_socket_of_vcpus(self):
+        # Without it QEMU 7.2 puts both vCPUs in node 0, and Nova fits
+        # no guest NUMA cell on node 1.
+        argv = node.NestedNode(cpus=4).argv('vmlinuz', 'initrd', '/out',
+                                            '/mods')
+        self.assertEqual('4,sockets=2,cores=2,threads=1',
+                         argv[argv.index('-smp') + 1])
+        self.assertEqual(['node,nodeid=0,memdev=m0,cpus=0-1',
+                          'node,nodeid=1,memdev=m1,cpus=2-3'],
+                         [a for a in argv if a.startswith('node,')])
+
 
 def _wait_for(check, seconds=10):
     deadline = time.monotonic() + seconds

@@ -74,9 +74,12 @@ class TestARealGuest(testtools.TestCase):
         return flavor['id']
 
     def boot(self, name, flavor):
+        """Boot a server (deleted at cleanup, also when it fails) and wait
+        until it is ACTIVE."""
         server = self.nova('POST', '/servers', {'server': {
             'name': name, 'imageRef': self.cloud.state['image_id'],
             'flavorRef': flavor, 'networks': 'none'}})['server']
+        self.addCleanup(self.delete, server)
         deadline = time.monotonic() + ACTIVE_TIMEOUT
         while True:
             got = self.nova('GET', '/servers/%s' % server['id'])['server']
@@ -183,7 +186,6 @@ class TestARealGuest(testtools.TestCase):
         self.addCleanup(self.api, 'DELETE', 'accel',
                         '/v2/device_profiles/nested-extra')
         server = self.boot('nested-one', flavor)
-        self.addCleanup(self.delete, server)
         arq, = self.arqs(server)
         self.assertEqual('Bound', arq['state'])
         info = arq['attach_handle_info']
@@ -328,7 +330,6 @@ class TestARealGuest(testtools.TestCase):
         flavor = self.flavor_for('nested-numa', devices.NUMA1_GROUP,
                                  vcpus=2, **{'hw:numa_nodes': '2'})
         server = self.boot('nested-numa', flavor)
-        self.addCleanup(self.delete, server)
         arq, = self.arqs(server)
         info = arq['attach_handle_info']
         self.assertEqual(node.Layout.NUMA1_EDU, '%s:%s:%s.%s' % (

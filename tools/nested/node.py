@@ -103,6 +103,26 @@ class NestedNode:
         self.log = log
         self.host_forwards = list(host_forwards)
 
+    def _smp(self):
+        """``-smp``: one socket per NUMA node when the vCPUs divide
+        evenly.  QEMU 7.2 otherwise puts every vCPU in one socket and
+        that socket's node, leaving the other nodes without CPUs (Nova
+        then fits no guest cell there)."""
+        nodes = self.layout.numa_nodes
+        if nodes > 1 and self.cpus % nodes == 0:
+            return '%d,sockets=%d,cores=%d,threads=1' % (
+                self.cpus, nodes, self.cpus // nodes)
+        return str(self.cpus)
+
+    def _node_cpus(self, node):
+        """``,cpus=A-B`` of NUMA node ``node`` (the vCPUs of its
+        socket), or '' when ``_smp`` could not split them."""
+        nodes = self.layout.numa_nodes
+        if nodes < 2 or self.cpus % nodes:
+            return ''
+        per = self.cpus // nodes
+        return ',cpus=%d-%d' % (node * per, node * per + per - 1)
+
     def _check(self):
         if shutil.which(QEMU) is None:
             raise NestedError('%s not found: install the Debian package '
@@ -117,7 +137,7 @@ class NestedNode:
         """The QEMU command line (list of str)."""
         argv = [QEMU, '-accel', 'tcg', '-machine',
                 'q35,kernel-irqchip=split', '-cpu', 'max',
-                '-smp', str(self.cpus), '-m', str(self.memory_mb),
+                '-smp', self._smp(), '-m', str(self.memory_mb),
                 '-nodefaults', '-display', 'none', '-no-reboot',
                 '-monitor', 'none',
                 '-serial', 'file:%s' % os.path.join(out, 'console.log'),
@@ -141,7 +161,8 @@ class NestedNode:
         for node in range(self.layout.numa_nodes):
             argv += ['-object', 'memory-backend-ram,id=m%d,size=%dM' % (
                 node, share),
-                '-numa', 'node,nodeid=%d,memdev=m%d' % (node, node)]
+                '-numa', 'node,nodeid=%d,memdev=m%d%s' % (
+                    node, node, self._node_cpus(node))]
         for dev in self.layout.devices:
             argv += ['-device', dev]
         return argv
