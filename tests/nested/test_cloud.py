@@ -337,8 +337,10 @@ class TestARealGuest(testtools.TestCase):
         _, xml = self.sess.sh('virsh -c qemu:///system dumpxml %s' % (
             server['OS-EXT-SRV-ATTR:instance_name']))
         self.assertIn("<memnode cellid='1' mode='strict' nodeset='1'/>", xml)
-        self.assertRegex(xml, r"model='pcie-expander-bus'>\s*<model "
-                         r"name='pxb-pcie'/>\s*<target busNr='\d+'>\s*"
+        # An expander bus on guest cell 1: pci-expander-bus (pxb) on Nova's
+        # default i440fx machine, pcie-expander-bus on q35.
+        self.assertRegex(xml, r"model='pcie?-expander-bus'>\s*<model "
+                         r"name='pxb(-pcie)?'/>\s*<target busNr='\d+'>\s*"
                          r"<node>1</node>")
         out = self.console(server, lambda text: 'guest: done' in text)
         edus = [fn for fn in guest_console.listing(out) or ()
