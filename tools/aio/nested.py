@@ -195,11 +195,20 @@ def start(cloud, say, token):
     say('nested: nova-compute of %s reported its compute node' % L1_HOST)
 
     def reported():
+        # In Placement, not only in accel_backend's database (which has
+        # the providers' uuids before the agent's report, minutes under
+        # TCG, has written them): every device provider with its traits
+        # (written after its inventory).
         got, _ = cloud.http('GET', layout.url(
             'accel', '/v2/deployables'), token=token)
-        deps = got['deployables']
-        return len(deps) >= devices.expected_deployables(layout) and all(
-            d.get('rp_uuid') for d in deps)
+        rps = {d['rp_uuid'] for d in got['deployables'] if d.get('rp_uuid')}
+        if len(rps) < devices.expected_deployables(layout):
+            return False
+        got, _ = cloud.http('GET', layout.url(
+            'placement', '/resource_providers?required=%s' % ','.join(
+                devices.EDU_SPEC['traits'])), token=token,
+            headers={'OpenStack-API-Version': 'placement 1.18'})
+        return rps <= {rp['uuid'] for rp in got['resource_providers']}
     _wait(cloud, sess, 'the devices of L1 in Placement', reported, rec,
           logs, 'accel-backend-agent')
     say('nested: accel-backend-agent reported %d devices of L1' %
