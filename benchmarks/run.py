@@ -336,7 +336,8 @@ def main(argv=None):
             env.placement = tools_fixtures.start(
                 placement_fx.PlacementServer(workdir))
             servers.callback(env.placement.cleanUp)
-            env.stub = tools_fixtures.start(nova_stub.NovaStub())
+            env.stub = tools_fixtures.start(
+                nova_stub.NovaStub(keep_alive=True))
             servers.callback(env.stub.cleanUp)
         for name in only:
             results[name] = run_measure(env, name, busy_above(info))

@@ -4,6 +4,8 @@ The servers themselves are exercised by the functional, reliability and
 cyborg-import tests that run them.
 """
 
+import http.client
+import json
 import os
 import socket
 import time
@@ -87,6 +89,45 @@ class TestNovaStub(testtools.TestCase):
         version = requests.get(self.nova.endpoint, timeout=10).json()
         self.assertEqual(self.nova.endpoint + '/',
                          version['version']['links'][0]['href'])
+
+
+class TestNovaStubKeepAlive(testtools.TestCase):
+    """``keep_alive=True`` (the benchmarks'): several requests on one
+    connection, as a production API server answers; the default closes
+    each connection after its request."""
+
+    @staticmethod
+    def _two_on_one_connection(stub):
+        conn = http.client.HTTPConnection('127.0.0.1', stub.port,
+                                          timeout=10)
+        try:
+            statuses = []
+            for tag in ('a', 'b'):
+                conn.request('POST', nova_stub.EVENTS_PATH,
+                             body=json.dumps({'events': [_event(tag)]}),
+                             headers={'Content-Type': 'application/json'})
+                resp = conn.getresponse()
+                resp.read()
+                # will_close: the server ends the connection after this
+                # answer (http.client then opens a new one).
+                statuses.append((resp.status, resp.will_close))
+            return statuses
+        finally:
+            conn.close()
+
+    def test_keep_alive_serves_a_second_request_on_the_connection(self):
+        stub = self.useFixture(nova_stub.NovaStub(keep_alive=True))
+        self.assertEqual([(200, False), (200, False)],
+                         self._two_on_one_connection(stub))
+        self.assertEqual(['a', 'b'], [e['tag'] for e in stub.received()])
+        stub.stop()
+        with socket.socket() as s:
+            self.assertNotEqual(0, s.connect_ex(('127.0.0.1', stub.port)))
+
+    def test_default_closes_the_connection_after_a_request(self):
+        stub = self.useFixture(nova_stub.NovaStub())
+        self.assertEqual([(200, True), (200, True)],
+                         self._two_on_one_connection(stub))
 
 
 class TestTerminate(testtools.TestCase):

@@ -41,6 +41,23 @@ class TestDatabaseOptions(testtools.TestCase):
         self.assertEqual(0, self._synchronous(
             self._db(sqlite_synchronous='false')))
 
+    def test_sqlite_file_connections_are_pooled(self):
+        # oslo.db gives SQLite files a NullPool (a connection, its pragmas
+        # and a WAL checkpoint per transaction); ours is pooled and sized
+        # by max_pool_size / max_overflow.
+        db = self._db(max_pool_size=3, max_overflow=2)
+        self.assertIsInstance(db.engine.pool, sa.pool.QueuePool)
+        self.assertEqual(3, db.engine.pool.size())
+        self.assertEqual(2, db.engine.pool._max_overflow)
+        with db.transaction() as session:
+            first = session.connection().connection.dbapi_connection
+        with db.transaction() as session:
+            again = session.connection().connection.dbapi_connection
+            # Still foreign keys and WAL: pragmas are per connection.
+            self.assertEqual(1, session.execute(
+                sa.text('PRAGMA foreign_keys')).scalar())
+        self.assertIs(first, again)
+
     def test_max_retries_and_retry_interval(self):
         # oslo.db tries to reach the database max_retries times,
         # retry_interval seconds apart, and then refuses to start.
