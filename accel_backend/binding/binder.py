@@ -190,6 +190,7 @@ class Binder:
             key for key, n in wanted.items()
             if len(claimed.get(key, ())) < n])
         outcomes = []
+        bound = []
         for arq in arqs:
             started_at = arq.updated_at
             key = (arq.device_rp_uuid, arq.hostname)
@@ -205,11 +206,15 @@ class Binder:
                 handle = handles.pop(0)
                 arq.attach_handle = handle
                 arq_obj.transition(arq, arq_obj.BOUND)
-                LOG.info('ARQ %s bound to %s %s for instance %s', arq.uuid,
-                         handle.attach_type, handle.attach_info,
-                         arq.instance_uuid)
+                bound.append('%s to %s %s for instance %s' % (
+                    arq.uuid, handle.attach_type, handle.attach_info,
+                    arq.instance_uuid))
             outcomes.append((arq.state, notifications.arq_data(arq),
                              started_at, arq.pending_event, reason))
+        if bound:
+            # One line per transaction, each ARQ in it (a log record costs
+            # about 50 us through oslo.log: 5 ms for a PATCH of 100).
+            LOG.info('Bound %d ARQs: %s', len(bound), '; '.join(bound))
         return outcomes
 
     def _bind_and_notify(self, arq_uuids):

@@ -6,7 +6,7 @@ The binder used to claim one handle per ARQ, each in its own transaction
 refresh per ARQ).  Here the whole batch costs a fixed number of
 statements: one SELECT of the free handles of every resource provider the
 batch names, and one conditional ``UPDATE ... RETURNING`` claiming the
-chosen ones.  ``RETURNING`` says exactly which rows this transaction got,
+chosen ones and loading them.  ``RETURNING`` says exactly which rows this transaction got,
 so a handle another binder (another API worker, PostgreSQL) claimed in
 between is simply not in the answer; the ARQs left without a handle try
 the next free ones, for at most ``ROUNDS`` rounds.  Databases without
@@ -60,21 +60,26 @@ def _free_handles(session, keys, exclude):
 def _claim_ids(session, ids):
     """Claim the handles ``ids`` that are still free.
 
-    :returns: the set of ids this transaction claimed.
+    :returns: ``{id: models.AttachHandle}`` of the handles this
+        transaction claimed, loaded from the UPDATE's ``RETURNING`` (the
+        value is None where the database has no ``RETURNING`` and the
+        handle is still to be read).
     """
     if not ids:
-        return set()
+        return {}
     free = sa.and_(models.AttachHandle.in_use.is_(False),
                    models.AttachHandle.state == device_obj.AVAILABLE)
     values = dict(in_use=True, state=device_obj.BOUND, state_reason=None)
     if session.get_bind().dialect.update_returning:
-        return set(session.scalars(
+        # The claimed rows come back as loaded objects: no SELECT of the
+        # handles after the claim (one statement less per PATCH).
+        return {h.id: h for h in session.scalars(
             sa.update(models.AttachHandle)
             .where(models.AttachHandle.id.in_(sorted(ids)), free)
             .values(**values)
-            .returning(models.AttachHandle.id)
-            .execution_options(synchronize_session=False)))
-    got = set()
+            .returning(models.AttachHandle)
+            .execution_options(synchronize_session=False))}
+    got = {}
     for handle_id in sorted(ids):
         result = session.execute(
             sa.update(models.AttachHandle)
@@ -82,7 +87,7 @@ def _claim_ids(session, ids):
             .values(**values)
             .execution_options(synchronize_session=False))
         if result.rowcount == 1:
-            got.add(handle_id)
+            got[handle_id] = None
     return got
 
 
@@ -104,6 +109,7 @@ def claim(session, wanted):
     """
     need = {k: n for k, n in wanted.items() if n > 0}
     got = collections.defaultdict(list)
+    loaded = {}
     lost = set()
     for _ in range(ROUNDS):
         if not need:
@@ -112,7 +118,8 @@ def claim(session, wanted):
         chosen = {k: free.get(k, [])[:n] for k, n in need.items()}
         ids = {i for v in chosen.values() for i in v}
         claimed = _claim_ids(session, ids)
-        lost |= ids - claimed
+        loaded.update(claimed)
+        lost |= ids - set(claimed)
         for key, picked in chosen.items():
             mine = [i for i in picked if i in claimed]
             got[key].extend(mine)
@@ -121,12 +128,13 @@ def claim(session, wanted):
         # handle taken under them and try again.
         need = {k: n for k, n in need.items()
                 if n > 0 and len(free.get(k, [])) > len(chosen[k])
-                or n > 0 and set(chosen[k]) - claimed}
-    all_ids = [i for v in got.values() for i in v]
-    if not all_ids:
+                or n > 0 and set(chosen[k]) - set(claimed)}
+    if not any(got.values()):
         return {}
-    handles = {h.id: h for h in session.scalars(
-        sa.select(models.AttachHandle)
-        .where(models.AttachHandle.id.in_(all_ids))
-        .execution_options(populate_existing=True))}
-    return {k: [handles[i] for i in v] for k, v in got.items()}
+    unread = [i for v in got.values() for i in v if loaded[i] is None]
+    if unread:
+        loaded.update((h.id, h) for h in session.scalars(
+            sa.select(models.AttachHandle)
+            .where(models.AttachHandle.id.in_(unread))
+            .execution_options(populate_existing=True)))
+    return {k: [loaded[i] for i in v] for k, v in got.items()}

@@ -155,8 +155,7 @@ class TestMultiNode(testtools.TestCase):
                          (bound['hostname'], bound['device_rp_uuid'],
                           bound['attach_handle_info']['bus']))
         self.wait_event(arq2, vm2)
-        self.assertIn('ARQ %s bound to' % arq2,
-                      self.agents['node2'].log_text())
+        self.assertIn('%s to PCI' % arq2, self.agents['node2'].log_text())
         self.assertNotIn(arq2, self.agents['node1'].log_text())
 
         # node1's agent crashes; binds for node1 wait in the database.

@@ -159,6 +159,10 @@ class TestBindOne(fx.BinderTestBase):
         self.start(one, self.af)
         single = self._statements(lambda: self.binder.bind_many([one]))
         self.assertEqual('Bound', self.state(one))
+        # SQLite: the write lock, the ARQs, the free handles, the claim
+        # (UPDATE ... RETURNING the handles, not read again) and the ARQ
+        # rows.
+        self.assertEqual(5, single)
         with self.db.transaction() as session:
             arq_obj.unbind(arq_obj.get(session, one, for_update=True))
         with self.db.transaction() as session:
