@@ -8,7 +8,7 @@ One cloud for the class (``tools.aio.cloud.up(compute='nested')``, the same
 as ``tools/run demo``): 2 to 3.5 minutes to come up on a quiet 2-core
 machine (6 to 13 while other jobs share it), plus the guest's boot under
 TCG inside TCG.  Two tempest scenarios of nova-accel's plugin run against
-it too: the guest one (3.5 minutes measured) and the bind failure one
+it too: the guest one (3.5 to 7.3 minutes measured) and the bind failure one
 (3.7).  The class takes its cloud down before ``test_demo`` brings up its
 own (``tools.aio`` keeps one).
 """
