@@ -62,4 +62,21 @@ AcceleratorGroup = [
                     '/etc/nova/nova.conf"); it gets "attach-accelerator '
                     '--server <uuid> --device-profile <name>" appended. '
                     'Empty: the guest scenario does not hot-add.'),
+    cfg.StrOpt('service_token_role', default='service',
+               help='Role of the service token Nova sends with '
+                    '"[service_user] send_service_user_token" (the '
+                    'accelerator API binds, unbinds and deletes bound ARQs '
+                    'only for a request whose X-Service-Token has it: '
+                    'policy rule "service_token_api"). The bind failure '
+                    'scenario gets a user with this role (dynamic or '
+                    'pre-provisioned credentials) and sends its token as '
+                    'X-Service-Token to hold a device as Nova would. '
+                    'Empty: that scenario is skipped.'),
+    cfg.StrOpt('metrics_url', default='',
+               help='The Prometheus endpoint of the accel_backend process '
+                    'that binds ARQs on the compute hosts '
+                    '("http://host:port/metrics"); the bind failure '
+                    'scenario then also requires its accel_bind_failures '
+                    'counter of reason no_free_handle to grow. Empty: not '
+                    'checked.'),
 ]

@@ -3,7 +3,11 @@
 The endpoint from the catalog includes ``/v2``; paths here are relative to
 it.  ``microversion`` (e.g. ``'2.2'``) adds
 ``OpenStack-API-Version: accelerator <v>``; none sends no header (2.0, as
-Nova does).
+Nova does).  ``service_token`` (a callable returning a Keystone token,
+str) adds ``X-Service-Token`` to every request, as Nova does with
+``[service_user] send_service_user_token``: the accelerator API binds,
+unbinds and deletes bound ARQs only for such a request (Cyborg 17's and
+accel_backend's ``service_token_api`` rule).
 """
 
 import json
@@ -15,15 +19,18 @@ from tempest.lib.common import rest_client
 class AcceleratorClient(rest_client.RestClient):
 
     def __init__(self, auth_provider, service, region, microversion=None,
-                 **kwargs):
+                 service_token=None, **kwargs):
         super().__init__(auth_provider, service, region, **kwargs)
         self.microversion = microversion
+        self.service_token = service_token
 
     def get_headers(self, accept_type=None, send_type=None):
         headers = super().get_headers(accept_type, send_type)
         if self.microversion:
             headers['OpenStack-API-Version'] = (
                 'accelerator %s' % self.microversion)
+        if self.service_token is not None:
+            headers['X-Service-Token'] = self.service_token()
         return headers
 
     def _json(self, resp, body, expected):
@@ -86,6 +93,20 @@ class AcceleratorClient(rest_client.RestClient):
     def show_arq(self, arq_uuid):
         """GET /accelerator_requests/{uuid}."""
         return self._get('accelerator_requests/%s' % arq_uuid)
+
+    def bind_arqs(self, bindings):
+        """PATCH /accelerator_requests: bind ARQs as Nova's conductor does
+        (needs ``service_token``); the binding finishes in the background.
+
+        :param bindings: ``{arq_uuid: {'hostname': ..., 'device_rp_uuid':
+            ..., 'instance_uuid': ...}}`` (str values).
+        :returns: the empty body (202).
+        """
+        body = {arq: [{'path': '/%s' % field, 'op': 'add', 'value': value}
+                      for field, value in sorted(fields.items())]
+                for arq, fields in bindings.items()}
+        resp, body = self.patch('accelerator_requests', json.dumps(body))
+        return self._json(resp, body, 202)
 
     def delete_arqs(self, arq_uuids):
         """DELETE /accelerator_requests?arqs=<uuid>,... (204)."""
