@@ -6,9 +6,9 @@ The binder used to claim one handle per ARQ, each in its own transaction
 refresh per ARQ).  Here the whole batch costs a fixed number of
 statements: one SELECT of the free handles of every resource provider the
 batch names, and one conditional ``UPDATE ... RETURNING`` claiming the
-chosen ones and loading them.  ``RETURNING`` says exactly which rows this transaction got,
-so a handle another binder (another API worker, PostgreSQL) claimed in
-between is simply not in the answer; the ARQs left without a handle try
+chosen ones and loading them.  ``RETURNING`` says exactly which rows this
+transaction got, so a handle another binder (another API worker,
+PostgreSQL) claimed in between is simply not in the answer; the ARQs left without a handle try
 the next free ones, for at most ``ROUNDS`` rounds.  Databases without
 ``UPDATE ... RETURNING`` claim row by row, checked by row count.
 
