@@ -9,8 +9,9 @@ batch names, and one conditional ``UPDATE ... RETURNING`` claiming the
 chosen ones and loading them.  ``RETURNING`` says exactly which rows this
 transaction got, so a handle another binder (another API worker,
 PostgreSQL) claimed in between is simply not in the answer; the ARQs left
-without a handle try the next free ones, for at most ``ROUNDS`` rounds.  Databases without
-``UPDATE ... RETURNING`` claim row by row, checked by row count.
+without a handle try the next free ones, for at most ``ROUNDS`` rounds.
+Databases without ``UPDATE ... RETURNING`` claim row by row, checked by
+row count.
 
 The claim is what makes "never two ARQs on one handle" hold: the UPDATE's
 ``in_use = false AND state = 'available'`` condition is evaluated on the
