@@ -100,7 +100,7 @@ def start_cyborg(workdir, py, placement, stub, stack):
     stack.callback(rabbit.cleanUp)
     root = placement.create_provider(launch_cyborg.HOST)
     cyborg = tools_fixtures.start(cyborg_fx.CyborgServices(
-        placement.endpoint, stub.root, rabbit.url, workdir=workdir,
+        placement.endpoint, stub.endpoint, rabbit.url, workdir=workdir,
         venv=os.path.dirname(os.path.dirname(py))))
     stack.callback(cyborg.cleanUp)
     return cyborg, cyborg.wait_reported(placement, root,
