@@ -59,13 +59,15 @@ def _plot_roundtrip(rt, path):
                 [r['patch_to_event'][n]['p50'] for n in ns], 'x-.',
                 alpha=0.7, color=color,
                 label='%s PATCH->event p50' % db)
-        for path, ls in (('create_bind_event', ':'),
-                         ('patch_to_event', '-.')):
-            fl = r['floors'][path]
+        # Not ``path``: that is where the figure goes (it once was
+        # overwritten here, and the plot landed in ./patch_to_event.png).
+        for measured, ls in (('create_bind_event', ':'),
+                             ('patch_to_event', '-.')):
+            fl = r['floors'][measured]
             if fl['ms']:
                 ax.axhline(fl['ms'], linestyle=ls, alpha=0.8, color=color,
                            label='%s floor %s (%d HTTP + %d commits)' % (
-                               db, path, fl['http'], fl['commits']))
+                               db, measured, fl['http'], fl['commits']))
     _loglog(ax, 'ARQs created and bound at once',
             'until the last event arrived (ms)',
             'ARQ round trip, accel-backend over loopback')
