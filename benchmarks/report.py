@@ -139,7 +139,10 @@ def _upstream_md(up):
           'of binding: see the headline.', '', head % 'request',
           '|---|---|---|---|---|---|']
     L += _upstream_rows(up, upstream.BARE, upstream.BARE_LABEL)
-    L += ['', 'Samples per operation: %s.' % up.get('trials')]
+    counts = sorted({op: s.get('n') for op, s in up.get(
+        'accel_backend', {}).items() if isinstance(s, dict)}.items())
+    L += ['', 'Samples per side: %s.' % ', '.join(
+        '%s %s' % (op, n) for op, n in counts if n is not None)]
     if up.get('notes'):
         L += [''] + ['- %s' % n for n in up['notes']]
     return L
