@@ -23,6 +23,7 @@ from nova.accelerator import cyborg as nova_cyborg
 from nova import exception as nova_exception
 import requests
 import testtools
+from testtools import content
 
 from tests.cyborg_import import fixtures as cy_fixtures
 from tests.functional.fixtures import servers
@@ -91,9 +92,21 @@ class TestAdoptCyborg(testtools.TestCase):
 
     def _cyborg_boot(self, cyborg, count):
         """Profile, then per server: allocation, ARQs, bind."""
-        resp = requests.post(cyborg.url + '/v2/device_profiles', json=[{
-            'name': 'fpga-dp', 'groups': cy_fixtures.GROUPS}],
-            headers=HEADERS)
+        for attempt in range(3):
+            resp = requests.post(cyborg.url + '/v2/device_profiles', json=[{
+                'name': 'fpga-dp', 'groups': cy_fixtures.GROUPS}],
+                headers=HEADERS)
+            # Cyborg 17 (SQLite) answered this 500 once in a CI run on a
+            # busy machine, and passed alone; its log went with the
+            # temporary directory.  Upstream's setup, not the import under
+            # test: tried again, and the API log attached if it fails.
+            if resp.status_code < 500:
+                break
+            time.sleep(2)
+        if resp.status_code not in (200, 201):
+            with open(cyborg.logs['cyborg-api'], errors='replace') as f:
+                self.addDetail('cyborg-api.log', content.text_content(
+                    f.read()[-20000:]))
         self.assertIn(resp.status_code, (200, 201), resp.text)
         deps = wait_for('Cyborg\'s provider', lambda: [
             d for d in requests.get(cyborg.url + '/v2/deployables',
