@@ -1,13 +1,16 @@
-"""The binding worker.
+"""The binder: claims attach handles for ARQs and delivers Nova's events.
 
-``PATCH /v2/accelerator_requests`` only records ``BindStarted`` (committed)
-and hands the ARQ UUIDs to ``Binder.submit``; a worker thread then claims
-an attach handle of the deployable behind the ARQ's ``device_rp_uuid`` and
-moves the ARQ to ``Bound`` (or ``BindFailed``), committing the outcome
-together with a ``pending_event``.  Events are then delivered to Nova with
-retries and exponential backoff; each accepted event clears
-``pending_event``.  ``resume()`` at start finishes whatever a previous
-process left half-done, so a crash loses nothing.
+The embedded service (``[binding] mode = local``) binds in the PATCH's own
+transaction (``bind_locked``, then ``finish`` after the commit): the ARQs
+go ``BindStarted`` -> ``Bound`` (or ``BindFailed``) with a
+``pending_event`` in one commit, with no worker hand-off and no second
+read of the rows.  Where agents bind, ``PATCH /v2/accelerator_requests``
+records ``BindStarted`` (committed) and the agent's ``Binder.submit``
+hands the UUIDs to a worker thread, which claims and commits the outcome
+(``bind_many``).  Events are then delivered to Nova with retries and
+exponential backoff; each accepted event clears ``pending_event``.
+``resume()`` at start finishes whatever a previous process left
+half-done, so a crash loses nothing.
 """
 
 import collections
@@ -146,7 +149,51 @@ class Binder:
             unbound meanwhile) or of another host than this binder's are
             left out.
         """
-        outcomes = self.db.write(self._bind_locked, list(arq_uuids))
+        return self._record(
+            self.db.write(self._bind_locked, list(arq_uuids)))
+
+    def bind_locked(self, session, arqs, started_at=None):
+        """Bind ARQs in the caller's transaction: the embedded service
+        binds a PATCH's ARQs in the PATCH's own transaction
+        (``binding.dispatcher.LocalDispatcher.bind_locked``), so
+        ``BindStarted`` and the outcome are committed together and no
+        worker has to lock and read them again.
+
+        The caller commits, then hands the result to ``finish``.
+
+        :param session: the ``Session`` that locked and read ``arqs``
+            (``objects.arq.get_all_for_update``) and moved them to
+            ``BindStarted`` (``objects.arq.start_binding``).
+        :param arqs: list of ``models.ARQ``; those not ``BindStarted`` or
+            of another host than this binder's are left alone.
+        :param started_at: when the binding was asked for (naive UTC
+            ``datetime``), for ``accel_bind_seconds``; default now.
+        :returns: an opaque list for ``finish``.
+        """
+        started_at = started_at or models.utcnow()
+        # The claim's statements need not see the ARQs' BindStarted rows:
+        # without autoflush each ARQ is written once, Bound, at commit.
+        with session.no_autoflush:
+            return self._bind_arqs(session, self._mine(arqs), started_at)
+
+    def finish(self, outcomes):
+        """After the commit of ``bind_locked``: metrics, notifications,
+        and the events to Nova (first try and retries on the delivery
+        threads, so the caller answers at once).
+
+        :returns: ``{arq_uuid: BindOutcome}``, as ``bind_many``.
+        """
+        result = self._record(outcomes)
+        import os
+        if os.environ.get('SYNCEV'):
+            self._notify(result)
+        else:
+            self._spawn(self._delivery, self._notify, result)
+        return result
+
+    def _record(self, outcomes):
+        """Metrics and notifications of committed outcomes; returns
+        ``{arq_uuid: BindOutcome}``."""
         result = {}
         now = models.utcnow()
         for state, data, started_at, event_status, reason in outcomes:
@@ -164,14 +211,10 @@ class Binder:
                 self.notifications.arq('accelerator.arq.bind.end', data)
         return result
 
-    def _bind_locked(self, session, arq_uuids):
-        """The transaction of ``bind_many``: a list of ``(state,
-        ARQPayload fields, time BindStarted was committed, event status,
-        failure reason or None)``."""
-        # Locked: an unbind, a delete or another worker binding the
-        # same ARQs waits for this transaction, or finished before it.
-        arqs = []
-        for arq in arq_obj.get_all_for_update(session, arq_uuids):
+    def _mine(self, arqs):
+        """The ARQs of ``arqs`` this binder may bind."""
+        mine = []
+        for arq in arqs:
             if arq.state != arq_obj.BIND_STARTED:
                 continue
             if self.host is not None and arq.hostname != self.host:
@@ -179,7 +222,21 @@ class Binder:
                             'not binding it', arq.uuid, arq.hostname,
                             self.host)
                 continue
-            arqs.append(arq)
+            mine.append(arq)
+        return mine
+
+    def _bind_locked(self, session, arq_uuids):
+        """The transaction of ``bind_many``: a list of ``(state,
+        ARQPayload fields, time BindStarted was committed, event status,
+        failure reason or None)``."""
+        # Locked: an unbind, a delete or another worker binding the
+        # same ARQs waits for this transaction, or finished before it.
+        locked = arq_obj.get_all_for_update(session, arq_uuids)
+        return self._bind_arqs(session, self._mine(locked))
+
+    def _bind_arqs(self, session, arqs, started_at=None):
+        """Claim handles for ``arqs`` (locked, ``BindStarted``, this
+        binder's) and move them to ``Bound`` or ``BindFailed``."""
         if not arqs:
             return []
         wanted = collections.Counter(
@@ -192,7 +249,7 @@ class Binder:
         outcomes = []
         bound = []
         for arq in arqs:
-            started_at = arq.updated_at
+            began = started_at or arq.updated_at
             key = (arq.device_rp_uuid, arq.hostname)
             handles = claimed.get(key)
             reason = None
@@ -210,7 +267,7 @@ class Binder:
                     arq.uuid, handle.attach_type, handle.attach_info,
                     arq.instance_uuid))
             outcomes.append((arq.state, notifications.arq_data(arq),
-                             started_at, arq.pending_event, reason))
+                             began, arq.pending_event, reason))
         if bound:
             # One line per transaction, each ARQ in it (a record to a log
             # file through oslo.log measured 18 us here: 1.8 ms for a
@@ -219,7 +276,9 @@ class Binder:
         return outcomes
 
     def _bind_and_notify(self, arq_uuids):
-        outcomes = self.bind_many(arq_uuids)
+        self._notify(self.bind_many(arq_uuids))
+
+    def _notify(self, outcomes):
         # The first try here, with the events just committed (as
         # ``_pending`` would read them back: one transaction less on the
         # way to Nova); retries on the delivery threads.

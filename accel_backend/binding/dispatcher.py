@@ -53,6 +53,22 @@ class LocalDispatcher:
     def __init__(self, binder):
         self.binder = binder
 
+    #: The PATCH handler binds in its own transaction (``bind_locked``).
+    binds_in_transaction = True
+
+    def bind_locked(self, session, arqs):
+        """Bind ARQs the PATCH's transaction moved to ``BindStarted``, in
+        that transaction (``Binder.bind_locked``).
+
+        :returns: what to hand to ``bound`` after the commit.
+        """
+        return self.binder.bind_locked(session, arqs)
+
+    def bound(self, outcomes):
+        """After the commit of ``bind_locked``: events to Nova and the
+        rest (``Binder.finish``)."""
+        self.binder.finish(outcomes)
+
     def bind(self, arqs_by_host):
         """:param arqs_by_host: ``{hostname: [arq_uuid, ...]}``."""
         uuids = [u for host in sorted(arqs_by_host, key=str)
@@ -69,6 +85,9 @@ class LocalDispatcher:
 class RpcDispatcher:
     """Casts to the agents of the ARQs' hosts.
 
+    ``bind`` is called after the PATCH's commit of ``BindStarted``: the
+    agent binds in a transaction of its own.
+
     :param agent_api: ``accel_backend.binding.rpc.AgentAPI``.
     :param local_host: this process's host when it also binds (embedded
         ``mode = rpc``), else None.
@@ -79,6 +98,8 @@ class RpcDispatcher:
         self.agent_api = agent_api
         self.local_host = local_host
         self.local_binder = local_binder
+
+    binds_in_transaction = False
 
     def bind(self, arqs_by_host):
         """Cast per host; raises ``BindDispatchFailed`` for the first host

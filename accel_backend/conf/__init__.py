@@ -221,7 +221,10 @@ BINDING_OPTS = [
                help='Threads that carry out ARQ binding.'),
     cfg.StrOpt('mode', default='local',
                choices=[('local', 'the embedded ``accel-backend`` binds '
-                                  'every ARQ in its own binder threads'),
+                                  'every ARQ of a PATCH in the PATCH\'s '
+                                  'own transaction (one commit; the 202 '
+                                  'means Bound or BindFailed) and sends '
+                                  'the events from its own threads'),
                         ('rpc', 'ARQs of other hosts are cast over '
                                 'oslo.messaging (``[DEFAULT] '
                                 'transport_url``) to the '

@@ -184,7 +184,9 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
         return {r.address: r.rp_uuid for r in self.accel.discover_and_report()}
 
     def hang_binding(self):
-        """Make accel_backend's binder hang (a hung host agent): every
+        """Make accel_backend's binder hang (a hung host agent): the PATCH
+        commits ``BindStarted`` and hands the ARQs to the binder threads,
+        as it does for an agent (``[binding] mode = rpc``), and every
         ``bind_many`` waits, up to 30 s, until the returned function is
         called (the test's cleanup calls it too).  Returns that function.
         """
@@ -195,6 +197,8 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
             gate.wait(30)
             return real(arq_uuids)
 
+        self.useFixture(fixtures.MockPatchObject(
+            self.accel.dispatcher, 'binds_in_transaction', False))
         self.useFixture(fixtures.MockPatchObject(self.accel.binder,
                                                  'bind_many', slow_bind))
         self.addCleanup(gate.set)

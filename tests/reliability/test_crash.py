@@ -4,9 +4,12 @@ Real processes: Placement (gunicorn, SQLite), ``accel-backend`` (SQLite)
 over a generated sysfs tree of 64 GPUs, and a Nova stub in this process.
 
 * Kill while binding: 72 ARQs are bound with one PATCH each (64 to a GPU
-  each, 8 to a provider that does not exist); Nova answers events slowly,
-  so at the kill some ARQs are Bound with their event pending and most
-  are still BindStarted.  After the restart every ARQ is Bound or
+  each, 8 to a provider that does not exist); Nova answers events slowly.
+  With ``[binding] mode = rpc`` (the binder's threads bind after the
+  PATCH's commit, as an agent does) at the kill some ARQs are Bound with
+  their event pending and most are still BindStarted; with ``mode =
+  local`` (each PATCH binds in its own transaction) every ARQ is resolved
+  and most events are pending.  After the restart every ARQ is Bound or
   BindFailed as it should be, no device is bound twice, every event is
   delivered and Placement still matches the database.
 * Kill while reporting: the first report of the 64 GPUs goes through a
@@ -37,6 +40,7 @@ from tests.reliability import fixtures as rel_fixtures
 from tests.waiting import wait_for
 from tools.fixtures import nova_stub
 from tools.fixtures import placement as placement_fx
+from tools.fixtures import rabbitmq
 
 GPUS = 64
 BAD = 8
@@ -123,8 +127,26 @@ class CrashTestBase(testtools.TestCase):
 @reliability.slow
 class TestKillWhileBinding(CrashTestBase):
 
-    def test_kill_while_binding(self):
+    def test_kill_while_binding_in_binder_threads(self):
+        # The process serves its own host as an agent: BindStarted is
+        # committed by the PATCH, the binder's threads bind after it.
+        rabbit = self.useFixture(rabbitmq.RabbitMQServer())
+        accel = self.start_accel(binding={'workers': 4, 'mode': 'rpc'},
+                                 DEFAULT={'transport_url': rabbit.url})
+        at_kill = self.kill_while_binding(accel, 'kill_while_binding')
+        self.assertGreater(at_kill.get('BindStarted', 0), 0, at_kill)
+
+    def test_kill_while_delivering_events(self):
+        # Embedded default: each PATCH binds in its own transaction, so
+        # at the kill every ARQ is resolved and events are pending.
         accel = self.start_accel(binding={'workers': 4})
+        at_kill = self.kill_while_binding(accel, 'kill_while_delivering')
+        self.assertEqual(0, at_kill.get('BindStarted', 0), at_kill)
+        self.assertGreater(self.figures['pending_events_at_kill'], 0)
+
+    def kill_while_binding(self, accel, name):
+        """Bind, kill, restart, check; :returns: the ARQ states at the
+        kill (``{state: count}``)."""
         deps = accel.wait_for_devices(GPUS, timeout=60)
         wait_for('first report', lambda: len(self.complete_providers()) ==
                  GPUS, 60, interval=0.5, log=accel.log_text)
@@ -142,7 +164,8 @@ class TestKillWhileBinding(CrashTestBase):
             rp = deps[i]['rp_uuid'] if i < GPUS else str(uuid.uuid4())
             wanted[arq] = (rp, str(uuid.uuid4()))
         # Nova takes a second per event request: binding tasks (bind,
-        # then deliver) queue up behind the 4 workers.
+        # then deliver) queue up behind the 4 workers, events behind
+        # the delivery threads.
         self.nova.delay = 1.0
         for arq, (rp, instance) in wanted.items():
             accel.request('PATCH', '/v2/accelerator_requests', {arq: [
@@ -163,7 +186,6 @@ class TestKillWhileBinding(CrashTestBase):
         at_kill = states()
         pending_at_kill = len(accel.pending_events())
         accepted_at_kill = len(self.nova.received())
-        self.assertGreater(at_kill.get('BindStarted', 0), 0, at_kill)
 
         self.nova.delay = 0.0
         t0 = time.monotonic()
@@ -206,7 +228,8 @@ class TestKillWhileBinding(CrashTestBase):
             'events_delivered': sum(len(v) for v in events.values()),
             'duplicate_events': duplicates}
         self.addDetail('figures', content.json_content(self.figures))
-        record_result('kill_while_binding', self.figures)
+        record_result(name, self.figures)
+        return at_kill
 
 
 @reliability.slow

@@ -141,8 +141,15 @@ def show(req, arq_uuid):
 
 def update(req, arq_uuid=None):
     """``PATCH {arq_uuid: [ops]}``: bind (all ``add``) or unbind (all
-    ``remove``) -> 202.  Binding finishes in the background and ends with
-    the ``accelerator-request-bound`` event to Nova.
+    ``remove``) -> 202.  The binding ends with the
+    ``accelerator-request-bound`` event to Nova.
+
+    The embedded service (``[binding] mode = local``) binds in the PATCH's
+    own transaction: the 202 says the ARQs are ``Bound`` or ``BindFailed``
+    (committed), and the events follow.  Otherwise the transaction
+    commits ``BindStarted`` and the agent of each host binds after the
+    202 (``binding.dispatcher``).  The transaction runs again after a
+    database deadlock (``Database.write``).
 
     ``PATCH /{arq_uuid}`` with the same body (keyed by that one ARQ) is
     how openstacksdk, and so ``openstack accelerator arq bind/unbind``,
@@ -155,52 +162,68 @@ def update(req, arq_uuid=None):
             reason='PATCH of one ARQ takes {"%s": [operations]}' % arq_uuid)
     binds, unbinds = schema.parse_patch(body, util.version(req) >= (2, 1))
     svc = util.service(req)
-    started = {}
-    released = set()
-    unbound = []
-    with svc.db.transaction() as session:
-        # One lock order for every multi-ARQ request (no deadlocks), and
-        # one read of them all.
-        locked = {a.uuid: a for a in arq_obj.get_all_for_update(
-            session, set(binds) | set(unbinds))}
-        handles = arq_obj.load_handles(  # noqa: F841 (kept alive)
-            session, list(locked.values())) if unbinds else []
-        owner = _project_filter(ctx)
-        policies = _PerProject(ctx)
-
-        def visible(arq_uuid):
-            arq = locked.get(arq_uuid)
-            # 404, not 403, for another project's ARQ: it must not leak.
-            if arq is None or owner is not None and arq.project_id != owner:
-                raise exception.ARQNotFound(ident=arq_uuid)
-            policies.check(arq_policy.UPDATE, arq)
-            return arq
-
-        for arq_uuid, fields in binds.items():
-            arq = visible(arq_uuid)
-            if arq_obj.start_binding(session, arq, fields['hostname'],
-                                     fields['device_rp_uuid'],
-                                     fields['instance_uuid'],
-                                     fields.get('project_id')):
-                started.setdefault(fields['hostname'], []).append(arq_uuid)
-        for arq_uuid in unbinds:
-            arq = visible(arq_uuid)
-            data = None
-            if arq.attach_handle is not None:
-                released.add(arq.hostname)
-                # Taken before the unbind releases the handle.
-                data = notifications.arq_data(arq)
-            arq_obj.unbind(arq)
-            if data is not None:
-                data['state'] = arq.state
-                unbound.append(data)
-    # After commit: the binder (in-process, or the agent of each host
-    # over RPC) must find BindStarted in the database.
+    started, released, unbound, outcomes = svc.db.write(
+        _update_locked, ctx, svc.dispatcher, binds, unbinds)
+    # After commit: the events (in-transaction binding), or the binder
+    # (the agent of each host over RPC) must find BindStarted in the
+    # database.
     for data in unbound:
         svc.notifications.arq('accelerator.arq.unbind.end', data)
     svc.dispatcher.clean(released)
-    svc.dispatcher.bind(started)
+    if outcomes is not None:
+        svc.dispatcher.bound(outcomes)
+    else:
+        svc.dispatcher.bind(started)
     return util.response(202)
+
+
+def _update_locked(session, ctx, dispatcher, binds, unbinds):
+    """The transaction of ``update``: ``(started {hostname: [arq_uuid]},
+    released hostnames, unbind notification payloads, outcomes of an
+    in-transaction binding or None)``."""
+    started = {}
+    released = set()
+    unbound = []
+    # One lock order for every multi-ARQ request (no deadlocks), and
+    # one read of them all.
+    locked = {a.uuid: a for a in arq_obj.get_all_for_update(
+        session, set(binds) | set(unbinds))}
+    handles = arq_obj.load_handles(  # noqa: F841 (kept alive)
+        session, list(locked.values())) if unbinds else []
+    owner = _project_filter(ctx)
+    policies = _PerProject(ctx)
+
+    def visible(arq_uuid):
+        arq = locked.get(arq_uuid)
+        # 404, not 403, for another project's ARQ: it must not leak.
+        if arq is None or owner is not None and arq.project_id != owner:
+            raise exception.ARQNotFound(ident=arq_uuid)
+        policies.check(arq_policy.UPDATE, arq)
+        return arq
+
+    for arq_uuid, fields in binds.items():
+        arq = visible(arq_uuid)
+        if arq_obj.start_binding(session, arq, fields['hostname'],
+                                 fields['device_rp_uuid'],
+                                 fields['instance_uuid'],
+                                 fields.get('project_id')):
+            started.setdefault(fields['hostname'], []).append(arq_uuid)
+    for arq_uuid in unbinds:
+        arq = visible(arq_uuid)
+        data = None
+        if arq.attach_handle is not None:
+            released.add(arq.hostname)
+            # Taken before the unbind releases the handle.
+            data = notifications.arq_data(arq)
+        arq_obj.unbind(arq)
+        if data is not None:
+            data['state'] = arq.state
+            unbound.append(data)
+    outcomes = None
+    if started and dispatcher.binds_in_transaction:
+        outcomes = dispatcher.bind_locked(session, [
+            locked[u] for uuids in started.values() for u in uuids])
+    return started, released, unbound, outcomes
 
 
 def delete(req, arq_uuid=None):

@@ -48,9 +48,18 @@ class AppTestBase(testtools.TestCase):
         conf = base.make_conf(self, **groups)
         self.svc = service_mod.Service(conf)
         self.addCleanup(self.svc.stop)
+        # The ARQs handed to the binder: in the PATCH's transaction
+        # (embedded, mode = local) or after it (submit).
         self.submitted = []
         self.useFixture(fixtures.MockPatchObject(
             self.svc.binder, 'submit', side_effect=self.submitted.extend))
+        bind_locked = self.svc.binder.bind_locked
+
+        def record(session, arqs, *args, **kwargs):
+            self.submitted.extend(a.uuid for a in arqs)
+            return bind_locked(session, arqs, *args, **kwargs)
+        self.useFixture(fixtures.MockPatchObject(
+            self.svc.binder, 'bind_locked', side_effect=record))
         with self.svc.db.transaction() as session:
             dp_obj.create(session, 'dp1', [{'resources:PGPU': '1'}])
 

@@ -1,16 +1,22 @@
 """What a PATCH and a DELETE of many ARQs cost in SQL statements: the
-number of round trips, not the number of ARQs (issue 15).
+number of round trips, not the number of ARQs (issue 15); and the PATCH
+that binds in its own transaction (embedded, ``[binding] mode = local``).
 
 A ``Service`` over the recorded four-GPU server, its real WSGI app and
 SQLite database; statements counted on its engine.
 """
 
 import json
+import threading
 
+import fixtures
+from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 import webob
 
+from accel_backend.binding import claim
+from accel_backend.db import models
 from accel_backend.objects import device_profile as dp_obj
 from tests.unit.accel_backend import test_lifecycle as lifecycle
 
@@ -18,7 +24,7 @@ NOVA = dict(lifecycle.V23, **{'X-Service-Token': 'nova',
                               'Content-Type': 'application/json'})
 
 
-class BatchCostTest(lifecycle.ServiceTestBase):
+class PatchTestBase(lifecycle.ServiceTestBase):
 
     def setUp(self):
         super().setUp()
@@ -37,10 +43,14 @@ class BatchCostTest(lifecycle.ServiceTestBase):
         return resp
 
     def counted(self, fn):
+        """Statements ``fn`` runs in this thread (the events' delivery
+        threads are not counted)."""
         count = []
+        me = threading.get_ident()
 
         def listener(conn, cursor, statement, *args):
-            count.append(statement)   # an executemany counts once
+            if threading.get_ident() == me:
+                count.append(statement)   # an executemany counts once
         sa.event.listen(self.svc.db.engine, 'before_cursor_execute',
                         listener)
         try:
@@ -50,43 +60,146 @@ class BatchCostTest(lifecycle.ServiceTestBase):
                             listener)
         return len(count)
 
-    def boot(self, profile, gpus):
+    def boot(self, profile, gpus, in_transaction=True):
         """Create the profile's ARQs and PATCH-bind them to distinct GPUs;
-        :returns: (instance, statements of the PATCH request, bind)."""
+        bound in the PATCH's transaction (embedded, ``mode = local``), or
+        after it by ``Binder.bind_many`` (what an agent runs).
+
+        :returns: (instance, statements of the PATCH request, of the
+            binder after it: 0 when bound in the PATCH's transaction).
+        """
         arqs = self.request('POST', '/v2/accelerator_requests',
                             {'device_profile_name': profile},
                             status=201).json['arqs']
         instance = uuidutils.generate_uuid()
-        patch = {a['uuid']: [
+        patch = self.bind_patch([a['uuid'] for a in arqs], gpus, instance)
+        queued = []
+        if not in_transaction:
+            # As RpcDispatcher: BindStarted committed, the binding held
+            # until the PATCH request has been counted.
+            self.svc.dispatcher.binds_in_transaction = False
+            self.svc.dispatcher.bind = lambda started: queued.append(started)
+        request = self.counted(lambda: self.request(
+            'PATCH', '/v2/accelerator_requests', patch, status=202))
+        uuids = [u for started in queued for us in started.values()
+                 for u in us]
+        self.assertEqual(sorted(patch) if queued else [], sorted(uuids))
+        bind = self.counted(
+            lambda: self.svc.binder.bind_many(uuids)) if uuids else 0
+        states = {self.request('GET', '/v2/accelerator_requests/%s' % u
+                               ).json['state'] for u in patch}
+        self.assertEqual({'Bound'}, states)
+        return instance, request, bind
+
+    def bind_patch(self, arqs, gpus, instance):
+        return {a: [
             {'path': '/hostname', 'op': 'add', 'value': lifecycle.COMPUTE},
             {'path': '/device_rp_uuid', 'op': 'add',
              'value': lifecycle.rp_uuid(gpu)},
             {'path': '/instance_uuid', 'op': 'add', 'value': instance}]
             for a, gpu in zip(arqs, gpus)}
-        # The binder's part, measured apart: hold it until the PATCH
-        # request has been counted.
-        queued = []
-        self.svc.dispatcher.bind = lambda started: queued.append(started)
-        request = self.counted(lambda: self.request(
-            'PATCH', '/v2/accelerator_requests', patch, status=202))
-        uuids = [u for started in queued for us in started.values()
-                 for u in us]
-        bind = self.counted(lambda: self.svc.binder.bind_many(uuids))
-        states = {self.request('GET', '/v2/accelerator_requests/%s' % u
-                               ).json['state'] for u in uuids}
-        self.assertEqual({'Bound'}, states)
-        return instance, request, bind
 
-    def test_patch_bind_and_delete_cost_the_same_for_three_arqs(self):
+
+class BatchCostTest(PatchTestBase):
+
+    def check_same_cost(self, in_transaction):
         # Released devices go to cleaning: each boot has its own GPUs.
-        one, patch_one, bind_one = self.boot('one', ['0000:e3:00.0'])
+        one, patch_one, bind_one = self.boot('one', ['0000:e3:00.0'],
+                                             in_transaction)
         delete_one = self.counted(lambda: self.request(
             'DELETE', '/v2/accelerator_requests?instance=%s' % one,
             status=204))
         three, patch_three, bind_three = self.boot(
-            'three', ['0000:17:00.0', '0000:65:00.0', '0000:ca:00.0'])
+            'three', ['0000:17:00.0', '0000:65:00.0', '0000:ca:00.0'],
+            in_transaction)
         delete_three = self.counted(lambda: self.request(
             'DELETE', '/v2/accelerator_requests?instance=%s' % three,
             status=204))
         self.assertEqual((patch_one, bind_one, delete_one),
                          (patch_three, bind_three, delete_three))
+        return patch_one, bind_one
+
+    def test_patch_binding_in_its_transaction_costs_the_same_for_three(self):
+        patch, bind = self.check_same_cost(in_transaction=True)
+        self.assertEqual(0, bind)
+        # The whole bind in the PATCH: lock, read, claim (SELECT, UPDATE
+        # ... RETURNING), one UPDATE of the ARQs; BEGIN and COMMIT are
+        # not cursor statements.
+        self.assertEqual(5, patch)
+
+    def test_patch_then_binder_cost_the_same_for_three_arqs(self):
+        patch, bind = self.check_same_cost(in_transaction=False)
+        self.assertGreater(bind, 0)
+
+
+class PatchTransactionTest(PatchTestBase):
+    """The embedded service binds in the PATCH's own transaction."""
+
+    def create(self, profile='three'):
+        return [a['uuid'] for a in self.request(
+            'POST', '/v2/accelerator_requests',
+            {'device_profile_name': profile}, status=201).json['arqs']]
+
+    def handles_in_use(self):
+        with self.svc.db.transaction() as session:
+            return session.scalar(sa.select(sa.func.count()).where(
+                models.AttachHandle.in_use.is_(True)))
+
+    def test_bound_and_committed_when_the_patch_answers(self):
+        arqs = self.create()
+        submitted = self.useFixture(fixtures.MockPatchObject(
+            self.svc.binder, 'submit')).mock
+        instance = uuidutils.generate_uuid()
+        self.request('PATCH', '/v2/accelerator_requests', self.bind_patch(
+            arqs, ['0000:17:00.0', '0000:65:00.0', '0000:ca:00.0'],
+            instance), status=202)
+        # Read at once, without waiting for any binder thread.
+        views = [self.request('GET', '/v2/accelerator_requests/%s' % u).json
+                 for u in arqs]
+        self.assertEqual({'Bound'}, {v['state'] for v in views})
+        self.assertEqual(3, len({v['attach_handle_uuid'] for v in views}))
+        self.assertEqual(3, self.handles_in_use())
+        submitted.assert_not_called()
+        with self.svc.db.transaction() as session:
+            pending = set(session.scalars(sa.select(
+                models.ARQ.pending_event).where(
+                models.ARQ.uuid.in_(arqs))))
+        # No Nova here: the events stay pending, to be sent again.
+        self.assertEqual({'completed'}, pending)
+
+    def test_deadlock_runs_the_whole_patch_again(self):
+        # PostgreSQL may pick the PATCH's claim as a deadlock victim: the
+        # transaction is rolled back and runs again from the lock of the
+        # ARQs, so nothing is claimed twice.
+        arqs = self.create('one')
+        real = claim.claim
+        calls = []
+
+        def deadlock_once(session, wanted):
+            calls.append(dict(wanted))
+            got = real(session, wanted)
+            if len(calls) == 1:
+                raise db_exc.DBDeadlock()
+            return got
+        self.useFixture(fixtures.MockPatchObject(
+            claim, 'claim', side_effect=deadlock_once))
+        self.request('PATCH', '/v2/accelerator_requests', self.bind_patch(
+            arqs, ['0000:17:00.0'], uuidutils.generate_uuid()), status=202)
+        self.assertEqual(2, len(calls))
+        self.assertEqual('Bound', self.request(
+            'GET', '/v2/accelerator_requests/%s' % arqs[0]).json['state'])
+        self.assertEqual(1, self.handles_in_use())
+
+    def test_refused_patch_binds_nothing(self):
+        # One ARQ that cannot be bound (already bound elsewhere) refuses
+        # the whole PATCH: no other ARQ of it is bound, no handle taken.
+        first = self.create('one')
+        self.request('PATCH', '/v2/accelerator_requests', self.bind_patch(
+            first, ['0000:17:00.0'], uuidutils.generate_uuid()), status=202)
+        arqs = self.create('one') + first
+        self.request('PATCH', '/v2/accelerator_requests', self.bind_patch(
+            arqs, ['0000:65:00.0', '0000:ca:00.0'],
+            uuidutils.generate_uuid()), status=409)
+        self.assertEqual('Initial', self.request(
+            'GET', '/v2/accelerator_requests/%s' % arqs[0]).json['state'])
+        self.assertEqual(1, self.handles_in_use())
