@@ -40,6 +40,10 @@ ACCEL_HEADERS = {
 
 # -- statistics --------------------------------------------------------
 
+#: The databases the measures run on, in the order reports list them.
+DATABASES = ('sqlite', 'postgresql')
+
+
 def percentile(values, pct):
     """Linear-interpolated percentile (``pct`` in 0..100) of a non-empty
     list; None for an empty one."""

@@ -1,15 +1,19 @@
-"""Measure 4: 200 concurrent binds competing for 50 devices.
+"""Measure 4: 200 concurrent binds competing for 50 devices, on SQLite and
+on PostgreSQL.
 
-An ``accel-backend`` process over 50 single-GPU resource providers (one
-attach handle each).  200 ARQs are created first (not timed); then 200
-threads, released together by a barrier, each send one ``PATCH`` binding
-one ARQ (to device ``i % 50``, so four ARQs want each device) for its own
-instance.  Throughput counts from the release to the last ``PATCH``
-answer and to the last event received by the Nova stub.
+An ``accel-backend`` process (embedded: each PATCH binds in its own
+transaction) over 50 single-GPU resource providers (one attach handle
+each), on a SQLite file, then on a throwaway PostgreSQL server.  200
+ARQs are created first (not timed); then 200 threads, released together
+by a barrier, each send one ``PATCH`` binding one ARQ (to device
+``i % 50``, so four ARQs want each device) for its own instance.
+Throughput counts from the release to the last ``PATCH`` answer and to
+the last event received by the Nova stub.
 
 Afterwards the database is read directly: no attach handle may be held by
 two ARQs, no device RP may have two ``Bound`` ARQs, every loser must be
-``BindFailed`` and must have had a ``failed`` event.
+``BindFailed`` and must have had a ``failed`` event; on PostgreSQL the
+server must have counted no deadlock (``pg_stat_database.deadlocks``).
 """
 
 import os
@@ -21,6 +25,8 @@ import sqlalchemy as sa
 
 from accel_common import arq_states
 from benchmarks import common
+from tools import fixtures as tools_fixtures
+from tools.fixtures import databases
 
 DEVICES = 50
 BINDS = 200
@@ -47,17 +53,45 @@ def _db_checks(connection):
     return states, handle_twice, rp_twice, in_use, by_arq
 
 
+def _deadlocks(connection):
+    """Deadlocks PostgreSQL counted in the database of ``connection``."""
+    eng = sa.create_engine(connection)
+    try:
+        with eng.connect() as c:
+            return c.execute(sa.text(
+                'SELECT deadlocks FROM pg_stat_database WHERE datname = '
+                'current_database()')).scalar()
+    finally:
+        eng.dispose()
+
+
 def measure(env):
-    if env.quick:
-        return _measure(env, QUICK_DEVICES, QUICK_BINDS)
-    return _measure(env, DEVICES, BINDS)
+    """``{'sqlite': result, 'postgresql': result}``; a database that
+    could not be measured has ``{'not_measured': reason}``."""
+    devices, binds = ((QUICK_DEVICES, QUICK_BINDS) if env.quick
+                      else (DEVICES, BINDS))
+    results = {'sqlite': _measure(env, devices, binds, 'conc', None)}
+    server = None
+    try:
+        server = tools_fixtures.start(databases.PostgreSQLServer(
+            durable=True))
+        env.versions['postgresql'] = server.server_version()
+        results['postgresql'] = _measure(
+            env, devices, binds, 'concpg', server.create_database('accel_cc'))
+    except Exception as e:
+        results['postgresql'] = {'not_measured': 'failed: %s' % e}
+    finally:
+        if server is not None:
+            server.cleanUp()
+    return results
 
 
-def _measure(env, devices, binds):
-    sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-conc'),
+def _measure(env, devices, binds, name, connection):
+    sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-' + name),
                               devices)
     backend = common.accel_backend(
-        env.workdir, env.placement, env.stub, 'conc', sysfs, devices)
+        env.workdir, env.placement, env.stub, name, sysfs, devices,
+        connection=connection)
     try:
         client = common.AccelClient(backend.root)
         rps = sorted(d['rp_uuid'] for d in client.deployables())
@@ -112,6 +146,8 @@ def _measure(env, devices, binds):
         no_event = [a for a in arqs if a not in seen]
         states, handle_twice, rp_twice, in_use, by_arq = _db_checks(
             backend.connection)
+        deadlocks = (_deadlocks(backend.connection)
+                     if connection is not None else 0)
         losers = [a for a in arqs if by_arq.get(a) != arq_states.BOUND]
         losers_ok = [a for a in losers
                      if by_arq.get(a) == arq_states.BIND_FAILED and
@@ -140,8 +176,9 @@ def _measure(env, devices, binds):
             'losers': len(losers),
             'losers_bindfailed_with_failed_event': len(losers_ok),
             'winners_bound_with_completed_event': len(winners_ok),
+            'deadlocks': deadlocks,
         }
-        out['ok'] = (out['handles_bound_twice'] == 0 and
+        out['ok'] = (out['handles_bound_twice'] == 0 and not deadlocks and
                      out['rps_bound_twice'] == 0 and
                      out['bound'] == devices and in_use == devices and
                      len(losers_ok) == len(losers) == binds - devices and

@@ -106,13 +106,20 @@ def _plot_scale(db, path):
     _save(fig, path)
 
 
-def _plot_concurrency(c, path):
+def _plot_concurrency(results, path):
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.hist(c['patch_latency']['samples_ms'], bins=30)
+    title = None
+    for db, c in ((d, results[d]) for d in common.DATABASES if d in results):
+        if common.not_measured(c):
+            continue
+        ax.hist(c['patch_latency']['samples_ms'], bins=30, alpha=0.6,
+                label=db)
+        title = '%d concurrent binds, %d devices' % (c['binds'],
+                                                     c['devices'])
     ax.set_xlabel('PATCH latency under contention (ms)')
     ax.set_ylabel('requests')
-    ax.set_title('%d concurrent binds, %d devices' % (c['binds'],
-                                                      c['devices']))
+    ax.set_title(title or '')
+    ax.legend()
     _save(fig, path)
 
 

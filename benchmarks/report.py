@@ -73,7 +73,7 @@ def _roundtrip_md(rt):
         return L
     if common.not_measured(rt):
         return L + _not_measured(rt)
-    for db in ('sqlite', 'postgresql'):
+    for db in common.DATABASES:
         r = rt.get(db)
         if not r:
             continue
@@ -252,17 +252,27 @@ def write(results_dir, meta, results, plots=True):
 
     L += _upstream_md(results.get('upstream'))
 
-    c = results.get('concurrency')
+    cc = results.get('concurrency') or {}
+    first = next((cc[d] for d in common.DATABASES
+                  if d in cc and not common.not_measured(cc[d])), {})
     L += ['', '## 4. Concurrency: %s binds for %s devices' % (
-        (c or {}).get('binds', 200), (c or {}).get('devices', 50)), '']
-    if c and not common.not_measured(c):
-        L += ['%d single-GPU resource providers; %d ARQs created first; '
+        first.get('binds', 200), first.get('devices', 50)), '']
+    if first:
+        L += ['`accel-backend` (embedded: each PATCH binds in its own '
+              'transaction) over %d single-GPU resource providers, on a '
+              'SQLite file and on PostgreSQL; %d ARQs created first; '
               '%d threads released by one barrier each PATCH one ARQ '
               '(four per device, each for its own instance; a request whose '
               'connection is reset is re-sent after 0.1 s, 0.2 s, ... since '
               'the bind PATCH is idempotent). Then the database is read '
-              'directly.' % (c['devices'], c['binds'], c['binds']), '',
-              '| | |', '|---|---|',
+              'directly.' % (first['devices'], first['binds'],
+                             first['binds']), '']
+    for db, c in ((d, cc[d]) for d in common.DATABASES if d in cc):
+        L += ['### %s' % db, '']
+        if common.not_measured(c):
+            L += ['Not measured: %s' % c['not_measured'], '']
+            continue
+        L += ['| | |', '|---|---|',
               '| all PATCHes answered after | %.2f s (%.0f/s) |' % (
                   c['all_patches_s'], c['patch_throughput_per_s']),
               '| all events received after | %.2f s (%.0f/s) |' % (
@@ -285,11 +295,13 @@ def write(results_dir, meta, results, plots=True):
               % c['winners_bound_with_completed_event'],
               '| losers BindFailed with a `failed` event | %d of %d |' % (
                   c['losers_bindfailed_with_failed_event'], c['losers']),
+              '| deadlocks counted by the database | %s |' % (
+                  c.get('deadlocks', 0) if db == 'postgresql'
+                  else 'n/a (SQLite: one writer)'),
               '| verdict | %s |' % ('OK: no device bound twice, every loser '
-                                    'BindFailed with a failed event'
-                                    if c['ok'] else 'NOT OK'), '']
-    elif c:
-        L.append('Not measured: %s' % c['not_measured'])
+                                    'BindFailed with a failed event, no '
+                                    'deadlock' if c['ok'] else 'NOT OK'),
+              '']
 
     s = results.get('scale')
     L += ['', '## 5. Scale', '']

@@ -52,7 +52,7 @@ def _boot(b, rows):
 
 
 def _roundtrip(rt, rows):
-    for db in ('sqlite', 'postgresql'):
+    for db in common.DATABASES:
         r = rt.get(db)
         if not r:
             continue
@@ -113,17 +113,23 @@ def _flow(fl, rows):
                      fl['goal'])))
 
 
-def _concurrency(c, rows):
-    rows.append(('4 concurrency', '%d binds / %d devices: throughput'
-                 % (c['binds'], c['devices']),
-                 '%.0f PATCH/s, %.0f binds+events/s' % (
-                     c['patch_throughput_per_s'],
-                     c['bind_throughput_per_s']), ''))
-    rows.append(('4 concurrency', 'bound twice / losers BindFailed+failed'
-                 ' event', '%d / %d of %d' % (
-                     c['handles_bound_twice'] + c['rps_bound_twice'],
-                     c['losers_bindfailed_with_failed_event'],
-                     c['losers']), 'OK' if c['ok'] else 'NOT OK'))
+def _concurrency(results, rows):
+    for db, c in ((d, results[d]) for d in common.DATABASES if d in results):
+        if common.not_measured(c):
+            rows.append(('4 concurrency', db, c['not_measured'], ''))
+            continue
+        rows.append(('4 concurrency', '%s, %d binds / %d devices: '
+                     'throughput' % (db, c['binds'], c['devices']),
+                     '%.0f PATCH/s, %.0f binds+events/s' % (
+                         c['patch_throughput_per_s'],
+                         c['bind_throughput_per_s']), ''))
+        rows.append(('4 concurrency', '%s, bound twice / losers '
+                     'BindFailed+failed event / deadlocks' % db,
+                     '%d / %d of %d / %d' % (
+                         c['handles_bound_twice'] + c['rps_bound_twice'],
+                         c['losers_bindfailed_with_failed_event'],
+                         c['losers'], c.get('deadlocks', 0)),
+                     'OK' if c['ok'] else 'NOT OK'))
 
 
 def _scale(s, rows):
