@@ -163,6 +163,14 @@ class Database:
             os.makedirs(os.path.dirname(os.path.abspath(url.database)),
                         exist_ok=True)
         kwargs = {name: opts[name] for name in ENGINE_OPTIONS}
+        # oslo.db's thread_checkin sleeps 0 s at every connection check-in
+        # so that eventlet's green threads get a turn; there is no eventlet
+        # here, and on native threads it gives the GIL away at the end of
+        # every transaction.  Measured on the 2-core benchmark machine
+        # (SQLite file, p50 of 2,000, one thread): a one-SELECT
+        # transaction 265 us with it, 146 us without; an UPDATE + COMMIT
+        # 395 us with it, 239 us without.
+        kwargs['thread_checkin'] = False
         if sqlite:
             # Before the connection test of create_engine: its first
             # connection must already wait for a locked database.

@@ -41,6 +41,18 @@ class TestDatabaseOptions(testtools.TestCase):
         self.assertEqual(0, self._synchronous(
             self._db(sqlite_synchronous='false')))
 
+    def test_connection_checkin_does_not_sleep(self):
+        # oslo.db's eventlet yield (time.sleep(0) at every check-in) is
+        # off: on native threads it gave the GIL away after every
+        # transaction (146 vs 265 us per SELECT transaction here).
+        db = self._db()
+        db.sync()
+        sleep = self.useFixture(fixtures.MockPatch(
+            'oslo_db.sqlalchemy.engines.time.sleep')).mock
+        with db.transaction() as session:
+            session.execute(sa.select(models.ARQ.id)).all()
+        self.assertEqual([], sleep.call_args_list)
+
     def test_sqlite_file_connections_are_pooled(self):
         # oslo.db gives SQLite files a NullPool (a connection, its pragmas
         # and a WAL checkpoint per transaction); ours is pooled and sized
