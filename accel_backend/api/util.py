@@ -4,6 +4,7 @@ import json
 import re
 import urllib.parse
 
+from oslo_log import log as logging
 import webob
 
 from accel_backend.api import schemas
@@ -13,6 +14,38 @@ from accel_backend import exception
 from accel_backend.objects import paging
 
 JSON = 'application/json'
+LOG = logging.getLogger(__name__)
+
+#: WSGI environ key of the list of work to run after the answer is sent
+#: (``api.wsgi``'s outermost layer puts it there).
+AFTER_RESPONSE = 'accel.after_response'
+
+
+def after_response(req, fn):
+    """Run ``fn()`` once the server has sent this request's answer, on
+    the same thread; at once when the app is not served through
+    ``api.wsgi.make_app`` (no such list in the environ).
+
+    ``fn`` must only start work whose state is already committed: it is
+    not run when the server fails to send the answer and the process
+    dies, and a restarted service must finish it from the database.
+    """
+    later = req.environ.get(AFTER_RESPONSE)
+    if later is None:
+        fn()
+    else:
+        later.append(fn)
+
+
+def run_after_response(later):
+    """Run the work ``after_response`` queued (list of callables); one
+    that raises is logged and the others still run."""
+    while later:
+        fn = later.pop(0)
+        try:
+            fn()
+        except Exception:
+            LOG.exception('Work after the response failed')
 
 
 def context(req):

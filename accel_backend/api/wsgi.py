@@ -197,7 +197,44 @@ def make_app(conf, service):
                                conf.oslo_middleware.max_request_body_size)
     app = _HealthcheckPath(health.make_app(conf, service), app)
     app = request_id_mw.RequestId(app)
-    return app
+    return _AfterResponse(app)
+
+
+class _AfterResponse:
+    """Runs the work a handler left for after its answer
+    (``api.util.after_response``) once the server has sent the response,
+    from the iterable's ``close()``, which WSGI servers call after the
+    last byte (PEP 3333), so that the answer is not slowed by it."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        environ[util.AFTER_RESPONSE] = later = []
+        try:
+            body = self.app(environ, start_response)
+        except BaseException:
+            util.run_after_response(later)
+            raise
+        return _ClosingIterable(body, later)
+
+
+class _ClosingIterable:
+
+    def __init__(self, body, later):
+        self.body = body
+        self.later = later
+
+    def __iter__(self):
+        return iter(self.body)
+
+    def close(self):
+        try:
+            close = getattr(self.body, 'close', None)
+            if close is not None:
+                close()
+        finally:
+            util.run_after_response(self.later)
 
 
 class _HealthcheckPath:

@@ -171,7 +171,7 @@ def update(req, arq_uuid=None):
         svc.notifications.arq('accelerator.arq.unbind.end', data)
     svc.dispatcher.clean(released)
     if outcomes is not None:
-        svc.dispatcher.bound(outcomes)
+        util.after_response(req, lambda: svc.dispatcher.bound(outcomes))
     else:
         svc.dispatcher.bind(started)
     return util.response(202)

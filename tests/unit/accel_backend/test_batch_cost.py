@@ -167,6 +167,30 @@ class PatchTransactionTest(PatchTestBase):
         # No Nova here: the events stay pending, to be sent again.
         self.assertEqual({'completed'}, pending)
 
+    def test_events_start_once_the_answer_is_sent(self):
+        # The server calls the body's close() after its last byte; only
+        # then do the events start, so the 202 does not wait for them.
+        arqs = self.create('one')
+        finish = self.useFixture(fixtures.MockPatchObject(
+            self.svc.binder, 'finish')).mock
+        req = webob.Request.blank('/v2/accelerator_requests',
+                                  method='PATCH', headers=NOVA)
+        req.body = json.dumps(self.bind_patch(
+            arqs, ['0000:17:00.0'], uuidutils.generate_uuid())).encode()
+        started = []
+        body = self.svc.app(req.environ,
+                            lambda status, headers: started.append(status))
+        self.assertEqual(['202 Accepted'], started)
+        b''.join(body)
+        finish.assert_not_called()
+        # Committed before the answer, events or not.
+        self.assertEqual('Bound', self.request(
+            'GET', '/v2/accelerator_requests/%s' % arqs[0]).json['state'])
+        body.close()
+        finish.assert_called_once()
+        (outcomes,), _ = finish.call_args
+        self.assertEqual([arqs[0]], [o[1]['uuid'] for o in outcomes])
+
     def test_deadlock_runs_the_whole_patch_again(self):
         # PostgreSQL may pick the PATCH's claim as a deadlock victim: the
         # transaction is rolled back and runs again from the lock of the

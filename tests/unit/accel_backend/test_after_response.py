@@ -1,0 +1,62 @@
+"""Work left for after the answer (``api.util.after_response``) runs when
+the server closes the response body (``api.wsgi``'s outermost layer)."""
+
+import testtools
+import webob
+
+from accel_backend.api import util
+from accel_backend.api import wsgi
+
+
+class AfterResponseTest(testtools.TestCase):
+
+    def serve(self, app):
+        """Call the wrapped ``app`` as a WSGI server does; :returns: (the
+        body iterable, its bytes)."""
+        environ = webob.Request.blank('/').environ
+        body = wsgi._AfterResponse(app)(environ, lambda *a: None)
+        return body, b''.join(body)
+
+    def test_runs_at_close_in_order(self):
+        ran = []
+
+        def app(environ, start_response):
+            req = webob.Request(environ)
+            util.after_response(req, lambda: ran.append('first'))
+            util.after_response(req, lambda: ran.append('second'))
+            return [b'answer']
+        body, data = self.serve(app)
+        self.assertEqual((b'answer', []), (data, ran))
+        body.close()
+        self.assertEqual(['first', 'second'], ran)
+
+    def test_one_that_fails_does_not_stop_the_others(self):
+        ran = []
+
+        def fail():
+            raise RuntimeError('boom')
+
+        def app(environ, start_response):
+            req = webob.Request(environ)
+            util.after_response(req, fail)
+            util.after_response(req, lambda: ran.append('after'))
+            return [b'']
+        body, _ = self.serve(app)
+        body.close()
+        self.assertEqual(['after'], ran)
+
+    def test_app_that_raises_still_runs_them(self):
+        ran = []
+
+        def app(environ, start_response):
+            util.after_response(webob.Request(environ),
+                                lambda: ran.append('ran'))
+            raise RuntimeError('app failed')
+        self.assertRaises(RuntimeError, self.serve, app)
+        self.assertEqual(['ran'], ran)
+
+    def test_without_the_layer_runs_at_once(self):
+        ran = []
+        util.after_response(webob.Request.blank('/'),
+                            lambda: ran.append('ran'))
+        self.assertEqual(['ran'], ran)
