@@ -133,10 +133,12 @@ def _upstream_md(up):
     L += ['', '### Other calls', '', head % 'operation',
           '|---|---|---|---|---|---|']
     L += _upstream_rows(up, upstream.OTHER)
-    L += ['', '### Not like with like: the bare PATCH', '',
-          'accel_backend answers 202 once BindStarted is committed and binds '
-          'afterwards; Cyborg 17 binds before it answers. Not a comparison '
-          'of binding: see the headline.', '', head % 'request',
+    L += ['', '### Not quite like with like: the bare PATCH', '',
+          'Both answer once the binding is committed (accel_backend binds '
+          'in the PATCH\'s transaction; the fake driver\'s binds are '
+          'instant in Cyborg 17), but accel_backend sends the event after '
+          'its answer and Cyborg 17 before. Not a comparison of binding: '
+          'see the headline.', '', head % 'request',
           '|---|---|---|---|---|---|']
     L += _upstream_rows(up, upstream.BARE, upstream.BARE_LABEL)
     counts = sorted({op: s.get('n') for op, s in up.get(
