@@ -6,6 +6,9 @@ file, overrides the defaults of ``accel_backend.policies``); handlers call
 ``authorize(context, rule, target)`` (or ``context.can(...)``).
 """
 
+import contextlib
+import threading
+
 from oslo_config import cfg
 from oslo_policy import policy as oslo_policy
 
@@ -13,13 +16,52 @@ from accel_backend import exception
 from accel_backend import policies
 
 
+class Enforcer(oslo_policy.Enforcer):
+    """oslo.policy's ``Enforcer`` whose policy files are looked at once per
+    API request rather than once per rule checked.
+
+    oslo.policy 4's ``enforce`` calls ``load_rules`` for every rule: each
+    call searches the configuration directories for ``[oslo_policy]
+    policy_file`` and every ``policy_dirs`` entry (``ConfigOpts.
+    find_file``, about 30 ``stat`` calls when the file does not exist) and
+    compares modification times.  A bind PATCH checks three rules.
+    Measured on the 2-core benchmark machine, one ``can()``: 160 us, of
+    which the file search 60 to 110 us.  Inside ``request_scope`` (the
+    API app opens one per request) the files are looked at once, at its
+    start, so a changed policy file still applies from the next request
+    on, as before.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._scope = threading.local()
+        super().__init__(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def request_scope(self):
+        """Load (or reload) the rules now, then check rules without
+        looking at the policy files again until the block ends (in this
+        thread)."""
+        self.load_rules()
+        self._scope.loaded = True
+        try:
+            yield
+        finally:
+            self._scope.loaded = False
+
+    def load_rules(self, force_reload=False):
+        """``oslo_policy.policy.Enforcer.load_rules``, skipped inside a
+        ``request_scope`` of this thread unless ``force_reload``."""
+        if force_reload or not getattr(self._scope, 'loaded', False):
+            super().load_rules(force_reload=force_reload)
+
+
 def new_enforcer(conf):
-    """An ``oslo_policy.policy.Enforcer`` with accel_backend's defaults.
+    """An ``Enforcer`` with accel_backend's defaults.
 
     :param conf: the service's ``ConfigOpts``; oslo.policy registers its
         ``[oslo_policy]`` options on it.
     """
-    enforcer = oslo_policy.Enforcer(conf)
+    enforcer = Enforcer(conf)
     enforcer.register_defaults(policies.list_rules())
     # Load now: the first requests of a threaded server must not race on
     # the lazy load.

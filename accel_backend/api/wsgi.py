@@ -71,8 +71,9 @@ class AccelApp:
 
     :param service: the ``Service`` whose database and binder handlers use.
     :param noauth: True when no Keystone validates tokens.
-    :param enforcer: policy ``Enforcer`` (default: one built on
-        ``service.conf``); handlers check it through the context.
+    :param enforcer: ``accel_backend.policy.Enforcer`` (default: one
+        built on ``service.conf``); handlers check it through the
+        context, the policy files looked at once per request.
     """
 
     def __init__(self, service, noauth, enforcer=None):
@@ -122,7 +123,8 @@ class AccelApp:
                 req.environ, self.noauth, enforcer=self.enforcer)
             req.environ['accel.version'] = version
             req.environ['accel.service'] = self.service
-            resp = handler(req, **match)
+            with self.enforcer.request_scope():
+                resp = handler(req, **match)
         except exception.AccelBackendError as err:
             if err.status >= 500:
                 LOG.error('%s %s failed: %s', req.method, req.path, err)

@@ -31,26 +31,48 @@ from accel_backend.objects import device as device_obj
 ROUNDS = 3
 
 
+# Built once (see ``objects.arq``: a prebuilt statement's cache key is
+# memoized; measured on the 2-core benchmark machine, thread CPU per call,
+# ``_free_handles`` of one provider on SQLite: 340 us built per call).
+_FREE = sa.and_(models.AttachHandle.in_use.is_(False),
+                models.AttachHandle.state == device_obj.AVAILABLE)
+_FREE_HANDLES = (
+    sa.select(models.AttachHandle.id, models.Deployable.rp_uuid,
+              models.Device.hostname)
+    .join(models.Deployable,
+          models.AttachHandle.deployable_id == models.Deployable.id)
+    .join(models.Device, models.Deployable.device_id == models.Device.id)
+    .where(models.Deployable.rp_uuid.in_(
+               sa.bindparam('rps', expanding=True)),
+           models.Device.hostname.in_(
+               sa.bindparam('hosts', expanding=True)),
+           models.Device.status == device_obj.ENABLED,
+           models.Device.health == device_obj.HEALTHY,
+           _FREE)
+    .order_by(models.AttachHandle.id))
+_CLAIM_RETURNING = (
+    sa.update(models.AttachHandle)
+    .where(models.AttachHandle.id.in_(sa.bindparam('ids', expanding=True)),
+           _FREE)
+    .values(in_use=True, state=device_obj.BOUND, state_reason=None)
+    .returning(models.AttachHandle)
+    .execution_options(synchronize_session=False))
+_CLAIM_ONE = (sa.update(models.AttachHandle)
+              .where(models.AttachHandle.id == sa.bindparam('handle_id'),
+                     _FREE)
+              .values(in_use=True, state=device_obj.BOUND,
+                      state_reason=None)
+              .execution_options(synchronize_session=False))
+
+
 def _free_handles(session, keys, exclude):
     """Free handles of each ``(rp_uuid, hostname)`` in ``keys``, by id.
 
     :returns: ``{(rp_uuid, hostname): [handle id, ...]}``.
     """
-    rps = sorted({rp for rp, _ in keys})
-    hosts = sorted({host for _, host in keys})
-    rows = session.execute(
-        sa.select(models.AttachHandle.id, models.Deployable.rp_uuid,
-                  models.Device.hostname)
-        .join(models.Deployable,
-              models.AttachHandle.deployable_id == models.Deployable.id)
-        .join(models.Device, models.Deployable.device_id == models.Device.id)
-        .where(models.Deployable.rp_uuid.in_(rps),
-               models.Device.hostname.in_(hosts),
-               models.Device.status == device_obj.ENABLED,
-               models.Device.health == device_obj.HEALTHY,
-               models.AttachHandle.in_use.is_(False),
-               models.AttachHandle.state == device_obj.AVAILABLE)
-        .order_by(models.AttachHandle.id)).all()
+    rows = session.execute(_FREE_HANDLES, {
+        'rps': sorted({rp for rp, _ in keys}),
+        'hosts': sorted({host for _, host in keys})}).all()
     free = collections.defaultdict(list)
     for handle_id, rp, host in rows:
         if (rp, host) in keys and handle_id not in exclude:
@@ -68,25 +90,14 @@ def _claim_ids(session, ids):
     """
     if not ids:
         return {}
-    free = sa.and_(models.AttachHandle.in_use.is_(False),
-                   models.AttachHandle.state == device_obj.AVAILABLE)
-    values = dict(in_use=True, state=device_obj.BOUND, state_reason=None)
     if session.get_bind().dialect.update_returning:
         # The claimed rows come back as loaded objects: no SELECT of the
         # handles after the claim (one statement less per PATCH).
         return {h.id: h for h in session.scalars(
-            sa.update(models.AttachHandle)
-            .where(models.AttachHandle.id.in_(sorted(ids)), free)
-            .values(**values)
-            .returning(models.AttachHandle)
-            .execution_options(synchronize_session=False))}
+            _CLAIM_RETURNING, {'ids': sorted(ids)})}
     got = {}
     for handle_id in sorted(ids):
-        result = session.execute(
-            sa.update(models.AttachHandle)
-            .where(models.AttachHandle.id == handle_id, free)
-            .values(**values)
-            .execution_options(synchronize_session=False))
+        result = session.execute(_CLAIM_ONE, {'handle_id': handle_id})
         if result.rowcount == 1:
             got[handle_id] = None
     return got

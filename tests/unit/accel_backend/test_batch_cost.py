@@ -43,14 +43,18 @@ class PatchTestBase(lifecycle.ServiceTestBase):
         return resp
 
     def counted(self, fn):
-        """Statements ``fn`` runs in this thread (the events' delivery
-        threads are not counted)."""
-        count = []
+        """How many statements ``fn`` runs in this thread (the events'
+        delivery threads are not counted)."""
+        return len(self.recorded(fn))
+
+    def recorded(self, fn):
+        """The statements ``fn`` runs in this thread, in order."""
+        statements = []
         me = threading.get_ident()
 
         def listener(conn, cursor, statement, *args):
             if threading.get_ident() == me:
-                count.append(statement)   # an executemany counts once
+                statements.append(statement)  # an executemany counts once
         sa.event.listen(self.svc.db.engine, 'before_cursor_execute',
                         listener)
         try:
@@ -58,7 +62,7 @@ class PatchTestBase(lifecycle.ServiceTestBase):
         finally:
             sa.event.remove(self.svc.db.engine, 'before_cursor_execute',
                             listener)
-        return len(count)
+        return statements
 
     def boot(self, profile, gpus, in_transaction=True):
         """Create the profile's ARQs and PATCH-bind them to distinct GPUs;
@@ -122,10 +126,26 @@ class BatchCostTest(PatchTestBase):
     def test_patch_binding_in_its_transaction_costs_the_same_for_three(self):
         patch, bind = self.check_same_cost(in_transaction=True)
         self.assertEqual(0, bind)
-        # The whole bind in the PATCH: lock, read, claim (SELECT, UPDATE
-        # ... RETURNING), one UPDATE of the ARQs; BEGIN and COMMIT are
-        # not cursor statements.
+        # The whole bind in the PATCH: lock (BEGIN IMMEDIATE on SQLite),
+        # read, claim (SELECT, UPDATE ... RETURNING), one UPDATE of the
+        # ARQs; COMMIT is not a cursor statement.
         self.assertEqual(5, patch)
+
+    def test_patch_takes_the_sqlite_write_lock_with_begin_immediate(self):
+        # The lock is the transaction's first statement, not a write that
+        # changes nothing (one ORM statement less on the bind path).
+        arqs = [a['uuid'] for a in self.request(
+            'POST', '/v2/accelerator_requests',
+            {'device_profile_name': 'one'}, status=201).json['arqs']]
+        statements = self.recorded(lambda: self.request(
+            'PATCH', '/v2/accelerator_requests', self.bind_patch(
+                arqs, ['0000:e3:00.0'], uuidutils.generate_uuid()),
+            status=202))
+        self.assertEqual('BEGIN IMMEDIATE', statements[0])
+        self.assertEqual(1, sum(s.startswith('UPDATE attach_handles')
+                                for s in statements), statements)
+        self.assertFalse([s for s in statements
+                          if 'state=accelerator_requests.state' in s])
 
     def test_patch_then_binder_cost_the_same_for_three_arqs(self):
         patch, bind = self.check_same_cost(in_transaction=False)

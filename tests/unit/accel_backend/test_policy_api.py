@@ -4,9 +4,11 @@ comes from the X-Roles, X-Project-Id and X-Service-Roles headers
 keystonemiddleware would set; ``policy_fixtures``).
 """
 
+import os
 import re
 
 import fixtures
+from oslo_policy import policy as oslo_policy
 from oslo_utils import uuidutils
 
 from accel_backend.api import routes
@@ -251,3 +253,52 @@ class EveryRouteIsGuardedTest(fx.AppTestBase):
                 self.assertTrue(calls, '%s %s answered %s without a policy '
                                 'check' % (method, path, resp.status))
                 self.assertLess(resp.status_code, 500, resp.text)
+
+
+class PolicyFilePerRequestTest(fx.AppTestBase):
+    """The policy files are looked at once per request (not once per rule
+    checked), and a changed file applies from the next request on."""
+
+    def setUp(self):
+        self.policy_dir = self.useFixture(fixtures.TempDir()).path
+        self.policy_file = os.path.join(self.policy_dir, 'policy.yaml')
+        self.EXTRA_CONF = {'oslo_policy': {
+            'policy_file': self.policy_file}}
+        super().setUp()
+        self.looks = []
+        real = oslo_policy.Enforcer.load_rules
+
+        def counted(enforcer, force_reload=False):
+            self.looks.append(force_reload)
+            return real(enforcer, force_reload)
+        self.useFixture(fixtures.MonkeyPatch(
+            'oslo_policy.policy.Enforcer.load_rules', counted))
+
+    def write_policy(self, rules):
+        with open(self.policy_file, 'w') as f:
+            f.writelines('"%s": "%s"\n' % kv for kv in rules.items())
+        # A new modification time, even within the file system's
+        # timestamp granularity.
+        stamp = os.stat(self.policy_file).st_mtime + len(self.looks) + 1
+        os.utime(self.policy_file, (stamp, stamp))
+
+    def patch(self, arq, headers):
+        return self.call('PATCH', '/v2/accelerator_requests', headers, {
+            arq: [{'path': '/hostname', 'op': 'add', 'value': 'h'},
+                  {'path': '/device_rp_uuid', 'op': 'add',
+                   'value': uuidutils.generate_uuid()},
+                  {'path': '/instance_uuid', 'op': 'add',
+                   'value': uuidutils.generate_uuid()}]})
+
+    def test_a_bind_patch_looks_once_and_a_new_file_applies_next(self):
+        arq = self.make_arqs(fx.PROJECT_A)
+        # Three rules checked (update, all_projects, update on the ARQ's
+        # project), the files looked at once.
+        self.assertEqual(202, self.patch(arq, fx.NOVA_FOR_A).status_code)
+        self.assertEqual([False], self.looks)
+        self.write_policy({'accelerator:arq:update': '!'})
+        self.assertEqual(403, self.patch(arq, fx.NOVA_FOR_A).status_code)
+        self.write_policy({'accelerator:arq:update': '@'})
+        other = self.make_arqs(fx.PROJECT_A)
+        self.assertEqual(202, self.patch(other, fx.MEMBER_A).status_code)
+        self.assertEqual([False] * 3, self.looks)
