@@ -2,11 +2,13 @@
 
 The OpenStack services are pinned to one release that co-installs (checked
 with ``pip check``): Keystone 30, Glance 33, Nova 34, Placement 16 share
-their oslo libraries.  The venv is rebuilt only when ``REQUIREMENTS`` (or
-the Python) change; this bundle is reinstalled (``--no-deps``) on every
-``up`` so the cloud runs the working tree's code.
+their oslo libraries.  The venv is rebuilt only when ``REQUIREMENTS``, the
+bundle's own ``install_requires`` (``setup.cfg``) or the Python change;
+this bundle is reinstalled (``--no-deps``) on every ``up`` so the cloud
+runs the working tree's code.
 """
 
+import configparser
 import hashlib
 import json
 import os
@@ -34,8 +36,22 @@ REQUIREMENTS = [
 ]
 
 
-def stamp():
+def bundle_requirements(repo=None):
+    """The bundle's ``install_requires`` lines, as ``setup.cfg`` of
+    ``repo`` (default this checkout) lists them."""
+    repo = repo or os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(repo, 'setup.cfg'))
+    lines = parser.get('options', 'install_requires', fallback='')
+    return [line.strip() for line in lines.splitlines()
+            if line.strip() and not line.strip().startswith('#')]
+
+
+def stamp(repo=None):
+    """What the venv was built from, hashed: rebuilt when it changes."""
     data = json.dumps({'requirements': REQUIREMENTS,
+                       'bundle': bundle_requirements(repo),
                        'python': list(sys.version_info[:2])})
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
@@ -60,7 +76,7 @@ def ensure(venv, repo, say, log_path):
             current = f.read().strip()
     pip = [python(venv), '-m', 'pip', 'install', '--quiet',
            '--disable-pip-version-check']
-    if current != stamp():
+    if current != stamp(repo):
         if os.path.exists(venv):
             say('venv: requirements changed, rebuilding %s' % venv)
             shutil.rmtree(venv)
@@ -70,7 +86,7 @@ def ensure(venv, repo, say, log_path):
         _run(pip + REQUIREMENTS + [repo], log_path)
         _run([python(venv), '-m', 'pip', 'check'], log_path)
         with open(stamp_path, 'w') as f:
-            f.write(stamp() + '\n')
+            f.write(stamp(repo) + '\n')
     else:
         say('venv: %s is up to date; reinstalling this bundle' % venv)
         _run(pip + ['--no-deps', '--force-reinstall', repo], log_path)

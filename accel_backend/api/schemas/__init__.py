@@ -1,6 +1,17 @@
 """JSON schemas of request bodies, with the semantic checks JSON schema
-cannot express; ``validate`` turns failures into 400s."""
+cannot express; ``validate`` turns failures into 400s.
 
+Two libraries check a body: fastjsonschema's compiled validator decides
+whether it is valid, and only for a body it refuses does jsonschema find
+the error to report (and have the last word).  jsonschema alone walks
+every node through its generic keyword functions: measured on the 2-core
+benchmark machine, thread CPU of one bind PATCH body, 93 us for one ARQ
+and 5.8 ms for 100; fastjsonschema's 4 us and 0.23 ms.
+``tests/unit/accel_backend/test_schemas.py`` checks that the two agree on
+every schema here, over a corpus of valid and broken bodies.
+"""
+
+import fastjsonschema
 import jsonschema
 
 from accel_backend import exception
@@ -11,7 +22,8 @@ _VALIDATORS = {}
 
 
 def _validator(schema):
-    """A checked, compiled validator for ``schema`` (dict), made once.
+    """A checked, compiled validator for ``schema`` (dict), made once:
+    ``(jsonschema validator, fastjsonschema validate function)``.
 
     ``schema`` must be a module-level constant: validators are kept by
     the schema object's identity for the life of the process.
@@ -19,7 +31,7 @@ def _validator(schema):
     ``jsonschema.validate`` checks the schema itself (``check_schema``)
     and builds a validator on every call: 2 to 2.8 ms of every POST and
     PATCH, measured on the benchmark machine (issue 15).  The schemas are
-    module constants, so each is checked once here.
+    module constants, so each is checked and compiled once here.
 
     :raises jsonschema.SchemaError: the schema itself is invalid.
     """
@@ -28,9 +40,11 @@ def _validator(schema):
         return known[1]
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    validator = cls(schema)
-    _VALIDATORS[id(schema)] = (schema, validator)
-    return validator
+    # Formats are annotations only, as for jsonschema without a
+    # FormatChecker.
+    pair = (cls(schema), fastjsonschema.compile(schema, use_formats=False))
+    _VALIDATORS[id(schema)] = (schema, pair)
+    return pair
 
 
 def validate(schema, body):
@@ -41,8 +55,13 @@ def validate(schema, body):
     :param body: the decoded request body.
     :raises SchemaValidationError: with the failing path and reason.
     """
-    error = jsonschema.exceptions.best_match(
-        _validator(schema).iter_errors(body))
+    validator, fast = _validator(schema)
+    try:
+        fast(body)
+        return
+    except fastjsonschema.JsonSchemaException:
+        pass
+    error = jsonschema.exceptions.best_match(validator.iter_errors(body))
     if error is not None:
         where = '/'.join(str(p) for p in error.absolute_path)
         raise exception.SchemaValidationError(

@@ -1,0 +1,33 @@
+"""``tools.aio.venv``: the cloud's cached venv is rebuilt when the bundle's
+own requirements change (it reinstalls the bundle with ``--no-deps``
+otherwise, and a new dependency would be missing)."""
+
+import os
+
+import fixtures
+import testtools
+
+from tools.aio import venv
+
+
+class StampTest(testtools.TestCase):
+
+    def write_setup_cfg(self, repo, requires):
+        with open(os.path.join(repo, 'setup.cfg'), 'w') as f:
+            f.write('[metadata]\nname = x\n\n[options]\n'
+                    'install_requires =\n    # a comment\n')
+            f.writelines('    %s\n' % r for r in requires)
+
+    def test_bundle_requirements_change_the_stamp(self):
+        repo = self.useFixture(fixtures.TempDir()).path
+        self.write_setup_cfg(repo, ['cheroot>=10.0', 'jsonschema>=4.0'])
+        self.assertEqual(['cheroot>=10.0', 'jsonschema>=4.0'],
+                         venv.bundle_requirements(repo))
+        before = venv.stamp(repo)
+        self.assertEqual(before, venv.stamp(repo))
+        self.write_setup_cfg(repo, ['cheroot>=10.0', 'fastjsonschema>=2.16',
+                                    'jsonschema>=4.0'])
+        self.assertNotEqual(before, venv.stamp(repo))
+
+    def test_this_bundle_is_read(self):
+        self.assertIn('fastjsonschema>=2.16', venv.bundle_requirements())
