@@ -292,6 +292,9 @@ class PolicyFilePerRequestTest(fx.AppTestBase):
 
     def test_a_bind_patch_looks_once_and_a_new_file_applies_next(self):
         arq = self.make_arqs(fx.PROJECT_A)
+        # The version document checks no rule: no look at all.
+        self.call('GET', '/v2', fx.MEMBER_A, status=200)
+        self.assertEqual([], self.looks)
         # Three rules checked (update, all_projects, update on the ARQ's
         # project), the files looked at once.
         self.assertEqual(202, self.patch(arq, fx.NOVA_FOR_A).status_code)
