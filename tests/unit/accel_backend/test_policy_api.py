@@ -14,6 +14,7 @@ from oslo_utils import uuidutils
 from accel_backend.api import routes
 from accel_backend.objects import arq as arq_obj
 from accel_backend import policy
+from accel_backend.policies import arq as arq_obj_policy
 from tests.unit.accel_backend import policy_fixtures as fx
 
 
@@ -295,8 +296,8 @@ class PolicyFilePerRequestTest(fx.AppTestBase):
         # The version document checks no rule: no look at all.
         self.call('GET', '/v2', fx.MEMBER_A, status=200)
         self.assertEqual([], self.looks)
-        # Three rules checked (update, all_projects, update on the ARQ's
-        # project), the files looked at once.
+        # Two rules checked (update, update on the ARQ's project), the
+        # files looked at once.
         self.assertEqual(202, self.patch(arq, fx.NOVA_FOR_A).status_code)
         self.assertEqual([False], self.looks)
         self.write_policy({'accelerator:arq:update': '!'})
@@ -305,3 +306,38 @@ class PolicyFilePerRequestTest(fx.AppTestBase):
         other = self.make_arqs(fx.PROJECT_A)
         self.assertEqual(202, self.patch(other, fx.MEMBER_A).status_code)
         self.assertEqual([False] * 3, self.looks)
+
+
+class AllProjectsAskedOnlyForOthersTest(fx.AppTestBase):
+    """``accelerator:arq:all_projects`` is checked only when an ARQ of
+    another project is involved (each rule checked costs CPU)."""
+
+    def setUp(self):
+        super().setUp()
+        self.rules = []
+        real = policy.authorize
+
+        def recorded(context, rule, *args, **kwargs):
+            self.rules.append(rule)
+            return real(context, rule, *args, **kwargs)
+        self.useFixture(fixtures.MockPatch(
+            'accel_backend.policy.authorize', side_effect=recorded))
+
+    def test_own_project_bind_and_show_skip_it(self):
+        arq = self.make_arqs(fx.PROJECT_A)
+        self.call('PATCH', '/v2/accelerator_requests', fx.NOVA_FOR_A,
+                  self.bind_body(arq), status=202)
+        self.call('GET', '/v2/accelerator_requests/%s' % arq, fx.MEMBER_A,
+                  status=200)
+        self.assertNotIn(arq_obj_policy.ALL_PROJECTS, self.rules)
+
+    def test_other_projects_arq_still_needs_it(self):
+        theirs = self.make_arqs(fx.PROJECT_B)
+        self.call('GET', '/v2/accelerator_requests/%s' % theirs,
+                  fx.MEMBER_A, status=404)
+        # Nova (a service token) binds any project's ARQs.
+        self.call('PATCH', '/v2/accelerator_requests', fx.NOVA_FOR_A,
+                  self.bind_body(theirs), status=202)
+        self.assertEqual(2, self.rules.count(arq_obj_policy.ALL_PROJECTS))
+        self.call('GET', '/v2/accelerator_requests/%s' % theirs, fx.ADMIN,
+                  status=200)
