@@ -12,7 +12,7 @@ class EnvironmentOnceSession(requests.Session):
     """A ``requests.Session`` that reads the environment's proxy and CA
     bundle settings once per scheme and host rather than on every request.
 
-    requests 2.32 (``Session.merge_environment_settings``) walks the whole
+    requests 2.34 (``Session.merge_environment_settings``) walks the whole
     process environment twice per request for ``*_proxy`` and
     ``no_proxy``.  A service's environment does not change once it runs,
     and the result depends only on the URL's scheme and host (``no_proxy``
