@@ -63,8 +63,8 @@ MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
 class Env:
     """What the measures share: a work directory, a Placement server
     (``tools.fixtures.placement.PlacementServer``), the Nova stub
-    (``tools.fixtures.nova_stub.NovaStub``), the mode, and a log
-    function."""
+    (``tools.fixtures.nova_stub.NovaStubProcess``: a process of its own,
+    as nova-api is), the mode, and a log function."""
 
     def __init__(self, workdir, quick, versions):
         self.workdir = workdir
@@ -337,7 +337,7 @@ def main(argv=None):
                 placement_fx.PlacementServer(workdir))
             servers.callback(env.placement.cleanUp)
             env.stub = tools_fixtures.start(
-                nova_stub.NovaStub(keep_alive=True))
+                nova_stub.NovaStubProcess(workdir))
             servers.callback(env.stub.cleanUp)
         for name in only:
             results[name] = run_measure(env, name, busy_above(info))
