@@ -100,7 +100,11 @@ class Service:
                 retry_interval=conf.nova.event_retry_interval,
                 retry_timeout=conf.nova.event_retry_timeout,
                 host=conf.host if binds_here else None,
-                notifications=self.notifications)
+                notifications=self.notifications,
+                # Half the API threads at most (the embedded service's
+                # PATCH binds in its transaction; Binder.finish).
+                inline_events=(conf.api.workers // 2
+                               if role == EMBEDDED else 0))
             self.drivers = drivers_mod.load(conf,
                                             conf.discovery.enabled_drivers)
             self.cleaner = cleaning.Cleaner(
