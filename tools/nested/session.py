@@ -103,26 +103,35 @@ class Session:
         """
         os.makedirs(self.path('cmd'), exist_ok=True)
         os.makedirs(self.path('logs'), exist_ok=True)
-        t0 = time.monotonic()
-        with open(self.path('qemu.log'), 'ab') as qemu_log:
-            self.proc = self.node.start(
-                JOB % {'ports': ' '.join(str(p) for p in self.ports)},
-                self.out, stdout=qemu_log)
-        self.pid = self.proc.pid
-        try:
-            while not os.path.exists(self.path('session.ready')):
-                self._check_alive()
-                if time.monotonic() - t0 > timeout:
-                    raise node_mod.NestedError(
-                        'L1 was not ready within %d s; console ends '
-                        'with:\n%s' % (timeout, self.console_tail()))
-                time.sleep(0.5)
-        except BaseException:
-            self.stop(timeout=0)
-            raise
-        self.log('nested: L1 is up in %.0f s (forwarding ports %s)' % (
-            time.monotonic() - t0, ', '.join(map(str, self.ports)) or
-            'none'))
+        for attempt in range(1, node_mod.BOOT_TRIES + 1):
+            t0 = time.monotonic()
+            with open(self.path('qemu.log'), 'ab') as qemu_log:
+                self.proc = self.node.start(
+                    JOB % {'ports': ' '.join(str(p) for p in self.ports)},
+                    self.out, stdout=qemu_log)
+            self.pid = self.proc.pid
+            try:
+                # A kernel that stops before its init is booted again
+                # (node.BOOT_TRIES).
+                if not self.node.wait_for_init(
+                        self.proc, self.out,
+                        min(node_mod.BOOT_TIMEOUT, timeout), attempt):
+                    self.proc = None
+                    continue
+                while not os.path.exists(self.path('session.ready')):
+                    self._check_alive()
+                    if time.monotonic() - t0 > timeout:
+                        raise node_mod.NestedError(
+                            'L1 was not ready within %d s; console ends '
+                            'with:\n%s' % (timeout, self.console_tail()))
+                    time.sleep(0.5)
+            except BaseException:
+                self.stop(timeout=0)
+                raise
+            self.log('nested: L1 is up in %.0f s (forwarding ports %s)' % (
+                time.monotonic() - t0, ', '.join(map(str, self.ports)) or
+                'none'))
+            return
 
     def alive(self):
         """Whether L1's QEMU runs."""
