@@ -59,8 +59,9 @@ def _roundtrip_md(rt):
     L = ['', '## 2. ARQ round trip over HTTP (accel-backend process)', '',
          '`accel-backend` (cheroot, 8 threads, 4 binding workers) over a '
          'recorded sysfs tree of %s GPUs, reporting to a real Placement '
-         '(gunicorn, SQLite, noauth2); events go to a threaded Nova stub '
-         'that timestamps their arrival. Trial: POST ARQs for a profile '
+         '(gunicorn, SQLite, noauth2); events go to a Nova stub in a '
+         'process of its own (cheroot, keep-alive) that timestamps their '
+         'arrival (CLOCK_MONOTONIC, the clock of the timing client). Trial: POST ARQs for a profile '
          'asking for N GPUs, one PATCH binding all N to distinct devices, '
          'clock stops when the last event arrives; create+bind+event is '
          'timed from the POST, PATCH->event from the PATCH. Floor of each '
