@@ -34,35 +34,33 @@ ROUNDS = 3
 # Built once (see ``objects.arq``: a prebuilt statement's cache key is
 # memoized; measured on the 2-core benchmark machine, thread CPU per call,
 # ``_free_handles`` of one provider on SQLite: 340 us built per call).
-_FREE = sa.and_(models.AttachHandle.in_use.is_(False),
-                models.AttachHandle.state == device_obj.AVAILABLE)
-_FREE_HANDLES = (
-    sa.select(models.AttachHandle.id, models.Deployable.rp_uuid,
-              models.Device.hostname)
-    .join(models.Deployable,
-          models.AttachHandle.deployable_id == models.Deployable.id)
-    .join(models.Device, models.Deployable.device_id == models.Device.id)
-    .where(models.Deployable.rp_uuid.in_(
-               sa.bindparam('rps', expanding=True)),
-           models.Device.hostname.in_(
-               sa.bindparam('hosts', expanding=True)),
-           models.Device.status == device_obj.ENABLED,
-           models.Device.health == device_obj.HEALTHY,
-           _FREE)
-    .order_by(models.AttachHandle.id))
-# The claiming UPDATEs are Core statements on the tables, loaded as
-# ``AttachHandle`` objects through ``from_statement``: SQLAlchemy 2.0's ORM
-# UPDATE annotates the statement at every execution
-# (``BulkORMUpdate.orm_pre_session_exec``), so its cache key, subquery
-# included, was built anew each time.  Measured on the 2-core benchmark
-# machine, thread CPU of one execution on SQLite: 252 us as an ORM UPDATE,
-# 136 us so.  ``populate_existing``: a handle this session already holds
-# (released by the same PATCH) is refreshed from the returned row.
+#
+# Every statement here is a Core statement on the tables.  The claiming
+# UPDATEs are loaded as ``AttachHandle`` objects through
+# ``from_statement``: SQLAlchemy 2.0's ORM UPDATE annotates the statement
+# at every execution (``BulkORMUpdate.orm_pre_session_exec``), so its
+# cache key, subquery included, was built anew each time.  Measured on the
+# 2-core benchmark machine, thread CPU of one execution on SQLite: 252 us
+# as an ORM UPDATE, 136 us so.  ``populate_existing``: a handle this
+# session already holds (released by the same PATCH) is refreshed from the
+# returned row.
 _HANDLES = models.AttachHandle.__table__
 _DEPLOYABLES = models.Deployable.__table__
 _DEVICES = models.Device.__table__
+#: The one statement of "a free handle", checked again by every claiming
+#: UPDATE on the row it locks.
 _FREE_ROW = sa.and_(_HANDLES.c.in_use.is_(False),
                     _HANDLES.c.state == device_obj.AVAILABLE)
+_FREE_HANDLES = (
+    sa.select(_HANDLES.c.id, _DEPLOYABLES.c.rp_uuid, _DEVICES.c.hostname)
+    .join(_DEPLOYABLES, _HANDLES.c.deployable_id == _DEPLOYABLES.c.id)
+    .join(_DEVICES, _DEPLOYABLES.c.device_id == _DEVICES.c.id)
+    .where(_DEPLOYABLES.c.rp_uuid.in_(sa.bindparam('rps', expanding=True)),
+           _DEVICES.c.hostname.in_(sa.bindparam('hosts', expanding=True)),
+           _DEVICES.c.status == device_obj.ENABLED,
+           _DEVICES.c.health == device_obj.HEALTHY,
+           _FREE_ROW)
+    .order_by(_HANDLES.c.id))
 
 
 def _loaded(update):
@@ -78,18 +76,16 @@ _CLAIM_RETURNING = _loaded(
            _FREE_ROW)
     .values(in_use=True, state=device_obj.BOUND, state_reason=None)
     .returning(*_HANDLES.c))
-_CLAIM_ONE = (sa.update(models.AttachHandle)
-              .where(models.AttachHandle.id == sa.bindparam('handle_id'),
-                     _FREE)
+_CLAIM_ONE = (sa.update(_HANDLES)
+              .where(_HANDLES.c.id == sa.bindparam('handle_id'), _FREE_ROW)
               .values(in_use=True, state=device_obj.BOUND,
-                      state_reason=None)
-              .execution_options(synchronize_session=False))
+                      state_reason=None))
 
 # One provider's first free handles, claimed in one statement: the bind
 # PATCH of one server's accelerators names one provider (a SELECT and an
 # UPDATE otherwise; measured on the 2-core benchmark machine, thread CPU
 # of the claim of one handle on SQLite, see ``claim``).  The UPDATE
-# checks ``_FREE`` again on the row it locks: a handle a concurrent
+# checks ``_FREE_ROW`` again on the row it locks: a handle a concurrent
 # binder took after the subquery read it is not claimed, only missed.
 _FIRST_FREE = (
     sa.select(_HANDLES.c.id)

@@ -177,6 +177,23 @@ class TestBindOne(fx.BinderTestBase):
         # one UPDATE ... RETURNING; the same for any number of them.
         self.assertEqual(single + 1, pair)
 
+    def test_database_without_update_returning_claims_row_by_row(self):
+        # MySQL has no UPDATE ... RETURNING: each chosen handle is claimed
+        # by its own conditional UPDATE, checked by row count, then read.
+        dialect = self.db.engine.dialect
+        dialect.update_returning = False
+        self.addCleanup(delattr, dialect, 'update_returning')
+        a, b, c = self.new_arqs(n=3)
+        self.start(a, self.af)
+        self.start(b, self.d8)
+        self.start(c, self.af)
+        results = self.binder.bind_many([a, b, c])
+        self.assertEqual({a: 'Bound', b: 'Bound', c: 'BindFailed'},
+                         {u: r.state for u, r in results.items()})
+        handles = [self.arq(u)[0]['attach_handle_info'] for u in (a, b)]
+        self.assertNotEqual(handles[0], handles[1])
+        self.assertEqual(2, self.handles_in_use())
+
     def test_disabled_or_missing_device_not_bound(self):
         with self.db.transaction() as session:
             dev = session.scalar(sa.select(models.Device).where(
