@@ -82,6 +82,22 @@ class _PerProject:
         self.ctx = ctx
         self._passed = set()
 
+    def check_own(self, rule):
+        """The check made before any ARQ is read (as Cyborg 17's
+        ``authorize_wsgi``: a caller the rule refuses outright gets 403,
+        not 404), on the target an ARQ of the caller's own project has.
+
+        The ARQs of that project then need no second check: the rule,
+        the credentials and the target are the same, and so is the
+        answer (one of the PATCH's two checks, about 60 us of CPU on the
+        2-core benchmark machine; Nova binds the ARQs of its caller's
+        project).
+
+        :raises Forbidden: the rule refuses the caller.
+        """
+        self.ctx.can(rule, policy.target(self.ctx.project_id))
+        self._passed.add((rule, self.ctx.project_id))
+
     def check(self, rule, arq):
         key = (rule, arq.project_id)
         if key not in self._passed:
@@ -159,10 +175,11 @@ def show(req, arq_uuid):
     ctx = util.context(req)
     # Before the lookup (as Cyborg's authorize_wsgi): a caller the rule
     # refuses outright (a system-scoped token) gets 403, not 404.
-    ctx.can(arq_policy.GET_ONE)
+    policies = _PerProject(ctx)
+    policies.check_own(arq_policy.GET_ONE)
     with util.service(req).db.transaction() as session:
         arq = _get_visible(session, ctx, arq_uuid)
-        ctx.can(arq_policy.GET_ONE, _target(arq))
+        policies.check(arq_policy.GET_ONE, arq)
         view = arq_obj.to_dict(arq, util.base_url(req))
     return util.response(200, view)
 
@@ -183,7 +200,8 @@ def update(req, arq_uuid=None):
     how openstacksdk, and so ``openstack accelerator arq bind/unbind``,
     sends it."""
     ctx = util.context(req)
-    ctx.can(arq_policy.UPDATE)
+    policies = _PerProject(ctx)
+    policies.check_own(arq_policy.UPDATE)
     body = util.json_body(req, schema.PATCH)
     if arq_uuid is not None and set(body) != {arq_uuid}:
         raise exception.BadRequest(
@@ -191,7 +209,7 @@ def update(req, arq_uuid=None):
     binds, unbinds = schema.parse_patch(body, util.version(req) >= (2, 1))
     svc = util.service(req)
     started, released, unbound, outcomes = svc.db.write(
-        _update_locked, ctx, svc.dispatcher, binds, unbinds)
+        _update_locked, ctx, policies, svc.dispatcher, binds, unbinds)
     # After commit: the events (in-transaction binding), or the binder
     # (the agent of each host over RPC) must find BindStarted in the
     # database.
@@ -205,7 +223,7 @@ def update(req, arq_uuid=None):
     return util.response(202)
 
 
-def _update_locked(session, ctx, dispatcher, binds, unbinds):
+def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
     """The transaction of ``update``: ``(started {hostname: [arq_uuid]},
     released hostnames, unbind notification payloads, outcomes of an
     in-transaction binding or None)``."""
@@ -219,7 +237,6 @@ def _update_locked(session, ctx, dispatcher, binds, unbinds):
     handles = arq_obj.load_handles(  # noqa: F841 (kept alive)
         session, list(locked.values())) if unbinds else []
     everyone = _Everyone(ctx)
-    policies = _PerProject(ctx)
 
     def visible(arq_uuid):
         arq = locked.get(arq_uuid)
@@ -267,7 +284,8 @@ def delete(req, arq_uuid=None):
     (a service token by default: 403, and nothing is deleted).
     """
     ctx = util.context(req)
-    ctx.can(arq_policy.DELETE)
+    policies = _PerProject(ctx)
+    policies.check_own(arq_policy.DELETE)
     owner = _project_filter(ctx)
     instance = util.query_uuid(req, 'instance')
     arqs_param = req.GET.get('arqs') if arq_uuid is None else arq_uuid
@@ -294,7 +312,6 @@ def delete(req, arq_uuid=None):
         handles = arq_obj.load_handles(session, arqs)  # noqa: F841
         released = set()
         deleted = []
-        policies = _PerProject(ctx)
         for arq in arqs:
             policies.check(arq_policy.DELETE if arq.state in UNBOUND_STATES
                            else arq_policy.DELETE_BOUND, arq)

@@ -10,8 +10,10 @@ import time
 
 import fixtures
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from accel_backend.binding import binder as binder_mod
+from accel_backend.db import models
 from accel_backend.nova import notifier as notifier_mod
 from tests.unit.accel_backend import binder_fixtures as fx
 
@@ -181,6 +183,22 @@ class TestBinderWithNova(fx.NovaTestBase):
                          [(e['tag'], e['status'])
                           for e in self.nova.sent()])
         self.assertIsNone(self.arq(arq)[1])
+
+    def test_delivered_event_forgotten_unless_it_changed_since(self):
+        a, b = self.new_arqs(n=2)
+        self.start(a, self.af)
+        self.start(b, self.d8)
+        self.assertEqual('Bound', self.binder.bind_one(a))
+        self.assertEqual('Bound', self.binder.bind_one(b))
+        # b was unbound and failed to bind again while its first event
+        # was on the way: its new event is still to be sent.
+        with self.db.transaction() as session:
+            session.execute(sa.update(models.ARQ)
+                            .where(models.ARQ.uuid == b)
+                            .values(pending_event='failed'))
+        self.binder._clear({a: 'completed', b: 'completed'})
+        self.assertIsNone(self.arq(a)[1])
+        self.assertEqual('failed', self.arq(b)[1])
 
     def test_stop_interrupts_retries(self):
         self.nova.refuse = 10 ** 6

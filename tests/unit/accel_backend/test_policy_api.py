@@ -341,3 +341,45 @@ class AllProjectsAskedOnlyForOthersTest(fx.AppTestBase):
         self.assertEqual(2, self.rules.count(arq_obj_policy.ALL_PROJECTS))
         self.call('GET', '/v2/accelerator_requests/%s' % theirs, fx.ADMIN,
                   status=200)
+
+
+
+class OwnProjectCheckedOnceTest(fx.AppTestBase):
+    """The check made before any ARQ is read is on the target of the
+    caller's own project's ARQs: those ARQs are not checked again, any
+    other project's are, on their own target.  The bind rule here also
+    asks for the target's project."""
+
+    def setUp(self):
+        policy_file = os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'policy.yaml')
+        with open(policy_file, 'w') as f:
+            f.write('"accelerator:arq:update": "project_id:%(project_id)s '
+                    'and rule:service_token_api"\n')
+        self.EXTRA_CONF = {'oslo_policy': {'policy_file': policy_file}}
+        super().setUp()
+        self.rules = []
+        real = policy.authorize
+
+        def recorded(context, rule, *args, **kwargs):
+            self.rules.append(rule)
+            return real(context, rule, *args, **kwargs)
+        self.useFixture(fixtures.MockPatch(
+            'accel_backend.policy.authorize', side_effect=recorded))
+
+    def test_own_project_bind_and_show_check_the_rule_once(self):
+        arq = self.make_arqs(fx.PROJECT_A)
+        self.call('PATCH', '/v2/accelerator_requests', fx.NOVA_FOR_A,
+                  self.bind_body(arq), status=202)
+        self.assertEqual(1, self.rules.count(arq_obj_policy.UPDATE))
+        self.call('GET', '/v2/accelerator_requests/%s' % arq, fx.MEMBER_A,
+                  status=200)
+        self.assertEqual(1, self.rules.count(arq_obj_policy.GET_ONE))
+
+    def test_other_projects_arq_is_checked_on_its_own_target(self):
+        # Nova with project A's user token passes the rule before the
+        # lookup, and not on project B's ARQ.
+        theirs = self.make_arqs(fx.PROJECT_B)
+        self.call('PATCH', '/v2/accelerator_requests', fx.NOVA_FOR_A,
+                  self.bind_body(theirs), status=403)
+        self.assertEqual(2, self.rules.count(arq_obj_policy.UPDATE))
