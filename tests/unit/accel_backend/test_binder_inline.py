@@ -3,7 +3,10 @@ calling thread (the API thread, after its answer) while fewer than
 ``inline_events`` callers do so; beyond that, and with
 ``inline_events=0``, a delivery thread sends it."""
 
+import logging
 import threading
+
+import fixtures
 
 from accel_backend.objects import arq as arq_obj
 from tests.unit.accel_backend import binder_fixtures as fx
@@ -79,3 +82,17 @@ class FinishInlineTest(fx.BinderTestBase):
         self.assertTrue(binder.wait_idle(5))
         self.assertEqual([arq], [a for _, a, _ in notifier.sent])
         self.assertNotEqual(threading.current_thread(), notifier.threads[0])
+
+    def test_bound_logged_once_committed(self):
+        logger = self.useFixture(fixtures.FakeLogger(
+            name='accel_backend.binding.binder', level=logging.INFO))
+        binder = self.make_binder(fx.FakeNotifier(), inline_events=1)
+        (arq,) = self.new_arqs()
+        self.start(arq, self.af)
+        with self.db.transaction() as session:
+            locked = arq_obj.get_all_for_update(session, [arq])
+            outcomes = binder.bind_locked(session, locked)
+            # Not committed yet (the PATCH has not answered either).
+            self.assertNotIn('Bound', logger.output)
+        binder.finish(outcomes)
+        self.assertIn('Bound 1 ARQs: %s to PCI' % arq, logger.output)
