@@ -25,6 +25,12 @@ Where accel_backend is stricter than Cyborg, on purpose
   An operator who accepts the risk can loosen them in the policy file,
   e.g. ``"accelerator:arq:update": "rule:service_token_api or
   rule:admin_api"``.
+* Show, bind/unbind and delete check their rule on each ARQ's project
+  (target ``{"project_id": <the ARQ's>, "user_id": ""}``: an ARQ has no
+  owning user), not only on the caller's, as Cyborg 17's
+  ``authorize_wsgi`` does. The check made before any ARQ is read (403
+  rather than 404 for a caller the rule refuses outright) has the target
+  of an ARQ of the caller's own project, which is then not checked again.
 """
 
 from oslo_policy import policy
