@@ -227,6 +227,20 @@ class DevicePolicyTest(fx.AppTestBase):
         self.call('GET', '/v2/deployables', fx.ADMIN, status=200)
 
 
+def _rules_checked(test):
+    """The names of the rules ``accel_backend.policy.authorize`` checks
+    during ``test``, in order (a list that fills as they are checked)."""
+    rules = []
+    real = policy.authorize
+
+    def recorded(context, rule, *args, **kwargs):
+        rules.append(rule)
+        return real(context, rule, *args, **kwargs)
+    test.useFixture(fixtures.MockPatch(
+        'accel_backend.policy.authorize', side_effect=recorded))
+    return rules
+
+
 class EveryRouteIsGuardedTest(fx.AppTestBase):
     """No handler answers without asking the policy (version documents
     excepted: they are public)."""
@@ -234,15 +248,7 @@ class EveryRouteIsGuardedTest(fx.AppTestBase):
     PUBLIC = ('', '/', '/v2', '/v2/')
 
     def test_every_route_calls_authorize(self):
-        calls = []
-        real = policy.authorize
-
-        def spy(context, rule, *args, **kwargs):
-            calls.append(rule)
-            return real(context, rule, *args, **kwargs)
-
-        self.useFixture(fixtures.MockPatch(
-            'accel_backend.policy.authorize', side_effect=spy))
+        calls = _rules_checked(self)
         some = uuidutils.generate_uuid()
         for path, methods in routes.ROUTES.items():
             if path in self.PUBLIC:
@@ -314,14 +320,7 @@ class AllProjectsAskedOnlyForOthersTest(fx.AppTestBase):
 
     def setUp(self):
         super().setUp()
-        self.rules = []
-        real = policy.authorize
-
-        def recorded(context, rule, *args, **kwargs):
-            self.rules.append(rule)
-            return real(context, rule, *args, **kwargs)
-        self.useFixture(fixtures.MockPatch(
-            'accel_backend.policy.authorize', side_effect=recorded))
+        self.rules = _rules_checked(self)
 
     def test_own_project_bind_and_show_skip_it(self):
         arq = self.make_arqs(fx.PROJECT_A)
@@ -358,14 +357,7 @@ class OwnProjectCheckedOnceTest(fx.AppTestBase):
                     'and rule:service_token_api"\n')
         self.EXTRA_CONF = {'oslo_policy': {'policy_file': policy_file}}
         super().setUp()
-        self.rules = []
-        real = policy.authorize
-
-        def recorded(context, rule, *args, **kwargs):
-            self.rules.append(rule)
-            return real(context, rule, *args, **kwargs)
-        self.useFixture(fixtures.MockPatch(
-            'accel_backend.policy.authorize', side_effect=recorded))
+        self.rules = _rules_checked(self)
 
     def test_own_project_bind_and_show_check_the_rule_once(self):
         arq = self.make_arqs(fx.PROJECT_A)
