@@ -86,7 +86,7 @@ def create_for_profile(session, dp, project_id=None):
     if not rows:
         return []
     by_uuid = {arq.uuid: arq for arq in session.scalars(
-        _INSERT, rows if len(rows) > 1 else rows[0])}
+        _INSERT, rows)}
     return [by_uuid[row['uuid']] for row in rows]
 
 
