@@ -31,19 +31,6 @@ from accel_backend import utils
 
 LOG = logging.getLogger(__name__)
 
-_ARQS = models.ARQ.__table__
-#: Forget the events sent, of the ARQs whose pending event is still the
-#: one sent.  Built once, a Core statement on the table (an ORM UPDATE is
-#: annotated again at every execution, see ``binding.claim``): measured
-#: on the 2-core benchmark machine, thread CPU of the transaction that
-#: clears one event on SQLite, p50 of 2,500: 334 us built per call as an
-#: ORM UPDATE, 163 us so.
-_CLEAR_EVENT = (
-    sa.update(_ARQS)
-    .where(_ARQS.c.uuid.in_(sa.bindparam('uuids', expanding=True)),
-           _ARQS.c.pending_event == sa.bindparam('sent_status'))
-    .values(pending_event=None))
-
 MAX_BACKOFF = 30.0
 
 #: What ``Binder.bind_many`` did to one ARQ: its new ``state``, its
@@ -354,21 +341,7 @@ class Binder:
         :param sent: ``{arq_uuid: status}`` of the events sent; an ARQ whose
             pending event changed since (unbound and bound again) keeps it.
         """
-        self.db.write(self._clear_locked, sent)
-
-    @staticmethod
-    def _clear_locked(session, sent):
-        # Rows locked in id order first, as every multi-ARQ writer locks
-        # them (a bulk UPDATE alone locks in no defined order and
-        # deadlocked against concurrent PATCH/DELETE on PostgreSQL); then
-        # one UPDATE per event status (at most two) on rows already ours.
-        arq_obj.lock_all(session, sent)
-        by_status = collections.defaultdict(list)
-        for arq_uuid, status in sent.items():
-            by_status[status].append(arq_uuid)
-        for status, uuids in sorted(by_status.items()):
-            session.execute(_CLEAR_EVENT,
-                            {'uuids': sorted(uuids), 'sent_status': status})
+        self.db.write(arq_obj.forget_events, sent)
 
     def _deliver(self, arq_uuids, tried=0):
         """Send pending events until Nova took them, they are obsolete,
