@@ -30,6 +30,20 @@ class ThreadNotifier(fx.FakeNotifier):
         return super().send(events)
 
 
+class LogSnapshotNotifier(ThreadNotifier):
+    """Keeps what ``logger`` (a ``fixtures.FakeLogger``) had written when
+    each send began."""
+
+    def __init__(self, logger):
+        super().__init__()
+        self.logger = logger
+        self.log_at_send = []
+
+    def send(self, events):
+        self.log_at_send.append(self.logger.output)
+        return super().send(events)
+
+
 class FinishInlineTest(fx.BinderTestBase):
 
     def bound_outcomes(self, binder):
@@ -96,3 +110,15 @@ class FinishInlineTest(fx.BinderTestBase):
             self.assertNotIn('Bound', logger.output)
         binder.finish(outcomes)
         self.assertIn('Bound 1 ARQs: %s to PCI' % arq, logger.output)
+
+    def test_event_sent_before_the_log_line(self):
+        # Nova's instance waits on the event, nobody on the log line.
+        logger = self.useFixture(fixtures.FakeLogger(
+            name='accel_backend.binding.binder', level=logging.INFO))
+        notifier = LogSnapshotNotifier(logger)
+        binder = self.make_binder(notifier, inline_events=1)
+        arq, outcomes = self.bound_outcomes(binder)
+        binder.finish(outcomes)
+        self.assertEqual([arq], [a for _, a, _ in notifier.sent])
+        self.assertNotIn('Bound', notifier.log_at_send[0])
+        self.assertIn('Bound 1 ARQs: %s' % arq, logger.output)
