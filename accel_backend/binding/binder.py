@@ -145,7 +145,7 @@ class Binder:
         The cost is a fixed number of statements whatever the number of
         ARQs: lock and read them (``objects.arq.get_all_for_update``),
         claim handles per resource provider (``binding.claim``), one
-        flush of the ARQ rows; one more SELECT when some ARQs got no
+        UPDATE of the ARQ rows; one more SELECT when some ARQs got no
         handle, to say why (``binding.failure.diagnose``).  Metrics and
         notifications follow the commit.
 
@@ -177,11 +177,12 @@ class Binder:
             of another host than this binder's are left alone.
         :param started_at: when the binding was asked for (naive UTC
             ``datetime``), for ``accel_bind_seconds``; default now.
-        :returns: an opaque list for ``finish``.
+        :returns: an opaque list for ``finish``; the ARQs it bound are
+            written and out of ``session`` (``objects.arq.write_bindings``).
         """
         started_at = started_at or models.utcnow()
         # The claim's statements need not see the ARQs' BindStarted rows:
-        # without autoflush each ARQ is written once, Bound, at commit.
+        # without autoflush each ARQ is written once, Bound (write_bindings).
         with session.no_autoflush:
             return self._bind_arqs(session, self._mine(arqs), started_at)
 
@@ -305,6 +306,7 @@ class Binder:
                 arq_obj.transition(arq, arq_obj.BOUND)
             outcomes.append((arq.state, notifications.arq_data(arq),
                              began, arq.pending_event, reason))
+        arq_obj.write_bindings(session, arqs)
         return outcomes
 
     def _bind_and_notify(self, arq_uuids):

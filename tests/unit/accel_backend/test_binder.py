@@ -177,6 +177,41 @@ class TestBindOne(fx.BinderTestBase):
         # one UPDATE ... RETURNING; the same for any number of them.
         self.assertEqual(single + 1, pair)
 
+    def test_bound_arqs_written_by_one_update_out_of_the_session(self):
+        (arq,) = self.new_arqs()
+        self.start(arq, self.af)
+        started_at = self.arq(arq)[0]['updated_at']
+        with self.db.transaction() as session:
+            locked = arq_obj.get_all_for_update(session, [arq])
+            self.binder.bind_locked(session, locked)
+            # Written by objects.arq.write_bindings, not left to the flush.
+            self.assertNotIn(locked[0], session)
+            self.assertEqual(('Bound', 1), session.execute(
+                sa.select(models.ARQ.state, models.ARQ.attach_handle_id)
+                .where(models.ARQ.uuid == arq)).one())
+        view, pending = self.arq(arq)
+        self.assertEqual(('Bound', fx.HOST, self.af, 'completed'), (
+            view['state'], view['hostname'], view['device_rp_uuid'],
+            pending))
+        self.assertEqual('PCI', view['attach_handle_type'])
+        self.assertGreaterEqual(view['updated_at'], started_at)
+
+    def test_arq_with_other_changes_left_to_the_flush(self):
+        # write_bindings writes the binding's columns only: an ARQ with
+        # any other change stays in the session, and nothing is lost.
+        (arq,) = self.new_arqs()
+        with self.db.transaction() as session:
+            (locked,) = arq_obj.get_all_for_update(session, [arq])
+            arq_obj.start_binding(session, locked, fx.HOST, self.af, 'i-1')
+            locked.device_profile_group_id = 7
+            arq_obj.write_bindings(session, [locked])
+            self.assertIn(locked, session)
+        with self.db.transaction() as session:
+            stored = arq_obj.get(session, arq)
+            self.assertEqual(('BindStarted', 'i-1', 7), (
+                stored.state, stored.instance_uuid,
+                stored.device_profile_group_id))
+
     def test_database_without_update_returning_claims_row_by_row(self):
         # MySQL has no UPDATE ... RETURNING: each chosen handle is claimed
         # by its own conditional UPDATE, checked by row count, then read.
