@@ -270,9 +270,10 @@ def write_bindings(session, arqs):
     ``UPDATE`` (one row per ARQ), and take them out of ``session``.
 
     Measured on the 2-core benchmark machine, thread CPU of the embedded
-    service's bind transaction of one ARQ on SQLite (p50 of 1,700):
-    970 us with the unit of work's flush, 780 us so.  An ARQ with any
-    other change pending is left to the flush.
+    service's bind transaction of one ARQ on SQLite (p50 of 1,700, two
+    alternating runs each): 992-1,007 us with the unit of work's flush,
+    827-848 us so.  An ARQ with any other change pending is left to the
+    flush.
 
     :param session: the transaction that locked and changed ``arqs``.
     :param arqs: list of ``models.ARQ``; not to be used after this call
