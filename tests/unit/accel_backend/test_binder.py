@@ -186,9 +186,11 @@ class TestBindOne(fx.BinderTestBase):
             self.binder.bind_locked(session, locked)
             # Written by objects.arq.write_bindings, not left to the flush.
             self.assertNotIn(locked[0], session)
-            self.assertEqual(('Bound', 1), session.execute(
+            state, handle_id = session.execute(
                 sa.select(models.ARQ.state, models.ARQ.attach_handle_id)
-                .where(models.ARQ.uuid == arq)).one())
+                .where(models.ARQ.uuid == arq)).one()
+            self.assertEqual('Bound', state)
+            self.assertIsNotNone(handle_id)
         view, pending = self.arq(arq)
         self.assertEqual(('Bound', fx.HOST, self.af, 'completed'), (
             view['state'], view['hostname'], view['device_rp_uuid'],

@@ -44,6 +44,13 @@ class LogSnapshotNotifier(ThreadNotifier):
         return super().send(events)
 
 
+class BrokenNotifier(fx.FakeNotifier):
+    """A bug on the way to Nova: every send raises."""
+
+    def send(self, events):
+        raise RuntimeError('a bug on the way to Nova')
+
+
 class FinishInlineTest(fx.BinderTestBase):
 
     def bound_outcomes(self, binder):
@@ -121,4 +128,12 @@ class FinishInlineTest(fx.BinderTestBase):
         binder.finish(outcomes)
         self.assertEqual([arq], [a for _, a, _ in notifier.sent])
         self.assertNotIn('Bound', notifier.log_at_send[0])
+        self.assertIn('Bound 1 ARQs: %s' % arq, logger.output)
+
+    def test_logged_when_the_first_try_raises(self):
+        logger = self.useFixture(fixtures.FakeLogger(
+            name='accel_backend.binding.binder', level=logging.INFO))
+        binder = self.make_binder(BrokenNotifier(), inline_events=1)
+        arq, outcomes = self.bound_outcomes(binder)
+        self.assertRaises(RuntimeError, binder.finish, outcomes)
         self.assertIn('Bound 1 ARQs: %s' % arq, logger.output)
