@@ -6,6 +6,11 @@ from urllib import parse
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 import requests
+from requests import structures
+from urllib3 import connection as urllib3_connection
+from urllib3 import connectionpool as urllib3_pool
+
+from accel_backend import http_pool
 
 
 class EnvironmentOnceSession(requests.Session):
@@ -59,9 +64,77 @@ class EnvironmentOnceSession(requests.Session):
         return dict(settings, proxies=dict(settings['proxies']))
 
 
+class ServiceSession(EnvironmentOnceSession):
+    """The ``requests.Session`` under accel_backend's keystoneauth1
+    sessions (Nova, Placement): plain-HTTP requests as keystoneauth1 sends
+    them go over kept-alive ``http.client`` connections
+    (``accel_backend.http_pool``, which says why, with the measure);
+    every other request goes through requests.
+
+    A request is sent directly only when requests would do nothing more
+    with it than send it: an ``http://`` URL with no proxy for it in the
+    environment, a body of bytes or str (or none), only the keyword
+    arguments of ``http_pool.PLAIN_KWARGS`` with redirects not followed
+    (keystoneauth1 always passes ``allow_redirects=False`` and follows them
+    itself), and a session with no auth, query params, cookies, response
+    hooks, streaming or other transport adapters of its own, while
+    urllib3's HTTP connection class is urllib3's own (one replaced in the
+    process, as wsgi-intercept does to serve a WSGI app in place of a
+    server, sees every request).  Cookies a server sets on such a request
+    are not kept (OpenStack APIs set none).
+
+    :param pool_maxsize: idle connections kept per host (int).
+    """
+
+    def __init__(self, pool_maxsize=10):
+        super().__init__()
+        self._direct = self.adapters['http://']
+        self.pool = http_pool.ConnectionPool(pool_maxsize)
+
+    def _plain(self, url, kwargs):
+        if not kwargs.keys() <= http_pool.PLAIN_KWARGS:
+            return False
+        if kwargs.get('allow_redirects', True):
+            return False
+        data = kwargs.get('data')
+        if data is not None and not isinstance(data, (bytes, str)):
+            return False
+        if not url[:7].lower() == 'http://':
+            return False
+        if (self.auth or self.params or self.stream or len(self.cookies) or
+                any(self.hooks.values()) or
+                self.get_adapter(url) is not self._direct or
+                urllib3_pool.HTTPConnectionPool.ConnectionCls is not
+                urllib3_connection.HTTPConnection):
+            return False
+        settings = self.merge_environment_settings(
+            url, {}, None, kwargs.get('verify'), kwargs.get('cert'))
+        return requests.utils.select_proxy(url, settings['proxies']) is None
+
+    def request(self, method, url, *args, **kwargs):
+        """``requests.Session.request``: directly over ``http_pool`` when
+        the request is plain (see the class), else requests' own.
+
+        :returns: a ``requests.Response`` (content read).
+        :raises requests.exceptions.RequestException: as requests would
+            (``ConnectTimeout``, ``ReadTimeout``, ``ConnectionError``).
+        """
+        if args or not self._plain(url, kwargs):
+            return super().request(method, url, *args, **kwargs)
+        headers = structures.CaseInsensitiveDict(self.headers)
+        headers.update(kwargs.get('headers') or {})
+        return http_pool.send(self.pool, method.upper(), url, headers,
+                              kwargs.get('data'), kwargs.get('timeout'))
+
+    def close(self):
+        """Close the kept connections, then requests' own."""
+        self.pool.close()
+        super().close()
+
+
 def adapter_from_conf(conf, group, service_type, auth=None, **kwargs):
     """A keystoneauth1 ``Adapter`` built from the options of ``group``,
-    on an ``EnvironmentOnceSession``.
+    on a ``ServiceSession``.
 
     :param conf: accel_backend ``ConfigOpts`` with the keystoneauth session,
         auth and adapter options registered in ``group`` (``placement``,
@@ -74,7 +147,7 @@ def adapter_from_conf(conf, group, service_type, auth=None, **kwargs):
     """
     auth = auth or ks_loading.load_auth_from_conf_options(conf, group)
     session = ks_loading.load_session_from_conf_options(
-        conf, group, auth=auth, session=EnvironmentOnceSession())
+        conf, group, auth=auth, session=ServiceSession())
     return ks_loading.load_adapter_from_conf_options(
         conf, group, session=session, auth=auth, service_type=service_type,
         **kwargs)

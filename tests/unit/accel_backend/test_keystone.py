@@ -86,11 +86,3 @@ class EnvironmentOnceSessionTest(testtools.TestCase):
         self.assertEqual('http://127.0.0.1:%d' % self.proxy.server_port,
                          again['proxies']['http'])
         self.assertTrue(again['verify'])
-
-    def test_services_adapters_use_it(self):
-        from accel_backend.nova import notifier
-        from tests.unit.accel_backend import base
-        conf = base.make_conf(self, nova=base.NO_NOVA)
-        adapter = notifier.adapter_from_conf(conf)
-        self.assertIsInstance(adapter.session.session,
-                              keystone.EnvironmentOnceSession)
