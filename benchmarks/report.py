@@ -188,6 +188,25 @@ def _flow_md(fl):
                                    r['n'], fl['goal'])]
 
 
+def _transport_md(tr):
+    """The event POST section (list of lines)."""
+    if not tr:
+        return []
+    L = ['', '## 8. The event POST to Nova: requests vs ServiceSession', '']
+    if common.not_measured(tr):
+        return L + _not_measured(tr)
+    return L + [
+        'One `accelerator-request-bound` POST (microversion 2.82) through '
+        'keystoneauth1, to the Nova stub process, on requests\' transport '
+        '(`EnvironmentOnceSession`) and on accel_backend\'s '
+        '(`ServiceSession`); %d samples each, alternating one by one, '
+        'after a warm-up.' % tr['samples'], '',
+        STATS_HEAD,
+        _stats_row('requests + urllib3', tr['requests']),
+        _stats_row('ServiceSession (http.client)', tr['service_session']),
+        '', 'requests / ServiceSession: %s of p50s.' % _x(tr['ratio_p50'])]
+
+
 def write(results_dir, meta, results, plots=True):
     """Write ``<date>-<machine>[-quick].md``, its ``.json`` (meta and
     results) and, when ``plots``, its PNG plots into ``results_dir``.
@@ -343,6 +362,7 @@ def write(results_dir, meta, results, plots=True):
 
     L += _weigher_md(results.get('weigher'))
     L += _flow_md(results.get('flow'))
+    L += _transport_md(results.get('transport'))
 
     if pngs:
         L += ['', '## Plots', '']

@@ -26,6 +26,8 @@ Measures (see each module's docstring):
    candidates call at 10 to 5,000 hosts (10 and 100 with ``--quick``).
 7. ``flow``: a Nova-like boot's calls (create ARQ, allocation candidates,
    allocation PUT, bind PATCH, event) against its Placement calls.
+8. ``transport``: the event POST to Nova through keystoneauth1 over
+   requests and over accel_backend's ``ServiceSession``, alternating.
 
 Writes ``benchmarks/results/<date>-<machine>.md`` and PNG plots next to
 it (``--no-plots``: none, where matplotlib is missing), and prints a
@@ -57,7 +59,7 @@ from tools.fixtures import placement as placement_fx
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
 MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
-            'weigher', 'flow')
+            'weigher', 'flow', 'transport')
 
 
 class Env:
@@ -207,9 +209,15 @@ def run_flow(env):
     return flow.measure(env)
 
 
+def run_transport(env):
+    from benchmarks import transport
+    return transport.measure(env)
+
+
 RUNNERS = {'boot': run_boot, 'roundtrip': run_roundtrip,
            'upstream': run_upstream, 'concurrency': run_concurrency,
-           'scale': run_scale, 'weigher': run_weigher, 'flow': run_flow}
+           'scale': run_scale, 'weigher': run_weigher, 'flow': run_flow,
+           'transport': run_transport}
 
 
 #: Seconds to wait for a quiet machine before a measure starts.

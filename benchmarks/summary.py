@@ -113,6 +113,16 @@ def _flow(fl, rows):
                      fl['goal'])))
 
 
+def _transport(tr, rows):
+    rows.append(('8 event POST', 'requests / ServiceSession p50 (p95), '
+                 'n=%d each' % tr['samples'], '%s (%s) / %s (%s) ms' % (
+                     f(tr['requests']['p50'], '%.2f'),
+                     f(tr['requests']['p95'], '%.2f'),
+                     f(tr['service_session']['p50'], '%.2f'),
+                     f(tr['service_session']['p95'], '%.2f')),
+                 x(tr['ratio_p50'])))
+
+
 def _concurrency(results, rows):
     for db, c in ((d, results[d]) for d in common.DATABASES if d in results):
         if common.not_measured(c):
@@ -167,7 +177,8 @@ SECTIONS = (('boot', '1 boot', _boot), ('roundtrip', '2 ARQ round trip',
             ('upstream', '3 vs Cyborg 17', _upstream),
             ('concurrency', '4 concurrency', _concurrency),
             ('scale', '5 scale', _scale), ('weigher', '6 weigher', _weigher),
-            ('flow', '7 Nova-like flow', _flow))
+            ('flow', '7 Nova-like flow', _flow),
+            ('transport', '8 event POST', _transport))
 
 
 def summary_rows(results):

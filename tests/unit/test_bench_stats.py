@@ -2,19 +2,25 @@
 and the results file present it (``benchmarks.summary``,
 ``benchmarks.report``): floors from counted round trips and commits, the
 bootstrap interval of a ratio of medians, the interleaved order, the
-upstream headline with the bare PATCH apart, the load averages."""
+upstream headline with the bare PATCH apart, the load averages; and the
+event POST measure (``benchmarks.transport``) against the Nova stub."""
 
 import os
 import random
 import statistics
 import tempfile
+import types
 
 import testtools
 
 from benchmarks import report
 from benchmarks import stats
 from benchmarks import summary
+from benchmarks import transport
 from benchmarks import upstream
+from tests import waiting
+from tools import fixtures as tools_fixtures
+from tools.fixtures import nova_stub
 
 
 class TestPathFloor(testtools.TestCase):
@@ -173,3 +179,31 @@ class TestPresentation(testtools.TestCase):
         self.assertIn('| bare PATCH (both answer once the binding', md[bare:])
         self.assertIn('## 7. Nova-like flow', md)
         self.assertIn('goal <= 1.15', md)
+        self.assertNotIn('## 8.', md)
+
+
+class TestTransportMeasure(testtools.TestCase):
+
+    def test_both_transports_post_each_event_to_the_stub(self):
+        stub = tools_fixtures.start(nova_stub.NovaStubProcess())
+        self.addCleanup(stub.cleanUp)
+        env = types.SimpleNamespace(stub=stub, quick=True)
+        tr = transport.measure(env, samples=5)
+        self.assertEqual((5, 5), (tr['requests']['n'],
+                                  tr['service_session']['n']))
+        self.assertEqual(tr['requests']['p50'] /
+                         tr['service_session']['p50'], tr['ratio_p50'])
+        posts = 2 * (transport.WARMUP + 5)
+        # The child hands its arrivals back over a pipe.
+        waiting.wait_for('%d events at the stub' % posts,
+                         lambda: len(stub.received()) >= posts, timeout=30)
+        received = stub.received()
+        self.assertEqual(posts, len(received))
+        self.assertEqual(posts, len({ev['tag'] for ev in received}))
+        # In the results file and the summary, labelled.
+        rows = summary.summary_rows({'transport': tr})
+        self.assertEqual('8 event POST', rows[0][0])
+        self.assertEqual('%.2fx' % tr['ratio_p50'], rows[0][3])
+        md = '\n'.join(report._transport_md(tr))
+        self.assertIn('## 8. The event POST to Nova', md)
+        self.assertIn('| ServiceSession (http.client) | 5 |', md)
