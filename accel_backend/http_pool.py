@@ -65,11 +65,18 @@ def _timeouts(timeout):
 def _dropped(conn):
     """True when an idle kept-alive connection cannot carry a request: the
     server closed it (its FIN makes the socket readable) or sent
-    something unasked.  As urllib3's ``is_connection_dropped``."""
+    something unasked.  As urllib3's ``is_connection_dropped``, with
+    ``poll()`` where the platform has it: ``select()`` refuses file
+    descriptors from ``FD_SETSIZE`` (1,024) on, which a busy service
+    reaches, and every connection would then look dropped."""
     sock = conn.sock
     if sock is None:
         return True
     try:
+        if hasattr(select, 'poll'):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
         readable, _, _ = select.select([sock], [], [], 0)
     except (OSError, ValueError):
         return True
@@ -128,7 +135,9 @@ class ConnectionPool:
             conn.close()
 
 
-def _connect(conn, connect_timeout):
+def _connect(conn):
+    """Connect ``conn`` (its timeout is the connect timeout), mapping
+    failures onto requests' exceptions as its adapter does."""
     try:
         conn.connect()
     except socket.timeout as e:
@@ -204,7 +213,7 @@ def send(pool, method, url, headers, body, timeout):
     conn, reused = pool.get(key, connect_timeout)
     try:
         if not reused:
-            _connect(conn, connect_timeout)
+            _connect(conn)
         conn.sock.settimeout(read_timeout)
         sent = dict(_header_items(headers))
         conn.request(method, path, body=body, headers=sent)

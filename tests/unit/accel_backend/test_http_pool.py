@@ -5,6 +5,8 @@ connections, against real HTTP servers on loopback."""
 import http.server
 import json
 import logging
+import os
+import resource
 import socket
 import threading
 import time
@@ -148,6 +150,26 @@ class ServiceSessionTest(testtools.TestCase):
             time.sleep(0.05)
         self.assertEqual(3, len({s['port'] for s in self.server.seen}))
         self.assertEqual([], self.requests_transport.calls)
+
+    def test_connection_above_select_fd_limit_is_reused(self):
+        # select() cannot watch descriptors from 1,024 on: a service
+        # holding that many files must still reuse its connections.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < 1200:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+            self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE,
+                            (soft, hard))
+        held = []
+        self.addCleanup(lambda: [os.close(fd) for fd in held])
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        ad = _adapter(self.session, self.url)
+        for _ in range(3):
+            self.assertEqual(200, ad.get('/x').status_code)
+        idle = [c for conns in self.session.pool._idle.values()
+                for c in conns]
+        self.assertGreater(idle[0].sock.fileno(), 1024)
+        self.assertEqual(1, len({s['port'] for s in self.server.seen}))
 
     def test_read_timeout_and_refused_connection_reach_keystoneauth(self):
         self.server.delay = 0.5
