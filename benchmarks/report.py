@@ -207,6 +207,27 @@ def _transport_md(tr):
         '', 'requests / ServiceSession: %s of p50s.' % _x(tr['ratio_p50'])]
 
 
+def _checkout_md(co):
+    """The PostgreSQL transaction section (list of lines)."""
+    if not co:
+        return []
+    L = ['', '## 9. A transaction on PostgreSQL: oslo.db\'s pool pre-ping '
+         'vs accel_backend\'s checkout', '']
+    if common.not_measured(co):
+        return L + _not_measured(co)
+    return L + [
+        'One INSERT + COMMIT taken from the pool of an engine built by '
+        'oslo.db (`SELECT 1` at every checkout) and of accel_backend\'s '
+        '`Database` (no round trip for a connection in use, '
+        '`accel_backend.db.liveness`), on the same PostgreSQL database; '
+        '%d samples each, alternating one by one, after a warm-up.'
+        % co['samples'], '',
+        STATS_HEAD,
+        _stats_row('oslo.db engine (pre-ping)', co['pre_ping']),
+        _stats_row('accel_backend Database', co['accel_backend']),
+        '', 'pre-ping / accel_backend: %s of p50s.' % _x(co['ratio_p50'])]
+
+
 def write(results_dir, meta, results, plots=True):
     """Write ``<date>-<machine>[-quick].md``, its ``.json`` (meta and
     results) and, when ``plots``, its PNG plots into ``results_dir``.
@@ -363,6 +384,7 @@ def write(results_dir, meta, results, plots=True):
     L += _weigher_md(results.get('weigher'))
     L += _flow_md(results.get('flow'))
     L += _transport_md(results.get('transport'))
+    L += _checkout_md(results.get('checkout'))
 
     if pngs:
         L += ['', '## Plots', '']

@@ -28,6 +28,9 @@ Measures (see each module's docstring):
    allocation PUT, bind PATCH, event) against its Placement calls.
 8. ``transport``: the event POST to Nova through keystoneauth1 over
    requests and over accel_backend's ``ServiceSession``, alternating.
+9. ``checkout``: one INSERT + COMMIT on PostgreSQL through oslo.db's
+   engine (``SELECT 1`` at each pool checkout) and accel_backend's,
+   alternating.
 
 Writes ``benchmarks/results/<date>-<machine>.md`` and PNG plots next to
 it (``--no-plots``: none, where matplotlib is missing), and prints a
@@ -59,7 +62,7 @@ from tools.fixtures import placement as placement_fx
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
 MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
-            'weigher', 'flow', 'transport')
+            'weigher', 'flow', 'transport', 'checkout')
 
 
 class Env:
@@ -214,10 +217,15 @@ def run_transport(env):
     return transport.measure(env)
 
 
+def run_checkout(env):
+    from benchmarks import checkout
+    return checkout.measure(env)
+
+
 RUNNERS = {'boot': run_boot, 'roundtrip': run_roundtrip,
            'upstream': run_upstream, 'concurrency': run_concurrency,
            'scale': run_scale, 'weigher': run_weigher, 'flow': run_flow,
-           'transport': run_transport}
+           'transport': run_transport, 'checkout': run_checkout}
 
 
 #: Seconds to wait for a quiet machine before a measure starts.

@@ -123,6 +123,17 @@ def _transport(tr, rows):
                  x(tr['ratio_p50'])))
 
 
+def _checkout(co, rows):
+    rows.append(('9 PostgreSQL transaction', 'oslo.db pre-ping / '
+                 'accel_backend p50 (p95), n=%d each' % co['samples'],
+                 '%s (%s) / %s (%s) ms' % (
+                     f(co['pre_ping']['p50'], '%.2f'),
+                     f(co['pre_ping']['p95'], '%.2f'),
+                     f(co['accel_backend']['p50'], '%.2f'),
+                     f(co['accel_backend']['p95'], '%.2f')),
+                 x(co['ratio_p50'])))
+
+
 def _concurrency(results, rows):
     for db, c in ((d, results[d]) for d in common.DATABASES if d in results):
         if common.not_measured(c):
@@ -178,7 +189,8 @@ SECTIONS = (('boot', '1 boot', _boot), ('roundtrip', '2 ARQ round trip',
             ('concurrency', '4 concurrency', _concurrency),
             ('scale', '5 scale', _scale), ('weigher', '6 weigher', _weigher),
             ('flow', '7 Nova-like flow', _flow),
-            ('transport', '8 event POST', _transport))
+            ('transport', '8 event POST', _transport),
+            ('checkout', '9 PostgreSQL transaction', _checkout))
 
 
 def summary_rows(results):

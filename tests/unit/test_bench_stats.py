@@ -2,8 +2,10 @@
 and the results file present it (``benchmarks.summary``,
 ``benchmarks.report``): floors from counted round trips and commits, the
 bootstrap interval of a ratio of medians, the interleaved order, the
-upstream headline with the bare PATCH apart, the load averages; and the
-event POST measure (``benchmarks.transport``) against the Nova stub."""
+upstream headline with the bare PATCH apart, the load averages; the
+event POST measure (``benchmarks.transport``) against the Nova stub, and
+the PostgreSQL transaction measure (``benchmarks.checkout``) against a
+real server."""
 
 import os
 import random
@@ -13,6 +15,7 @@ import types
 
 import testtools
 
+from benchmarks import checkout
 from benchmarks import report
 from benchmarks import stats
 from benchmarks import summary
@@ -207,3 +210,24 @@ class TestTransportMeasure(testtools.TestCase):
         md = '\n'.join(report._transport_md(tr))
         self.assertIn('## 8. The event POST to Nova', md)
         self.assertIn('| ServiceSession (http.client) | 5 |', md)
+
+
+class TestCheckoutMeasure(testtools.TestCase):
+
+    def test_both_engines_commit_each_transaction(self):
+        env = types.SimpleNamespace(quick=True, versions={})
+        co = checkout.measure(env, samples=5)
+        self.assertEqual((5, 5), (co['pre_ping']['n'],
+                                  co['accel_backend']['n']))
+        # Every transaction of both sides, warm-up included, committed.
+        self.assertEqual(2 * (checkout.WARMUP + 5), co['rows'])
+        self.assertEqual(co['pre_ping']['p50'] / co['accel_backend']['p50'],
+                         co['ratio_p50'])
+        self.assertIn('postgresql', env.versions)
+        # In the results file and the summary, labelled.
+        rows = summary.summary_rows({'checkout': co})
+        self.assertEqual('9 PostgreSQL transaction', rows[0][0])
+        self.assertEqual('%.2fx' % co['ratio_p50'], rows[0][3])
+        md = '\n'.join(report._checkout_md(co))
+        self.assertIn('## 9. A transaction on PostgreSQL', md)
+        self.assertIn('| accel_backend Database | 5 |', md)
