@@ -15,7 +15,6 @@ database on it.  The tests check that:
   deleted through the API, the Nova stub told.
 """
 
-import itertools
 import json
 import os
 import textwrap
@@ -34,6 +33,7 @@ from accel_backend import conf as accel_conf
 from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import service as accel_service
+from tests.functional.fixtures import database_server
 from tests.functional.fixtures import servers
 from tests import placement_fixture
 from tools.fixtures import databases
@@ -43,30 +43,16 @@ from tools.launch import accel_backend as launch_accel
 
 T4_GROUP = {'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}
 BIND_TIMEOUT = 20
-_names = itertools.count()
 
 
-class _DatabaseBackendTests:
+class _DatabaseBackendTests(database_server.ServerPerClass):
     """Mixed into a TestCase with ``SERVER`` (a fixture class of
     ``databases``)."""
-
-    SERVER = None
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.server = cls.SERVER()
-        cls.server.setUp()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.cleanUp()
-        super().tearDownClass()
 
     def setUp(self):
         super().setUp()
         self.tmpdir = self.useFixture(fixtures.TempDir()).path
-        self.url = self.server.create_database('accel_%d' % next(_names))
+        self.url = self.new_database('accel')
 
     def write_conf(self, extra=''):
         path = os.path.join(self.tmpdir, 'accel-backend.conf')

@@ -3,35 +3,24 @@ connections are checked at checkout without a ``SELECT 1`` while in use,
 and a connection the server closed or lost is replaced, never handed to a
 transaction."""
 
-import itertools
-
 import fixtures
 import sqlalchemy as sa
 import testtools
 
 from accel_backend.db import api as db_api
+from tests.functional.fixtures import database_server
 from tests import waiting
 from tools.fixtures import databases
 
-_names = itertools.count()
 
+class PostgreSQLLivenessTest(database_server.ServerPerClass,
+                             testtools.TestCase):
 
-class PostgreSQLLivenessTest(testtools.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.server = databases.PostgreSQLServer()
-        cls.server.setUp()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.cleanUp()
-        super().tearDownClass()
+    SERVER = databases.PostgreSQLServer
 
     def setUp(self):
         super().setUp()
-        url = self.server.create_database('liveness%d' % next(_names))
+        url = self.new_database('liveness')
         self.db = db_api.Database(url, {'max_retries': 0})
         self.addCleanup(self.db.dispose)
         # Counts the pings and still sends them.
