@@ -188,44 +188,43 @@ def _flow_md(fl):
                                    r['n'], fl['goal'])]
 
 
-def _transport_md(tr):
-    """The event POST section (list of lines)."""
-    if not tr:
-        return []
-    L = ['', '## 8. The event POST to Nova: requests vs ServiceSession', '']
-    if common.not_measured(tr):
-        return L + _not_measured(tr)
-    return L + [
-        'One `accelerator-request-bound` POST (microversion 2.82) through '
-        'keystoneauth1, to the Nova stub process, on requests\' transport '
-        '(`EnvironmentOnceSession`) and on accel_backend\'s '
-        '(`ServiceSession`); %d samples each, alternating one by one, '
-        'after a warm-up.' % tr['samples'], '',
-        STATS_HEAD,
-        _stats_row('requests + urllib3', tr['requests']),
-        _stats_row('ServiceSession (http.client)', tr['service_session']),
-        '', 'requests / ServiceSession: %s of p50s.' % _x(tr['ratio_p50'])]
+def _alternating_md(title, intro, sides, ratio_label):
+    """The section renderer of a measure that alternates two sides:
+    ``intro`` a ``%d``-format for the sample count, ``sides`` ``((result
+    key, row label), ...)`` baseline first."""
+    def md(res):
+        if not res:
+            return []
+        L = ['', title, '']
+        if common.not_measured(res):
+            return L + _not_measured(res)
+        return L + [intro % res['samples'], '', STATS_HEAD] + [
+            _stats_row(label, res[key]) for key, label in sides] + [
+            '', '%s: %s of p50s.' % (ratio_label, _x(res['ratio_p50']))]
+    return md
 
 
-def _checkout_md(co):
-    """The PostgreSQL transaction section (list of lines)."""
-    if not co:
-        return []
-    L = ['', '## 9. A transaction on PostgreSQL: oslo.db\'s pool pre-ping '
-         'vs accel_backend\'s checkout', '']
-    if common.not_measured(co):
-        return L + _not_measured(co)
-    return L + [
-        'One INSERT + COMMIT taken from the pool of an engine built by '
-        'oslo.db (`SELECT 1` at every checkout) and of accel_backend\'s '
-        '`Database` (no round trip for a connection in use, '
-        '`accel_backend.db.liveness`), on the same PostgreSQL database; '
-        '%d samples each, alternating one by one, after a warm-up.'
-        % co['samples'], '',
-        STATS_HEAD,
-        _stats_row('oslo.db engine (pre-ping)', co['pre_ping']),
-        _stats_row('accel_backend Database', co['accel_backend']),
-        '', 'pre-ping / accel_backend: %s of p50s.' % _x(co['ratio_p50'])]
+_transport_md = _alternating_md(
+    '## 8. The event POST to Nova: requests vs ServiceSession',
+    'One `accelerator-request-bound` POST (microversion 2.82) through '
+    'keystoneauth1, to the Nova stub process, on requests\' transport '
+    '(`EnvironmentOnceSession`) and on accel_backend\'s '
+    '(`ServiceSession`); %d samples each, alternating one by one, '
+    'after a warm-up.',
+    (('requests', 'requests + urllib3'),
+     ('service_session', 'ServiceSession (http.client)')),
+    'requests / ServiceSession')
+_checkout_md = _alternating_md(
+    '## 9. A transaction on PostgreSQL: oslo.db\'s pool pre-ping vs '
+    'accel_backend\'s checkout',
+    'One INSERT + COMMIT taken from the pool of an engine built by '
+    'oslo.db (`SELECT 1` at every checkout) and of accel_backend\'s '
+    '`Database` (no round trip for a connection in use, '
+    '`accel_backend.db.liveness`), on the same PostgreSQL database; '
+    '%d samples each, alternating one by one, after a warm-up.',
+    (('pre_ping', 'oslo.db engine (pre-ping)'),
+     ('accel_backend', 'accel_backend Database')),
+    'pre-ping / accel_backend')
 
 
 def write(results_dir, meta, results, plots=True):

@@ -113,25 +113,25 @@ def _flow(fl, rows):
                      fl['goal'])))
 
 
-def _transport(tr, rows):
-    rows.append(('8 event POST', 'requests / ServiceSession p50 (p95), '
-                 'n=%d each' % tr['samples'], '%s (%s) / %s (%s) ms' % (
-                     f(tr['requests']['p50'], '%.2f'),
-                     f(tr['requests']['p95'], '%.2f'),
-                     f(tr['service_session']['p50'], '%.2f'),
-                     f(tr['service_session']['p95'], '%.2f')),
-                 x(tr['ratio_p50'])))
+def _alternating(measure, sides, labels):
+    """The row of a measure that alternates two sides: ``sides`` are the
+    result's keys of the baseline and of accel_backend's side, ``labels``
+    how the row names them."""
+    def row(res, rows):
+        a, b = (res[k] for k in sides)
+        rows.append((measure, '%s / %s p50 (p95), n=%d each' % (
+            labels + (res['samples'],)), '%s (%s) / %s (%s) ms' % (
+                f(a['p50'], '%.2f'), f(a['p95'], '%.2f'),
+                f(b['p50'], '%.2f'), f(b['p95'], '%.2f')),
+            x(res['ratio_p50'])))
+    return row
 
 
-def _checkout(co, rows):
-    rows.append(('9 PostgreSQL transaction', 'oslo.db pre-ping / '
-                 'accel_backend p50 (p95), n=%d each' % co['samples'],
-                 '%s (%s) / %s (%s) ms' % (
-                     f(co['pre_ping']['p50'], '%.2f'),
-                     f(co['pre_ping']['p95'], '%.2f'),
-                     f(co['accel_backend']['p50'], '%.2f'),
-                     f(co['accel_backend']['p95'], '%.2f')),
-                 x(co['ratio_p50'])))
+_transport = _alternating('8 event POST', ('requests', 'service_session'),
+                          ('requests', 'ServiceSession'))
+_checkout = _alternating('9 PostgreSQL transaction',
+                         ('pre_ping', 'accel_backend'),
+                         ('oslo.db pre-ping', 'accel_backend'))
 
 
 def _concurrency(results, rows):
