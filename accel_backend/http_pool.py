@@ -22,7 +22,6 @@ decides.
 """
 
 import datetime
-import select
 import socket
 import threading
 import time
@@ -31,6 +30,8 @@ from urllib import parse
 import http.client
 import requests
 from requests import structures
+
+from accel_backend import utils
 
 # What keystoneauth1's TCPKeepAliveAdapter sets on every socket
 # (keystoneauth1 5.x, ``session.py``): no Nagle, and keep-alive probes
@@ -63,24 +64,11 @@ def _timeouts(timeout):
 
 
 def _dropped(conn):
-    """True when an idle kept-alive connection cannot carry a request: the
-    server closed it (its FIN makes the socket readable) or sent
-    something unasked.  As urllib3's ``is_connection_dropped``, with
-    ``poll()`` where the platform has it: ``select()`` refuses file
-    descriptors from ``FD_SETSIZE`` (1,024) on, which a busy service
-    reaches, and every connection would then look dropped."""
+    """True when an idle kept-alive connection cannot carry a request:
+    it has no socket, or the server closed it or sent something unasked
+    (``utils.readable_while_idle``)."""
     sock = conn.sock
-    if sock is None:
-        return True
-    try:
-        if hasattr(select, 'poll'):
-            poller = select.poll()
-            poller.register(sock, select.POLLIN)
-            return bool(poller.poll(0))
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)
+    return sock is None or utils.readable_while_idle(sock)
 
 
 class ConnectionPool:

@@ -32,11 +32,12 @@ checkout events).  SQLite connections are not served by this module:
 they have no server and keep oslo.db's in-process ping.
 """
 
-import select
 import time
 
 import sqlalchemy as sa
 from sqlalchemy import event
+
+from accel_backend import utils
 
 #: Seconds a pooled connection may sit idle and still be handed out
 #: without a ``SELECT 1`` (when its socket shows nothing from the server).
@@ -91,8 +92,6 @@ def closed_by_server(dbapi_conn):
     if fileno is None:
         return False
     try:
-        poller = select.poll()
-        poller.register(fileno(), select.POLLIN)
-        return bool(poller.poll(0))
+        return utils.readable_while_idle(fileno())
     except (OSError, ValueError):
         return True

@@ -1,0 +1,54 @@
+"""``accel_backend.utils.readable_while_idle``: what tells the HTTP pool
+and the database pool that a kept-open connection was closed by its peer."""
+
+import os
+import resource
+import socket
+
+import testtools
+
+from accel_backend import utils
+
+
+class TestReadableWhileIdle(testtools.TestCase):
+
+    def _pair(self):
+        a, b = socket.socketpair()
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        return a, b
+
+    def test_idle_open_connection_is_not_readable(self):
+        a, _ = self._pair()
+        self.assertFalse(utils.readable_while_idle(a))
+        self.assertFalse(utils.readable_while_idle(a.fileno()))
+
+    def test_peer_closed_or_sent_something(self):
+        a, b = self._pair()
+        b.sendall(b'FATAL: terminating connection')
+        self.assertTrue(utils.readable_while_idle(a))
+        c, d = self._pair()
+        d.close()
+        self.assertTrue(utils.readable_while_idle(c.fileno()))
+
+    def test_invalid_descriptor_counts_as_closed(self):
+        a, _ = self._pair()
+        fd = os.dup(a.fileno())
+        os.close(fd)
+        self.assertTrue(utils.readable_while_idle(fd))
+        self.assertTrue(utils.readable_while_idle(-1))
+
+    def test_descriptor_above_select_limit(self):
+        # select() refuses descriptors from FD_SETSIZE (1,024) on; an
+        # idle connection there must not look closed.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < 1200:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+            self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE,
+                            (soft, hard))
+        a, b = self._pair()
+        high = os.dup2(a.fileno(), 1100)
+        self.addCleanup(os.close, high)
+        self.assertFalse(utils.readable_while_idle(high))
+        b.sendall(b'x')
+        self.assertTrue(utils.readable_while_idle(high))
