@@ -6,7 +6,6 @@ import http.server
 import json
 import logging
 import os
-import resource
 import socket
 import threading
 import time
@@ -21,6 +20,7 @@ import testtools
 from wsgi_intercept import interceptor
 
 from accel_backend import keystone
+from tests.unit.accel_backend import base
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -154,11 +154,7 @@ class ServiceSessionTest(testtools.TestCase):
     def test_connection_above_select_fd_limit_is_reused(self):
         # select() cannot watch descriptors from 1,024 on: a service
         # holding that many files must still reuse its connections.
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft < 1200:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
-            self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE,
-                            (soft, hard))
+        self.useFixture(base.FileLimit(1200))
         held = []
         self.addCleanup(lambda: [os.close(fd) for fd in held])
         while not held or held[-1] < 1100:
@@ -229,7 +225,6 @@ class ServiceSessionTest(testtools.TestCase):
 
     def test_services_adapters_use_it(self):
         from accel_backend.nova import notifier
-        from tests.unit.accel_backend import base
         conf = base.make_conf(self, nova=base.NO_NOVA)
         adapter = notifier.adapter_from_conf(conf)
         self.assertIsInstance(adapter.session.session,

@@ -2,12 +2,12 @@
 and the database pool that a kept-open connection was closed by its peer."""
 
 import os
-import resource
 import socket
 
 import testtools
 
 from accel_backend import utils
+from tests.unit.accel_backend import base
 
 
 class TestReadableWhileIdle(testtools.TestCase):
@@ -41,11 +41,7 @@ class TestReadableWhileIdle(testtools.TestCase):
     def test_descriptor_above_select_limit(self):
         # select() refuses descriptors from FD_SETSIZE (1,024) on; an
         # idle connection there must not look closed.
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft < 1200:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
-            self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE,
-                            (soft, hard))
+        self.useFixture(base.FileLimit(1200))
         a, b = self._pair()
         high = os.dup2(a.fileno(), 1100)
         self.addCleanup(os.close, high)
