@@ -106,7 +106,8 @@ def _upstream_rows(up, ops, label=None):
         if a and c:
             L.append('| %s | %s | %s | %s | %s | %s |' % (
                 label or op, _f(a['p50']), _f(a['p95']), _f(c['p50']),
-                _f(c['p95']), _x(up['ratios_p50'].get(op))))
+                _f(c['p95']), summary.x_ci(up['ratios_p50'].get(op),
+                                           up.get('ci95', {}).get(op))))
     return L
 
 
@@ -119,7 +120,7 @@ def _upstream_md(up):
     if common.not_measured(up):
         return L + _not_measured(up)
     head = ('| %s | accel_backend p50 | p95 | Cyborg 17 p50 | p95 | '
-            'Cyborg/accel (p50) |')
+            'Cyborg/accel (p50) [95%% CI] |')
     L += [up.get('setup', ''), '', '### Headline: until the ARQ is bound',
           '', 'PATCH sent -> its event at the Nova stub, and -> the first '
           'GET showing Bound: both services have bound the ARQ when the '

@@ -15,15 +15,18 @@ def x(v):
     return '-' if v is None else '%.2fx' % v
 
 
-def ci(res, name):
-    """``1.10x [1.02x, 1.19x]``: the ratio ``ratio_<name>`` of a boot
-    result with its bootstrap interval ``ci95_<name>`` when there is
-    one."""
-    lo_hi = res.get('ci95_' + name)
+def x_ci(ratio, lo_hi=None):
+    """``1.10x [1.02x, 1.19x]``: a ratio with its bootstrap interval
+    ``(low, high)`` when there is one, else ``1.10x``."""
     if not lo_hi:
-        return x(res.get('ratio_' + name))
-    return '%s [%s, %s]' % (x(res.get('ratio_' + name)), x(lo_hi[0]),
-                            x(lo_hi[1]))
+        return x(ratio)
+    return '%s [%s, %s]' % (x(ratio), x(lo_hi[0]), x(lo_hi[1]))
+
+
+def ci(res, name):
+    """``x_ci`` of the ratio ``ratio_<name>`` of a boot result and its
+    interval ``ci95_<name>``."""
+    return x_ci(res.get('ratio_' + name), res.get('ci95_' + name))
 
 
 def loads(results):
@@ -84,7 +87,9 @@ def _upstream(up, rows):
                          'accel %s (%s) / cyborg %s (%s) ms' % (
                              f(a['p50']), f(a['p95']), f(c['p50']),
                              f(c['p95'])),
-                         'cyborg/accel %s' % x(up['ratios_p50'].get(op))))
+                         'cyborg/accel %s' % x_ci(
+                             up['ratios_p50'].get(op),
+                             up.get('ci95', {}).get(op))))
     for op in upstream.HEADLINE:
         row(op, 'HEADLINE ' + op)
         fl = up.get('floors', {}).get(op)

@@ -26,7 +26,9 @@ but accel_backend sends the event after its answer and Cyborg before; it
 is reported apart, with that label (``BARE_LABEL``).  The headline rows
 also get the floor of their path (``benchmarks.stats.PATHS``), from a
 ``GET /v2`` of the accel-backend and a commit on a SQLite file with its
-pragmas, measured in the same run.
+pragmas, measured in the same run.  Every ratio (Cyborg / accel_backend, of the
+medians) comes with its percentile bootstrap 95 % confidence interval
+(``ratios``).
 """
 
 import contextlib
@@ -47,7 +49,7 @@ from tools.launch import cyborg as launch_cyborg
 from tools.launch import rabbitmq as launch_rabbit
 
 #: Trials per service; each headline measure gets half of them (``_trial``).
-TRIALS = int(os.environ.get("BENCH_UPSTREAM_TRIALS", 60))
+TRIALS = int(os.environ.get("BENCH_UPSTREAM_TRIALS", 100))
 #: Both end when the ARQ is bound: the comparison.
 HEADLINE = ('patch_to_event', 'patch_to_get_bound')
 #: The other calls Nova makes, each synchronous on both services.
@@ -154,6 +156,28 @@ def _trial(client, stub, host, rp_uuid, groups, prefix, i):
     return out
 
 
+def ratios(samples):
+    """Cyborg / accel_backend per operation, with its spread.
+
+    :param samples: ``{'accel_backend': {op: [seconds]}, 'cyborg': {op:
+        [seconds]}}`` for the operations of ``OPS``.
+    :returns: ``{'ratios_p50': {op: ratio of the medians or None},
+        'ci95': {op: [low, high]}}``: the interval is the percentile
+        bootstrap 95 % confidence interval of that ratio
+        (``benchmarks.stats.bootstrap_ratio_ci``), for operations with
+        samples on both sides.
+    """
+    out = {'ratios_p50': {}, 'ci95': {}}
+    for op in OPS:
+        a, c = samples['accel_backend'][op], samples['cyborg'][op]
+        if not a or not c:
+            out['ratios_p50'][op] = None
+            continue
+        out['ratios_p50'][op], lo, hi = stats.bootstrap_ratio_ci(c, a)
+        out['ci95'][op] = [lo, hi]
+    return out
+
+
 def measure(env):
     log = os.path.join(env.workdir, 'upstream-setup.log')
     notes = []
@@ -200,9 +224,7 @@ def measure(env):
                     samples[name][op].append(v)
         out = {k: {op: common.summary(v) for op, v in ops.items()}
                for k, ops in samples.items()}
-        out['ratios_p50'] = {op: common.ratio(out['cyborg'][op]['p50'],
-                                              out['accel_backend'][op]['p50'])
-                             for op in OPS}
+        out.update(ratios(samples))
         out['trials'] = TRIALS
         floor = common.SQLiteCommitFloor(
             os.path.join(env.workdir, 'upstream-floor.sqlite'))

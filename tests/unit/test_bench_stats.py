@@ -128,6 +128,28 @@ def _upstream():
             '_load': (0.4, 0.7)}
 
 
+class TestUpstreamRatios(testtools.TestCase):
+
+    def test_ratio_of_medians_with_bootstrap_interval(self):
+        accel = [0.004 + 0.0001 * (i % 7) for i in range(40)]
+        cyborg = [0.05 + 0.002 * (i % 11) for i in range(40)]
+        samples = {side: {op: [] for op in upstream.OPS}
+                   for side in ('accel_backend', 'cyborg')}
+        samples['accel_backend']['patch_to_event'] = accel
+        samples['cyborg']['patch_to_event'] = cyborg
+        out = upstream.ratios(samples)
+        want = statistics.median(cyborg) / statistics.median(accel)
+        self.assertAlmostEqual(want, out['ratios_p50']['patch_to_event'])
+        lo, hi = out['ci95']['patch_to_event']
+        self.assertLessEqual(lo, want)
+        self.assertGreaterEqual(hi, want)
+        self.assertLess(lo, hi)
+        self.assertGreater(lo, 1.0)
+        # An operation without samples has neither.
+        self.assertIsNone(out['ratios_p50']['arq_list'])
+        self.assertNotIn('arq_list', out['ci95'])
+
+
 class TestPresentation(testtools.TestCase):
 
     def test_upstream_headline_first_bare_patch_apart_labelled(self):
@@ -148,6 +170,14 @@ class TestPresentation(testtools.TestCase):
         out = summary.summary_table(meta, {'upstream': _upstream(),
                                            'flow': flow})
         self.assertIn('upstream 0.40 -> 0.70, flow 1.50 -> 0.25', out)
+
+    def test_upstream_ratio_with_interval(self):
+        up = _upstream()
+        up['ci95'] = {'patch_to_event': [4.0, 6.5]}
+        rows = summary.summary_rows({'upstream': up})
+        self.assertEqual('cyborg/accel 5.00x [4.00x, 6.50x]', rows[0][3])
+        # No interval (older results files): the ratio alone.
+        self.assertEqual('cyborg/accel 5.00x', rows[2][3])
 
     def test_boot_ratio_with_interval(self):
         b = {'accel_backend': _s(1300.0), 'ratio_a_b': 1.1,
