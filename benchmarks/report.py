@@ -170,23 +170,30 @@ def _flow_md(fl):
     L = ['', '## 7. Nova-like flow against its Placement calls', '']
     if common.not_measured(fl):
         return L + _not_measured(fl)
-    r = fl['ratio_total_to_placement']
-    return L + [
+    L.append(
         'Per trial, one clock: POST ARQ -> GET /allocation_candidates '
         '(Placement 1.36, VCPU, MEMORY_MB and a PGPU group) -> PUT '
-        '/allocations -> PATCH bind -> the event at the Nova stub; real '
-        'Placement (gunicorn, SQLite) and accel-backend over %d GPUs; %d '
-        'trials after a warm-up.' % (fl['devices'], fl['trials']), '',
-        STATS_HEAD,
-        _stats_row('total', fl['total']),
-        _stats_row('Placement part (a_c + PUT)', fl['placement']),
-        _stats_row('  of which a_c', fl['a_c']),
-        _stats_row('  of which PUT', fl['put']),
-        _stats_row('accelerator part (total - Placement)',
-                   fl['accel_part']), '',
-        'total / Placement part: %s of p50s; per trial p50 %.2f, p95 %.2f '
-        '(n=%d); goal <= %.2f.' % (_x(fl['ratio_p50']), r['p50'], r['p95'],
-                                   r['n'], fl['goal'])]
+        '/allocations of the first candidate on accel-backend\'s host -> '
+        'PATCH bind -> the event at the Nova stub; accel-backend over %d '
+        'GPUs; per cloud, a real Placement of its own (gunicorn, SQLite) '
+        'holding accel-backend\'s compute node and N others with 8 GPUs '
+        'of the same kind each (3 allocated); %d trials after a warm-up.'
+        % (fl['devices'], fl['trials']))
+    for c in fl['clouds']:
+        r = c['ratio_total_to_placement']
+        L += ['', '### %d other hosts (%d allocation candidates)' % (
+            c['other_hosts'], c['candidates']), '', STATS_HEAD,
+            _stats_row('total', c['total']),
+            _stats_row('Placement part (a_c + PUT)', c['placement']),
+            _stats_row('  of which a_c', c['a_c']),
+            _stats_row('  of which PUT', c['put']),
+            _stats_row('accelerator part (total - Placement)',
+                       c['accel_part']), '',
+            'total / Placement part: %s of p50s; per trial p50 %.2f, p95 '
+            '%.2f (n=%d); goal <= %.2f.' % (
+                _x(c['ratio_p50']), r['p50'], r['p95'], r['n'],
+                fl['goal'])]
+    return L
 
 
 def _alternating_md(title, intro, sides, ratio_label):

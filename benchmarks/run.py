@@ -25,7 +25,9 @@ Measures (see each module's docstring):
    read off the request path, against the request's own allocation
    candidates call at 10 to 5,000 hosts (10 and 100 with ``--quick``).
 7. ``flow``: a Nova-like boot's calls (create ARQ, allocation candidates,
-   allocation PUT, bind PATCH, event) against its Placement calls.
+   allocation PUT, bind PATCH, event) against its Placement calls, in a
+   cloud of accel-backend's host alone and of 100 more GPU hosts, each
+   on a Placement of its own.
 8. ``transport``: the event POST to Nova through keystoneauth1 over
    requests and over accel_backend's ``ServiceSession``, alternating.
 9. ``checkout``: one INSERT + COMMIT on PostgreSQL through oslo.db's

@@ -104,18 +104,22 @@ def _upstream(up, rows):
 
 
 def _flow(fl, rows):
-    rows.append(('7 Nova-like flow', 'total (create, a_c, PUT, PATCH, '
-                 'event) p50 (p95), n=%d' % fl['total']['n'],
-                 '%s (%s) ms' % (f(fl['total']['p50']),
-                                 f(fl['total']['p95'])), ''))
-    rows.append(('7 Nova-like flow', 'its Placement calls (a_c + PUT) '
-                 'p50 (p95)', '%s (%s) ms' % (
-                     f(fl['placement']['p50']),
-                     f(fl['placement']['p95'])),
-                 'total/Placement %s (per-trial p50 %s; goal <= %.2f)' % (
-                     x(fl['ratio_p50']),
-                     x(fl['ratio_total_to_placement']['p50']),
-                     fl['goal'])))
+    for c in fl['clouds']:
+        cloud = '%d other hosts, %d candidates' % (c['other_hosts'],
+                                                   c['candidates'])
+        rows.append(('7 Nova-like flow', '%s: total (create, a_c, PUT, '
+                     'PATCH, event) p50 (p95), n=%d' % (
+                         cloud, c['total']['n']),
+                     '%s (%s) ms' % (f(c['total']['p50']),
+                                     f(c['total']['p95'])), ''))
+        rows.append(('7 Nova-like flow', '%s: its Placement calls (a_c + '
+                     'PUT) p50 (p95)' % cloud, '%s (%s) ms' % (
+                         f(c['placement']['p50']),
+                         f(c['placement']['p95'])),
+                     'total/Placement %s (per-trial p50 %s; goal <= %.2f)'
+                     % (x(c['ratio_p50']),
+                        x(c['ratio_total_to_placement']['p50']),
+                        fl['goal'])))
 
 
 def _alternating(measure, sides, labels):

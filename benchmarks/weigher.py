@@ -73,12 +73,15 @@ class PlacementGetter:
             'OpenStack-API-Version': 'placement %s' % version}))
 
 
-def populate(db_path, hosts, rng):
-    """Write ``hosts`` compute trees into Placement's SQLite database.
+def populate(db_path, hosts, rng, traits=('OWNER_CYBORG',)):
+    """Write ``hosts`` compute trees into Placement's SQLite database
+    (empty: the rows get ids from 1).
 
     :param db_path: path of Placement's database (str), schema at head.
     :param hosts: number of compute nodes (int).
     :param rng: ``random.Random`` choosing which accelerators are used.
+    :param traits: the traits of every accelerator provider (names;
+        created when missing, custom ones included).
     :returns: list of compute node provider UUIDs (str).
     """
     import os_resource_classes as orc
@@ -91,15 +94,15 @@ def populate(db_path, hosts, rng):
     roots = []
     with engine.begin() as conn:
         conn.execute(t['traits'].insert().prefix_with('OR IGNORE'),
-                     [{'name': 'OWNER_CYBORG', 'created_at': now}])
-        trait_id = conn.execute(sa.select(t['traits'].c.id).where(
-            t['traits'].c.name == 'OWNER_CYBORG')).scalar_one()
+                     [{'name': name, 'created_at': now} for name in traits])
+        trait_ids = list(conn.scalars(sa.select(t['traits'].c.id).where(
+            t['traits'].c.name.in_(traits))))
         conn.execute(t['projects'].insert(),
                      [{'id': 1, 'external_id': 'bench', 'created_at': now}])
         conn.execute(t['users'].insert(),
                      [{'id': 1, 'external_id': 'bench', 'created_at': now}])
         next_id = 1
-        rps, invs, traits, consumers, allocs = [], [], [], [], []
+        rps, invs, rp_traits, consumers, allocs = [], [], [], [], []
         for h in range(hosts):
             root = next_id
             root_uuid = str(uuid.uuid4())
@@ -126,8 +129,9 @@ def populate(db_path, hosts, rng):
                     resource_class_id=rc_id['PGPU'], total=1, reserved=0,
                     min_unit=1, max_unit=1, step_size=1,
                     allocation_ratio=1.0, created_at=now))
-                traits.append(dict(resource_provider_id=next_id,
-                                   trait_id=trait_id, created_at=now))
+                rp_traits.extend(dict(resource_provider_id=next_id,
+                                      trait_id=trait_id, created_at=now)
+                                 for trait_id in trait_ids)
                 if d in used:
                     consumer = str(uuid.uuid4())
                     consumers.append(dict(uuid=consumer, project_id=1,
@@ -140,10 +144,11 @@ def populate(db_path, hosts, rng):
             next_id += 1
         for table, rows in (('resource_providers', rps),
                             ('inventories', invs),
-                            ('resource_provider_traits', traits),
+                            ('resource_provider_traits', rp_traits),
                             ('consumers', consumers),
                             ('allocations', allocs)):
-            conn.execute(t[table].insert(), rows)
+            if rows:
+                conn.execute(t[table].insert(), rows)
     engine.dispose()
     return roots
 

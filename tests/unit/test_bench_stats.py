@@ -9,6 +9,7 @@ real server."""
 
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import types
@@ -16,6 +17,7 @@ import types
 import testtools
 
 from benchmarks import checkout
+from benchmarks import flow
 from benchmarks import report
 from benchmarks import stats
 from benchmarks import summary
@@ -188,11 +190,13 @@ class TestPresentation(testtools.TestCase):
     def test_markdown_without_matplotlib(self):
         # plots=False: the results file is written without importing
         # benchmarks.plots (matplotlib is only in the bench env).
-        flow = {k: _s(60.0) for k in ('total', 'placement', 'a_c', 'put',
-                                      'accel_part')}
-        flow.update(trials=15, devices=16, goal=1.15, ratio_p50=1.1,
-                    ratio_total_to_placement={'n': 15, 'p50': 1.1,
-                                              'p95': 1.2})
+        cloud = {k: _s(60.0) for k in ('total', 'placement', 'a_c', 'put',
+                                       'accel_part')}
+        cloud.update(other_hosts=100, candidates=516, ratio_p50=1.1,
+                     ratio_total_to_placement={'n': 15, 'p50': 1.1,
+                                               'p95': 1.2})
+        flow = {'trials': 15, 'devices': 16, 'goal': 1.15,
+                'clouds': [cloud]}
         meta = {'date': '2026-01-01 00:00 UTC', 'quick': True,
                 'command': 'c', 'total_seconds': 1.0, 'versions': {},
                 'machine': {'cpu': 'cpu', 'cores': 2, 'memory': '',
@@ -211,6 +215,7 @@ class TestPresentation(testtools.TestCase):
         self.assertNotIn('bind_patch', md[head:bare])
         self.assertIn('| bare PATCH (both answer once the binding', md[bare:])
         self.assertIn('## 7. Nova-like flow', md)
+        self.assertIn('### 100 other hosts (516 allocation candidates)', md)
         self.assertIn('goal <= 1.15', md)
         self.assertNotIn('## 8.', md)
 
@@ -261,3 +266,31 @@ class TestCheckoutMeasure(testtools.TestCase):
         md = '\n'.join(report._checkout_md(co))
         self.assertIn('## 9. A transaction on PostgreSQL', md)
         self.assertIn('| accel_backend Database | 5 |', md)
+
+
+class TestFlowMeasure(testtools.TestCase):
+
+    def test_each_cloud_on_a_placement_of_its_own(self):
+        work = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, work, True)
+        stub = tools_fixtures.start(nova_stub.NovaStubProcess(work))
+        self.addCleanup(stub.cleanUp)
+        env = types.SimpleNamespace(workdir=work, stub=stub, quick=True,
+                                    log=lambda _msg: None)
+        fl = flow.measure(env, clouds=(0, 3))
+        alone, bigger = fl['clouds']
+        # accel-backend's 16 GPUs, then 5 free ones on each of 3 more
+        # hosts: every one a candidate of the request, on a Placement
+        # that holds nothing else.
+        self.assertEqual((0, flow.DEVICES), (alone['other_hosts'],
+                                             alone['candidates']))
+        self.assertEqual((3, flow.DEVICES + 3 * 5),
+                         (bigger['other_hosts'], bigger['candidates']))
+        for cloud in fl['clouds']:
+            self.assertEqual(flow.TRIALS[True], cloud['total']['n'])
+            self.assertGreater(cloud['ratio_total_to_placement']['min'], 1)
+        rows = summary.summary_rows({'flow': fl})
+        self.assertEqual(4, len(rows))
+        self.assertIn('3 other hosts, %d candidates' % (flow.DEVICES + 15),
+                      rows[2][1])
+        self.assertIn('goal <= 1.15', rows[3][3])
