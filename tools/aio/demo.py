@@ -27,6 +27,9 @@ from tools.aio import nested
 from tools.aio import services
 
 NAME = 'aio-demo'
+#: Seconds nova-compute gets to remove a deleted server's ARQs and
+#: allocations after the server shows deleted (``Demo.leftovers``).
+SETTLE_TIMEOUT = 120
 
 
 class Demo:
@@ -104,21 +107,17 @@ class Demo:
         self.bind_latency()
         self.osc('server', 'delete', '--wait', NAME)
         self.osc('accelerator', 'arq', 'list')
-        arqs, _ = self.cloud.http('GET', layout.url(
-            'accel', '/v2/accelerator_requests?instance=%s' % server['id']),
-            token=token)
-        alloc, _ = self.cloud.http('GET', layout.url(
-            'placement', '/allocations/%s' % server['id']), token=token)
+        arqs, allocations, waited = self.leftovers(server['id'], token)
         print('\n== after delete: ARQs of the server: %d, Placement '
-              'allocations: %d' % (len(arqs['arqs']),
-                                   len(alloc['allocations'])))
+              'allocations: %d (%.1f s after the server showed deleted)'
+              % (len(arqs), len(allocations), waited))
         if address is not None and not self.released(sess, address):
             return 1
         self.osc('flavor', 'delete', NAME)
         self.osc('accelerator', 'device', 'profile', 'delete', NAME)
         print('\n== boot with --wait took %.1f s (CLI polls every 2 s)' %
               boot)
-        if arqs['arqs'] or alloc['allocations']:
+        if arqs or allocations:
             print('FAILED: the server left ARQs or allocations behind')
             return 1
         return 0
@@ -163,6 +162,33 @@ class Demo:
         if not any(want in line for line in lines):
             raise RuntimeError('the guest does not list %s' % want)
         return address
+
+    def leftovers(self, server_id, token):
+        """The server's ARQs and Placement allocations once nova-compute
+        has removed them, or what is left after ``SETTLE_TIMEOUT``
+        seconds.
+
+        The server shows deleted before they go: Nova 34's
+        ``ComputeManager._delete_instance`` saves ``vm_state = deleted``
+        (what ``server delete --wait`` waits for), then deletes the ARQs
+        (``compute.utils.delete_arqs_if_needed``) and the allocations
+        (``_complete_deletion``), then the instance record.
+
+        :returns: ``(ARQs (list), allocations (dict), seconds waited)``.
+        """
+        layout = self.cloud.layout
+        t0 = time.monotonic()
+        while True:
+            arqs, _ = self.cloud.http('GET', layout.url(
+                'accel', '/v2/accelerator_requests?instance=%s' % server_id),
+                token=token)
+            alloc, _ = self.cloud.http('GET', layout.url(
+                'placement', '/allocations/%s' % server_id), token=token)
+            waited = time.monotonic() - t0
+            if (not arqs['arqs'] and not alloc['allocations'] or
+                    waited > SETTLE_TIMEOUT):
+                return arqs['arqs'], alloc['allocations'], waited
+            time.sleep(1)
 
     def released(self, sess, address):
         """After the delete: the function is off vfio-pci in L1 and free in
