@@ -243,25 +243,33 @@ class SQLiteCommitFloor:
         self.db.close()
 
 
-def primitives(client, floor, samples=200):
-    """The two primitives of every path's floor, measured alternately:
-    one HTTP round trip to the server behind ``client`` answering a
-    trivial route (``GET /v2``: the same stack, cheroot, no database),
-    and one commit of ``floor`` (same engine and driver as the service).
+def primitive_samples(client, floor, samples, into=None):
+    """Sample the two primitives of every path's floor, alternately: one
+    HTTP round trip to the server behind ``client`` answering a trivial
+    route (``GET /v2``: the same stack, cheroot, no database), and one
+    commit of ``floor`` (same engine and driver as the service).
 
     :param client: an ``AccelClient``.
     :param floor: an object with ``once()`` returning a commit's seconds
         (``SQLiteCommitFloor``, ``roundtrip.PostgresCommitFloor``).
     :param samples: how many of each (int).
-    :returns: ``{'http': summary, 'commit': summary}`` (milliseconds, as
-        ``summary``).
+    :param into: ``{'http': [...], 'commit': [...]}`` to append to (a
+        measure that samples between its trials), or None for new lists.
+    :returns: ``into`` (seconds).
     :raises RuntimeError: ``GET /v2`` does not answer 200.
     """
-    http_s, commit_s = [], []
+    into = {'http': [], 'commit': []} if into is None else into
     for _ in range(samples):
-        http_s.append(client.call('GET', '/v2', ok=(200,))[0])
-        commit_s.append(floor.once())
-    return {'http': summary(http_s), 'commit': summary(commit_s)}
+        into['http'].append(client.call('GET', '/v2', ok=(200,))[0])
+        into['commit'].append(floor.once())
+    return into
+
+
+def primitives(client, floor, samples=200):
+    """``primitive_samples`` summarized: ``{'http': summary, 'commit':
+    summary}`` (milliseconds, as ``summary``)."""
+    return {k: summary(v) for k, v in primitive_samples(
+        client, floor, samples).items()}
 
 
 def sqlite_version():

@@ -111,6 +111,19 @@ def _upstream_rows(up, ops, label=None):
     return L
 
 
+def _first_of_block(up):
+    """The line on the first trial of each block (lines)."""
+    fb = up.get('first_of_block')
+    if not fb or not all(fb.get(k) for k in ('accel_backend', 'cyborg')):
+        return []
+    a, c = fb['accel_backend'], fb['cyborg']
+    return ['', 'First trial of each block of %s (the other service\'s '
+            'block ran just before), patch_to_event p50: accel_backend %s '
+            'ms, Cyborg 17 %s ms (n=%d, %d); counted in the rows above.'
+            % (up.get('block'), _f(a['p50']), _f(c['p50']), a['n'],
+               c['n'])]
+
+
 def _upstream_md(up):
     """The Cyborg 17 section: headline, other calls, the bare PATCH apart
     (list of lines)."""
@@ -132,6 +145,7 @@ def _upstream_md(up):
                 op, fl['formula'],
                 _x(up['ratios_to_floor_p50'].get(op)))
             for op, fl in up['floors'].items())]
+    L += _first_of_block(up)
     L += ['', '### Other calls', '', head % 'operation',
           '|---|---|---|---|---|---|']
     L += _upstream_rows(up, upstream.OTHER)

@@ -16,8 +16,9 @@ Measures (see each module's docstring):
    HTTP exchanges and commits, ``benchmarks.stats.PATHS``, times an HTTP
    round trip and a commit measured in the same run).
 3. ``upstream``: the same client code against upstream openstack-cyborg
-   17.0.0 and accel_backend; headline PATCH -> event and PATCH -> Bound,
-   the bare PATCH apart (skipped with ``--quick``).
+   17.0.0 and accel_backend, taking turns by blocks of 10 trials;
+   headline PATCH -> event and PATCH -> Bound, the bare PATCH apart
+   (skipped with ``--quick``).
 4. ``concurrency``: 200 concurrent binds for 50 devices.
 5. ``scale``: 1,000 nodes x 8 devices, ARQs 100 -> 10,000; agent report
    Placement call counts.

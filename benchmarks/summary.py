@@ -97,6 +97,13 @@ def _upstream(up, rows):
             rows.append(('3 vs Cyborg 17', '  %s floor (accel side)' % op,
                          fl['formula'], 'accel/floor %s' % x(
                              up.get('ratios_to_floor_p50', {}).get(op))))
+    fb = up.get('first_of_block') or {}
+    if fb.get('accel_backend') and fb.get('cyborg'):
+        rows.append(('3 vs Cyborg 17', '  patch_to_event p50, first trial '
+                     'of each block of %s' % up.get('block'),
+                     'accel %s / cyborg %s ms' % (
+                         f(fb['accel_backend']['p50']),
+                         f(fb['cyborg']['p50'])), ''))
     for op in upstream.OTHER:
         row(op, op)
     for op in upstream.BARE:

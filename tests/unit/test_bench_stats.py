@@ -2,6 +2,7 @@
 and the results file present it (``benchmarks.summary``,
 ``benchmarks.report``): floors from counted round trips and commits, the
 bootstrap interval of a ratio of medians, the interleaved order, the
+turns by blocks of measure 3 (``benchmarks.upstream.take_turns``), the
 upstream headline with the bare PATCH apart, the load averages; the
 event POST measure (``benchmarks.transport``) against the Nova stub, and
 the PostgreSQL transaction measure (``benchmarks.checkout``) against a
@@ -114,6 +115,36 @@ class TestOrder(testtools.TestCase):
         self.assertRaises(ValueError, stats.rounds, 5, 0)
 
 
+class TestTakeTurns(testtools.TestCase):
+
+    def test_blocks_of_each_service_in_turn(self):
+        calls, after = [], []
+
+        def trial(name, i):
+            calls.append('%s%d' % (name, i))
+            got = {'arq_list': i / 1000.0}
+            if i % 2 == 0:
+                got['patch_to_event'] = (100 if name == 'c' else 0) + i
+            return got
+
+        samples, first = upstream.take_turns(
+            ['a', 'c'], stats.rounds(8, 3), trial, after.append)
+        # A whole block of one service, then of the other; never a
+        # service's trial between two of the other's in one block.
+        self.assertEqual(['a0', 'a1', 'a2', 'c0', 'c1', 'c2',
+                          'a3', 'a4', 'a5', 'c3', 'c4', 'c5',
+                          'a6', 'a7', 'c6', 'c7'], calls)
+        self.assertEqual(['a', 'c'] * 3, after)
+        self.assertEqual([0, 2, 4, 6], samples['a']['patch_to_event'])
+        self.assertEqual([100, 102, 104, 106],
+                         samples['c']['patch_to_event'])
+        self.assertEqual(8, len(samples['c']['arq_list']))
+        self.assertEqual([], samples['a']['bind_patch'])
+        # The first trial of each block that timed patch_to_event (the
+        # second block starts at trial 3, which timed the GET instead).
+        self.assertEqual({'a': [0, 6], 'c': [100, 106]}, first)
+
+
 def _s(p50):
     return {'n': 30, 'p50': p50, 'p95': p50 * 1.2, 'p99': p50 * 1.3,
             'min': p50 * 0.8, 'max': p50 * 1.4, 'samples_ms': [p50]}
@@ -172,6 +203,22 @@ class TestPresentation(testtools.TestCase):
         out = summary.summary_table(meta, {'upstream': _upstream(),
                                            'flow': flow})
         self.assertIn('upstream 0.40 -> 0.70, flow 1.50 -> 0.25', out)
+
+    def test_first_trial_of_each_block_reported(self):
+        up = _upstream()
+        up['block'] = 10
+        up['first_of_block'] = {'accel_backend': _s(4.5),
+                                'cyborg': _s(61.0)}
+        rows = summary.summary_rows({'upstream': up})
+        row = [r for r in rows if 'first trial of each block of 10' in r[1]]
+        self.assertEqual('accel 4.5 / cyborg 61.0 ms', row[0][2])
+        md = '\n'.join(report._upstream_md(up))
+        self.assertIn('First trial of each block of 10 (the other '
+                      "service's block ran just before), patch_to_event "
+                      'p50: accel_backend 4.5 ms, Cyborg 17 61.0 ms (n=30, 30)', md)
+        # Results files of turns by single trials have neither.
+        self.assertFalse([r for r in summary.summary_rows(
+            {'upstream': _upstream()}) if 'first trial' in r[1]])
 
     def test_upstream_ratio_with_interval(self):
         up = _upstream()
