@@ -20,6 +20,7 @@ import testtools
 from benchmarks import checkout
 from benchmarks import flow
 from benchmarks import report
+from benchmarks import sections
 from benchmarks import stats
 from benchmarks import summary
 from benchmarks import transport
@@ -212,7 +213,7 @@ class TestPresentation(testtools.TestCase):
         rows = summary.summary_rows({'upstream': up})
         row = [r for r in rows if 'first trial of each block of 10' in r[1]]
         self.assertEqual('accel 4.5 / cyborg 61.0 ms', row[0][2])
-        md = '\n'.join(report._upstream_md(up))
+        md = '\n'.join(sections.upstream_md(up))
         self.assertIn('First trial of each block of 10 (the other '
                       "service's block ran just before), patch_to_event "
                       'p50: accel_backend 4.5 ms, Cyborg 17 61.0 ms (n=30, 30)', md)
@@ -289,7 +290,7 @@ class TestTransportMeasure(testtools.TestCase):
         rows = summary.summary_rows({'transport': tr})
         self.assertEqual('8 event POST', rows[0][0])
         self.assertEqual('%.2fx' % tr['ratio_p50'], rows[0][3])
-        md = '\n'.join(report._transport_md(tr))
+        md = '\n'.join(sections.transport_md(tr))
         self.assertIn('## 8. The event POST to Nova', md)
         self.assertIn('| ServiceSession (http.client) | 5 |', md)
 
@@ -310,7 +311,7 @@ class TestCheckoutMeasure(testtools.TestCase):
         rows = summary.summary_rows({'checkout': co})
         self.assertEqual('9 PostgreSQL transaction', rows[0][0])
         self.assertEqual('%.2fx' % co['ratio_p50'], rows[0][3])
-        md = '\n'.join(report._checkout_md(co))
+        md = '\n'.join(sections.checkout_md(co))
         self.assertIn('## 9. A transaction on PostgreSQL', md)
         self.assertIn('| accel_backend Database | 5 |', md)
 
