@@ -143,7 +143,7 @@ class Binder:
         transaction, committing every outcome together.
 
         The cost is a fixed number of statements whatever the number of
-        ARQs: lock and read them (``objects.arq.get_all_for_update``),
+        ARQs: lock and read them (``objects.arq.lock_for_bind``),
         claim handles per resource provider (``binding.claim``), one
         UPDATE of the ARQ rows; one more SELECT when some ARQs got no
         handle, to say why (``binding.failure.diagnose``).  Metrics and
@@ -171,20 +171,23 @@ class Binder:
         The caller commits, then hands the result to ``finish``.
 
         :param session: the ``Session`` that locked and read ``arqs``
-            (``objects.arq.get_all_for_update``) and moved them to
+            (``objects.arq.lock_for_bind``) and moved them to
             ``BindStarted`` (``objects.arq.start_binding``).
-        :param arqs: list of ``models.ARQ``; those not ``BindStarted`` or
-            of another host than this binder's are left alone.
+        :param arqs: list of ``objects.arq.BindRow``; those of another
+            host than this binder's are written ``BindStarted`` and left
+            to that host's binder.
         :param started_at: when the binding was asked for (naive UTC
             ``datetime``), for ``accel_bind_seconds``; default now.
-        :returns: an opaque list for ``finish``; the ARQs it bound are
-            written and out of ``session`` (``objects.arq.write_bindings``).
+        :returns: an opaque list for ``finish``; every ARQ of ``arqs`` is
+            written (``objects.arq.write_bindings``).
         """
         started_at = started_at or models.utcnow()
-        # The claim's statements need not see the ARQs' BindStarted rows:
-        # without autoflush each ARQ is written once, Bound (write_bindings).
-        with session.no_autoflush:
-            return self._bind_arqs(session, self._mine(arqs), started_at)
+        mine = self._mine(arqs)
+        kept = {id(a) for a in mine}
+        others = [a for a in arqs if id(a) not in kept]
+        if others:
+            arq_obj.write_bindings(session, others)
+        return self._bind_arqs(session, mine, started_at)
 
     def finish(self, outcomes):
         """After the commit of ``bind_locked``: the events to Nova, then
@@ -273,12 +276,13 @@ class Binder:
         failure reason or None)``."""
         # Locked: an unbind, a delete or another worker binding the
         # same ARQs waits for this transaction, or finished before it.
-        locked = arq_obj.get_all_for_update(session, arq_uuids)
+        locked = arq_obj.lock_for_bind(session, arq_uuids)
         return self._bind_arqs(session, self._mine(locked))
 
     def _bind_arqs(self, session, arqs, started_at=None):
-        """Claim handles for ``arqs`` (locked, ``BindStarted``, this
-        binder's) and move them to ``Bound`` or ``BindFailed``."""
+        """Claim handles for ``arqs`` (``objects.arq.BindRow``, locked,
+        ``BindStarted``, this binder's), move them to ``Bound`` or
+        ``BindFailed`` and write them."""
         if not arqs:
             return []
         wanted = collections.Counter(

@@ -35,15 +35,15 @@ ROUNDS = 3
 # memoized; measured on the 2-core benchmark machine, thread CPU per call,
 # ``_free_handles`` of one provider on SQLite: 340 us built per call).
 #
-# Every statement here is a Core statement on the tables.  The claiming
-# UPDATEs are loaded as ``AttachHandle`` objects through
-# ``from_statement``: SQLAlchemy 2.0's ORM UPDATE annotates the statement
-# at every execution (``BulkORMUpdate.orm_pre_session_exec``), so its
-# cache key, subquery included, was built anew each time.  Measured on the
-# 2-core benchmark machine, thread CPU of one execution on SQLite: 252 us
-# as an ORM UPDATE, 136 us so.  ``populate_existing``: a handle this
-# session already holds (released by the same PATCH) is refreshed from the
-# returned row.
+# Every statement here is a Core statement on the tables, and the claimed
+# handles come back as Core rows of ``attach_handles`` (the binder's
+# ``objects.arq.BindRow`` holds one): SQLAlchemy 2.0's ORM UPDATE
+# annotates the statement at every execution
+# (``BulkORMUpdate.orm_pre_session_exec``), so its cache key, subquery
+# included, was built anew each time (measured on the 2-core benchmark
+# machine, thread CPU of one execution on SQLite: 252 us as an ORM
+# UPDATE, 136 us as Core), and loading ORM objects from the rows cost
+# more again (see ``objects.arq.BindRow``).
 _HANDLES = models.AttachHandle.__table__
 _DEPLOYABLES = models.Deployable.__table__
 _DEVICES = models.Device.__table__
@@ -63,14 +63,7 @@ _FREE_HANDLES = (
     .order_by(_HANDLES.c.id))
 
 
-def _loaded(update):
-    """``update`` (Core, ``RETURNING`` every column of the handles
-    table) as a statement that loads ``AttachHandle`` objects."""
-    return (sa.select(models.AttachHandle).from_statement(update)
-            .execution_options(populate_existing=True))
-
-
-_CLAIM_RETURNING = _loaded(
+_CLAIM_RETURNING = (
     sa.update(_HANDLES)
     .where(_HANDLES.c.id.in_(sa.bindparam('ids', expanding=True)),
            _FREE_ROW)
@@ -98,11 +91,13 @@ _FIRST_FREE = (
            _FREE_ROW)
     .order_by(_HANDLES.c.id)
     .limit(sa.bindparam('n')))
-_CLAIM_FIRST_FREE = _loaded(
+_CLAIM_FIRST_FREE = (
     sa.update(_HANDLES)
     .where(_HANDLES.c.id.in_(_FIRST_FREE), _FREE_ROW)
     .values(in_use=True, state=device_obj.BOUND, state_reason=None)
     .returning(*_HANDLES.c))
+_READ_HANDLES = sa.select(_HANDLES).where(
+    _HANDLES.c.id.in_(sa.bindparam('ids', expanding=True)))
 
 
 def _free_handles(session, keys, exclude):
@@ -123,17 +118,16 @@ def _free_handles(session, keys, exclude):
 def _claim_ids(session, ids):
     """Claim the handles ``ids`` that are still free.
 
-    :returns: ``{id: models.AttachHandle}`` of the handles this
-        transaction claimed, loaded from the UPDATE's ``RETURNING`` (the
-        value is None where the database has no ``RETURNING`` and the
-        handle is still to be read).
+    :returns: ``{id: row}`` of the handles this transaction claimed, from
+        the UPDATE's ``RETURNING`` (the value is None where the database
+        has no ``RETURNING`` and the handle is still to be read).
     """
     if not ids:
         return {}
     if session.get_bind().dialect.update_returning:
-        # The claimed rows come back as loaded objects: no SELECT of the
+        # The claimed rows come back with every column: no SELECT of the
         # handles after the claim (one statement less per PATCH).
-        return {h.id: h for h in session.scalars(
+        return {h.id: h for h in session.execute(
             _CLAIM_RETURNING, {'ids': sorted(ids)})}
     got = {}
     for handle_id in sorted(ids):
@@ -154,10 +148,11 @@ def claim(session, wanted):
     :param wanted: ``{(rp_uuid, hostname): number of handles}`` (ints
         >= 1): what the ARQs of the batch ask for, grouped by the
         deployable's resource provider and host.
-    :returns: ``{(rp_uuid, hostname): [models.AttachHandle, ...]}``, the
-        claimed handles (now ``in_use``, state ``bound``), at most the
-        number asked for; fewer (or none) when the provider has no more
-        free handles.
+    :returns: ``{(rp_uuid, hostname): [row, ...]}``, the claimed handles
+        (now ``in_use``, state ``bound``) as Core rows of
+        ``attach_handles`` (every column, as claimed), at most the number
+        asked for; fewer (or none) when the provider has no more free
+        handles.
     """
     need = {k: n for k, n in wanted.items() if n > 0}
     got = collections.defaultdict(list)
@@ -167,7 +162,7 @@ def claim(session, wanted):
         # One provider: its first free handles in one statement; what it
         # could not get (none left, or taken under it) goes the rounds.
         ((rp, host), n), = need.items()
-        for handle in session.scalars(_CLAIM_FIRST_FREE,
+        for handle in session.execute(_CLAIM_FIRST_FREE,
                                       {'rp': rp, 'host': host, 'n': n}):
             got[(rp, host)].append(handle.id)
             loaded[handle.id] = handle
@@ -195,8 +190,6 @@ def claim(session, wanted):
         return {}
     unread = [i for v in got.values() for i in v if loaded[i] is None]
     if unread:
-        loaded.update((h.id, h) for h in session.scalars(
-            sa.select(models.AttachHandle)
-            .where(models.AttachHandle.id.in_(unread))
-            .execution_options(populate_existing=True)))
+        loaded.update((h.id, h) for h in session.execute(
+            _READ_HANDLES, {'ids': unread}))
     return {k: [loaded[i] for i in v] for k, v in got.items()}

@@ -231,11 +231,18 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
     released = set()
     unbound = []
     # One lock order for every multi-ARQ request (no deadlocks), and
-    # one read of them all.
-    locked = {a.uuid: a for a in arq_obj.get_all_for_update(
+    # one read of them all, as rows: a binding changes and writes them
+    # (``objects.arq.BindRow``).  An unbind releases the device through
+    # the ORM objects, read again (already locked).
+    locked = {a.uuid: a for a in arq_obj.lock_for_bind(
         session, set(binds) | set(unbinds))}
-    handles = arq_obj.load_handles(  # noqa: F841 (kept alive)
-        session, list(locked.values())) if unbinds else []
+    to_unbind = {}
+    handles = []
+    if unbinds:
+        to_unbind = {a.uuid: a for a in arq_obj.get_all_for_update(
+            session, [u for u in unbinds if u in locked])}
+        handles = arq_obj.load_handles(  # noqa: F841 (kept alive)
+            session, list(to_unbind.values()))
     everyone = _Everyone(ctx)
 
     def visible(arq_uuid):
@@ -254,7 +261,8 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
                                  fields.get('project_id')):
             started.setdefault(fields['hostname'], []).append(arq_uuid)
     for arq_uuid in unbinds:
-        arq = visible(arq_uuid)
+        visible(arq_uuid)
+        arq = to_unbind[arq_uuid]
         data = None
         if arq.attach_handle is not None:
             released.add(arq.hostname)
@@ -265,9 +273,12 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
             data['state'] = arq.state
             unbound.append(data)
     outcomes = None
-    if started and dispatcher.binds_in_transaction:
-        outcomes = dispatcher.bind_locked(session, [
-            locked[u] for uuids in started.values() for u in uuids])
+    moved = [locked[u] for uuids in started.values() for u in uuids]
+    if moved and dispatcher.binds_in_transaction:
+        outcomes = dispatcher.bind_locked(session, moved)
+    elif moved:
+        # BindStarted, for the agent of each host (after the commit).
+        arq_obj.write_bindings(session, moved)
     return started, released, unbound, outcomes
 
 

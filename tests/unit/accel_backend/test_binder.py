@@ -177,20 +177,22 @@ class TestBindOne(fx.BinderTestBase):
         # one UPDATE ... RETURNING; the same for any number of them.
         self.assertEqual(single + 1, pair)
 
-    def test_bound_arqs_written_by_one_update_out_of_the_session(self):
+    def test_bound_arqs_read_and_written_as_rows(self):
         (arq,) = self.new_arqs()
         self.start(arq, self.af)
         started_at = self.arq(arq)[0]['updated_at']
         with self.db.transaction() as session:
-            locked = arq_obj.get_all_for_update(session, [arq])
+            locked = arq_obj.lock_for_bind(session, [arq])
             self.binder.bind_locked(session, locked)
-            # Written by objects.arq.write_bindings, not left to the flush.
-            self.assertNotIn(locked[0], session)
+            # Read, claimed and written in Core (objects.arq.BindRow,
+            # binding.claim): no ORM object of an ARQ or a handle.
+            self.assertEqual([], [o for o in session if isinstance(
+                o, (models.ARQ, models.AttachHandle))])
             state, handle_id = session.execute(
                 sa.select(models.ARQ.state, models.ARQ.attach_handle_id)
                 .where(models.ARQ.uuid == arq)).one()
             self.assertEqual('Bound', state)
-            self.assertIsNotNone(handle_id)
+            self.assertEqual(locked[0].attach_handle.id, handle_id)
         view, pending = self.arq(arq)
         self.assertEqual(('Bound', fx.HOST, self.af, 'completed'), (
             view['state'], view['hostname'], view['device_rp_uuid'],
@@ -198,21 +200,33 @@ class TestBindOne(fx.BinderTestBase):
         self.assertEqual('PCI', view['attach_handle_type'])
         self.assertGreaterEqual(view['updated_at'], started_at)
 
-    def test_arq_with_other_changes_left_to_the_flush(self):
-        # write_bindings writes the binding's columns only: an ARQ with
-        # any other change stays in the session, and nothing is lost.
+    def test_write_bindings_writes_the_binding_columns_only(self):
         (arq,) = self.new_arqs()
         with self.db.transaction() as session:
-            (locked,) = arq_obj.get_all_for_update(session, [arq])
+            (locked,) = arq_obj.lock_for_bind(session, [arq])
+            group_id = locked.device_profile_group_id
             arq_obj.start_binding(session, locked, fx.HOST, self.af, 'i-1')
-            locked.device_profile_group_id = 7
+            locked.device_profile_group_id = group_id + 7
             arq_obj.write_bindings(session, [locked])
-            self.assertIn(locked, session)
         with self.db.transaction() as session:
             stored = arq_obj.get(session, arq)
-            self.assertEqual(('BindStarted', 'i-1', 7), (
+            self.assertEqual(('BindStarted', 'i-1', group_id), (
                 stored.state, stored.instance_uuid,
                 stored.device_profile_group_id))
+            self.assertIsNotNone(stored.updated_at)
+
+    def test_rows_of_another_host_written_bind_started(self):
+        # An agent's binder binds its own host's ARQs; handed others in
+        # a transaction, it writes them BindStarted for their agent.
+        binder = self.make_binder(fx.FakeNotifier(), host='other-host')
+        (arq,) = self.new_arqs()
+        with self.db.transaction() as session:
+            locked = arq_obj.lock_for_bind(session, [arq])
+            arq_obj.start_binding(session, locked[0], fx.HOST, self.af, 'i')
+            self.assertEqual([], binder.bind_locked(session, locked))
+        view, pending = self.arq(arq)
+        self.assertEqual(('BindStarted', fx.HOST, None), (
+            view['state'], view['hostname'], pending))
 
     def test_database_without_update_returning_claims_row_by_row(self):
         # MySQL has no UPDATE ... RETURNING: each chosen handle is claimed

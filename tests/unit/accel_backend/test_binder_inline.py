@@ -59,7 +59,7 @@ class FinishInlineTest(fx.BinderTestBase):
         (arq,) = self.new_arqs()
         self.start(arq, self.af)
         with self.db.transaction() as session:
-            locked = arq_obj.get_all_for_update(session, [arq])
+            locked = arq_obj.lock_for_bind(session, [arq])
             outcomes = binder.bind_locked(session, locked)
         return arq, outcomes
 
@@ -111,7 +111,7 @@ class FinishInlineTest(fx.BinderTestBase):
         (arq,) = self.new_arqs()
         self.start(arq, self.af)
         with self.db.transaction() as session:
-            locked = arq_obj.get_all_for_update(session, [arq])
+            locked = arq_obj.lock_for_bind(session, [arq])
             outcomes = binder.bind_locked(session, locked)
             # Not committed yet (the PATCH has not answered either).
             self.assertNotIn('Bound', logger.output)
