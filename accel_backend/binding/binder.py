@@ -27,6 +27,7 @@ from accel_backend.db import models
 from accel_backend import metrics
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
+from accel_backend.objects import bind_row
 from accel_backend import utils
 
 LOG = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ class Binder:
         transaction, committing every outcome together.
 
         The cost is a fixed number of statements whatever the number of
-        ARQs: lock and read them (``objects.arq.lock_for_bind``),
+        ARQs: lock and read them (``objects.bind_row.lock``),
         claim handles per resource provider (``binding.claim``), one
         UPDATE of the ARQ rows; one more SELECT when some ARQs got no
         handle, to say why (``binding.failure.diagnose``).  Metrics and
@@ -171,22 +172,22 @@ class Binder:
         The caller commits, then hands the result to ``finish``.
 
         :param session: the ``Session`` that locked and read ``arqs``
-            (``objects.arq.lock_for_bind``) and moved them to
+            (``objects.bind_row.lock``) and moved them to
             ``BindStarted`` (``objects.arq.start_binding``).
-        :param arqs: list of ``objects.arq.BindRow``; those of another
+        :param arqs: list of ``objects.bind_row.BindRow``; those of another
             host than this binder's are written ``BindStarted`` and left
             to that host's binder.
         :param started_at: when the binding was asked for (naive UTC
             ``datetime``), for ``accel_bind_seconds``; default now.
         :returns: an opaque list for ``finish``; every ARQ of ``arqs`` is
-            written (``objects.arq.write_bindings``).
+            written (``objects.bind_row.write``).
         """
         started_at = started_at or models.utcnow()
         mine = self._mine(arqs)
         kept = {id(a) for a in mine}
         others = [a for a in arqs if id(a) not in kept]
         if others:
-            arq_obj.write_bindings(session, others)
+            bind_row.write(session, others)
         return self._bind_arqs(session, mine, started_at)
 
     def finish(self, outcomes):
@@ -276,11 +277,11 @@ class Binder:
         failure reason or None)``."""
         # Locked: an unbind, a delete or another worker binding the
         # same ARQs waits for this transaction, or finished before it.
-        locked = arq_obj.lock_for_bind(session, arq_uuids)
+        locked = bind_row.lock(session, arq_uuids)
         return self._bind_arqs(session, self._mine(locked))
 
     def _bind_arqs(self, session, arqs, started_at=None):
-        """Claim handles for ``arqs`` (``objects.arq.BindRow``, locked,
+        """Claim handles for ``arqs`` (``objects.bind_row.BindRow``, locked,
         ``BindStarted``, this binder's), move them to ``Bound`` or
         ``BindFailed`` and write them."""
         if not arqs:
@@ -309,7 +310,7 @@ class Binder:
                 arq_obj.transition(arq, arq_obj.BOUND)
             outcomes.append((arq.state, notifications.arq_data(arq),
                              began, arq.pending_event, reason))
-        arq_obj.write_bindings(session, arqs)
+        bind_row.write(session, arqs)
         return outcomes
 
     def _bind_and_notify(self, arq_uuids):

@@ -37,13 +37,13 @@ ROUNDS = 3
 #
 # Every statement here is a Core statement on the tables, and the claimed
 # handles come back as Core rows of ``attach_handles`` (the binder's
-# ``objects.arq.BindRow`` holds one): SQLAlchemy 2.0's ORM UPDATE
+# ``objects.bind_row.BindRow`` holds one): SQLAlchemy 2.0's ORM UPDATE
 # annotates the statement at every execution
 # (``BulkORMUpdate.orm_pre_session_exec``), so its cache key, subquery
 # included, was built anew each time (measured on the 2-core benchmark
 # machine, thread CPU of one execution on SQLite: 252 us as an ORM
 # UPDATE, 136 us as Core), and loading ORM objects from the rows cost
-# more again (see ``objects.arq.BindRow``).
+# more again (see ``objects.bind_row.BindRow``).
 _HANDLES = models.AttachHandle.__table__
 _DEPLOYABLES = models.Deployable.__table__
 _DEVICES = models.Device.__table__

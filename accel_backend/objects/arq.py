@@ -68,70 +68,9 @@ _FORGET_EVENTS = (
            models.ARQ.__table__.c.pending_event ==
            sa.bindparam('sent_status'))
     .values(pending_event=None))
-#: What a binding changes on an ARQ (``start_binding``, ``transition``
-#: and the binder's attach handle), written by ``write_bindings``.
-_BINDING = ('state', 'pending_event', 'hostname', 'device_rp_uuid',
-            'instance_uuid', 'project_id', 'attach_handle_id')
-_ARQS = models.ARQ.__table__
-_WRITE_BINDING = (
-    sa.update(_ARQS)
-    .where(_ARQS.c.id == sa.bindparam('row_id'))
-    .values({c: sa.bindparam('new_' + c) for c in _BINDING}))
 _LOCKED_READ = (sa.select(models.ARQ).where(models.ARQ.uuid.in_(_UUIDS))
                 .order_by(models.ARQ.id).with_for_update()
                 .execution_options(populate_existing=True))
-#: The locked read of the ARQs a bind PATCH (or an agent) binds: Core
-#: rows, in id order (the one lock order), ``FOR UPDATE``.
-_LOCK_FOR_BIND = (sa.select(_ARQS).where(_ARQS.c.uuid.in_(_UUIDS))
-                  .order_by(_ARQS.c.id).with_for_update())
-
-
-class BindRow:
-    """An ARQ locked for binding, read as a row of SQLAlchemy Core rather
-    than as a ``models.ARQ``: the binding reads a few columns, changes
-    them through the same rules (``start_binding``, ``transition``) and
-    writes them back in one ``UPDATE`` (``write_bindings``), so it needs
-    none of the ORM's identity map, attribute history or flush.
-
-    Measured on the 2-core benchmark machine, thread CPU of the embedded
-    service's bind transaction of one ARQ on SQLite (p50 of 1,000,
-    alternating): 898 us with ``models.ARQ`` objects and ORM-loaded
-    attach handles, 589 us for the same statements in Core.
-
-    :ivar <column>: every column of ``accelerator_requests``, as read.
-    :ivar attach_handle: the claimed attach handle (a Core row of
-        ``attach_handles``: ``id``, ``uuid``, ``attach_type``,
-        ``attach_info``...) or None; not read (the ARQs bound here hold
-        none, see ``start_binding``).
-    """
-
-    __slots__ = tuple(c.key for c in _ARQS.c) + ('attach_handle',)
-
-    def __init__(self, row):
-        for key, value in row._mapping.items():
-            setattr(self, key, value)
-        self.attach_handle = None
-
-
-def lock_for_bind(session, arq_uuids):
-    """Lock and read the ARQs ``arq_uuids`` (those that exist) for a
-    binding, in id order, as ``BindRow``: SQLite's write lock
-    (``db.api.write_lock``, no statement inside ``Database.write``) and
-    one ``SELECT ... FOR UPDATE`` (the lock on PostgreSQL and MySQL, in
-    the order every multi-ARQ writer uses).
-
-    :param arq_uuids: iterable of ARQ UUIDs (str).
-    :returns: list of ``BindRow``; write what changes with
-        ``write_bindings``.
-    """
-    uuids = sorted(set(arq_uuids))
-    if not uuids:
-        return []
-    db_api.write_lock(session)
-    return [BindRow(r) for r in session.execute(_LOCK_FOR_BIND,
-                                                {'uuids': uuids})]
-
-
 def create_for_profile(session, dp, project_id=None):
     """Create ``Initial`` ARQs for a device profile.
 
@@ -276,8 +215,8 @@ def start_binding(session, arq, hostname, device_rp_uuid, instance_uuid,
     Idempotent: asking again for the binding an ARQ already has (or is
     getting) changes nothing and returns False.
 
-    :param arq: a ``BindRow`` (``lock_for_bind``; the caller writes it,
-        ``write_bindings``) or a locked ``models.ARQ``.
+    :param arq: an ``objects.bind_row.BindRow`` (the caller writes it,
+        ``bind_row.write``) or a locked ``models.ARQ``.
     :returns: True when the ARQ moved to ``BindStarted`` (the caller must
         hand it to the binder after commit).
     :raises ARQInvalidState: the ARQ is bound elsewhere or not bindable.
@@ -304,8 +243,8 @@ def transition(arq, target):
     Nova after commit by the binder) or None, which also drops an event
     of the previous binding that was not delivered yet.
 
-    :param arq: ``models.ARQ`` or ``BindRow``, locked by the caller
-        (``get(..., for_update=True)``, ``lock_for_bind``).
+    :param arq: ``models.ARQ`` or ``objects.bind_row.BindRow``, locked by
+        the caller (``get(..., for_update=True)``, ``bind_row.lock``).
     :param target: a state of ``accel_common.arq_states``.
     :returns: the event status or None.
     :raises accel_common.arq_states.InvalidTransition: the table does not
@@ -315,26 +254,6 @@ def transition(arq, target):
     arq.state = target
     arq.pending_event = event
     return event
-
-
-def write_bindings(session, rows):
-    """Write what a binding changed on ``BindRow`` ARQs (locked by
-    ``lock_for_bind``) with one prebuilt Core ``UPDATE``, one row per
-    ARQ: the columns of ``_BINDING`` (the attach handle's id from
-    ``attach_handle`` when one was claimed) and ``updated_at``; no other.
-
-    :param session: the transaction that locked ``rows``.
-    :param rows: list of ``BindRow``.
-    """
-    params = []
-    for row in rows:
-        values = {'new_' + c: getattr(row, c) for c in _BINDING}
-        if row.attach_handle is not None:
-            values['new_attach_handle_id'] = row.attach_handle.id
-        values['row_id'] = row.id
-        params.append(values)
-    if params:
-        session.execute(_WRITE_BINDING, params)
 
 
 def release(arq):

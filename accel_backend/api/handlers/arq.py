@@ -11,6 +11,7 @@ from accel_backend.api import util
 from accel_backend import exception
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
+from accel_backend.objects import bind_row
 from accel_backend.policies import arq as arq_policy
 from accel_backend import policy
 
@@ -232,9 +233,9 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
     unbound = []
     # One lock order for every multi-ARQ request (no deadlocks), and
     # one read of them all, as rows: a binding changes and writes them
-    # (``objects.arq.BindRow``).  An unbind releases the device through
+    # (``objects.bind_row.BindRow``).  An unbind releases the device through
     # the ORM objects, read again (already locked).
-    locked = {a.uuid: a for a in arq_obj.lock_for_bind(
+    locked = {a.uuid: a for a in bind_row.lock(
         session, set(binds) | set(unbinds))}
     to_unbind = {}
     handles = []
@@ -278,7 +279,7 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
         outcomes = dispatcher.bind_locked(session, moved)
     elif moved:
         # BindStarted, for the agent of each host (after the commit).
-        arq_obj.write_bindings(session, moved)
+        bind_row.write(session, moved)
     return started, released, unbound, outcomes
 
 

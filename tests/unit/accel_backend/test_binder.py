@@ -13,6 +13,7 @@ from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
+from accel_backend.objects import bind_row
 from tests.unit.accel_backend import binder_fixtures as fx
 
 
@@ -182,9 +183,9 @@ class TestBindOne(fx.BinderTestBase):
         self.start(arq, self.af)
         started_at = self.arq(arq)[0]['updated_at']
         with self.db.transaction() as session:
-            locked = arq_obj.lock_for_bind(session, [arq])
+            locked = bind_row.lock(session, [arq])
             self.binder.bind_locked(session, locked)
-            # Read, claimed and written in Core (objects.arq.BindRow,
+            # Read, claimed and written in Core (objects.bind_row.BindRow,
             # binding.claim): no ORM object of an ARQ or a handle.
             self.assertEqual([], [o for o in session if isinstance(
                 o, (models.ARQ, models.AttachHandle))])
@@ -200,14 +201,14 @@ class TestBindOne(fx.BinderTestBase):
         self.assertEqual('PCI', view['attach_handle_type'])
         self.assertGreaterEqual(view['updated_at'], started_at)
 
-    def test_write_bindings_writes_the_binding_columns_only(self):
+    def test_write_writes_the_binding_columns_only(self):
         (arq,) = self.new_arqs()
         with self.db.transaction() as session:
-            (locked,) = arq_obj.lock_for_bind(session, [arq])
+            (locked,) = bind_row.lock(session, [arq])
             group_id = locked.device_profile_group_id
             arq_obj.start_binding(session, locked, fx.HOST, self.af, 'i-1')
             locked.device_profile_group_id = group_id + 7
-            arq_obj.write_bindings(session, [locked])
+            bind_row.write(session, [locked])
         with self.db.transaction() as session:
             stored = arq_obj.get(session, arq)
             self.assertEqual(('BindStarted', 'i-1', group_id), (
@@ -221,7 +222,7 @@ class TestBindOne(fx.BinderTestBase):
         binder = self.make_binder(fx.FakeNotifier(), host='other-host')
         (arq,) = self.new_arqs()
         with self.db.transaction() as session:
-            locked = arq_obj.lock_for_bind(session, [arq])
+            locked = bind_row.lock(session, [arq])
             arq_obj.start_binding(session, locked[0], fx.HOST, self.af, 'i')
             self.assertEqual([], binder.bind_locked(session, locked))
         view, pending = self.arq(arq)

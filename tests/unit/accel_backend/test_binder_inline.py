@@ -8,7 +8,7 @@ import threading
 
 import fixtures
 
-from accel_backend.objects import arq as arq_obj
+from accel_backend.objects import bind_row
 from tests.unit.accel_backend import binder_fixtures as fx
 
 
@@ -59,7 +59,7 @@ class FinishInlineTest(fx.BinderTestBase):
         (arq,) = self.new_arqs()
         self.start(arq, self.af)
         with self.db.transaction() as session:
-            locked = arq_obj.lock_for_bind(session, [arq])
+            locked = bind_row.lock(session, [arq])
             outcomes = binder.bind_locked(session, locked)
         return arq, outcomes
 
@@ -111,7 +111,7 @@ class FinishInlineTest(fx.BinderTestBase):
         (arq,) = self.new_arqs()
         self.start(arq, self.af)
         with self.db.transaction() as session:
-            locked = arq_obj.lock_for_bind(session, [arq])
+            locked = bind_row.lock(session, [arq])
             outcomes = binder.bind_locked(session, locked)
             # Not committed yet (the PATCH has not answered either).
             self.assertNotIn('Bound', logger.output)
