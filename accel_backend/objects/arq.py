@@ -71,6 +71,8 @@ _FORGET_EVENTS = (
 _LOCKED_READ = (sa.select(models.ARQ).where(models.ARQ.uuid.in_(_UUIDS))
                 .order_by(models.ARQ.id).with_for_update()
                 .execution_options(populate_existing=True))
+
+
 def create_for_profile(session, dp, project_id=None):
     """Create ``Initial`` ARQs for a device profile.
 
