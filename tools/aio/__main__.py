@@ -78,20 +78,23 @@ def main(argv=None):
         if not args.up:
             return conformance.run(args.concurrency)
         cloud.up(db='postgresql')
+        rc = 1
         try:
-            return conformance.run(args.concurrency)
+            rc = conformance.run(args.concurrency)
         finally:
-            cloud.down()
+            cloud.down(failed=rc != 0)
+        return rc
     if args.command == 'all':
         from tools.aio import demo
         from tools.aio import tempest
         cloud.up(db=args.db, compute=args.compute)
+        rc = 1
         try:
             rc = demo.run()
             if not args.skip_tempest:
                 rc = tempest.run('nova_accel', 2) or rc
         finally:
-            cloud.down()
+            cloud.down(failed=rc != 0)
         return rc
     return 2
 

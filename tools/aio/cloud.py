@@ -25,9 +25,11 @@ import urllib.request
 from tools.aio import client_config
 from tools.aio import config
 from tools.aio import procs
+from tools.aio import run_logs
 from tools.aio import services
 from tools.aio import venv as venv_mod
 from tools import launch
+from tools.launch import gunicorn as launch_gunicorn
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -219,13 +221,12 @@ class Cloud:
     def gunicorn(self, name, module, port_name, env, threads=4, workers=1):
         """Serve the WSGI application of ``module`` with gunicorn on port
         ``port_name`` (``serve``)."""
-        return self.serve(name, [
-            self.prog('gunicorn'), '--workers', str(workers),
-            '--threads', str(threads), '--timeout', '300',
-            '--bind', '127.0.0.1:%d' % self.layout.ports[port_name],
+        return self.serve(name, launch_gunicorn.argv(
+            self.prog('gunicorn'), "tools.aio.wsgi_app:load('%s')" % module,
+            self.layout.ports[port_name], workers=workers, threads=threads,
             # gunicorn 27 would share one control socket in ~/.gunicorn.
-            '--no-control-socket', '--name', 'aio-' + name,
-            "tools.aio.wsgi_app:load('%s')" % module],
+            options=['--timeout', '300', '--no-control-socket',
+                     '--name', 'aio-' + name]),
             self.layout.url(port_name), env=dict(env, PYTHONPATH=REPO),
             cwd=REPO)
 
@@ -302,7 +303,7 @@ def up(db='postgresql', discovery=('generic_pci', 'fake'), keep=False,
             say('--keep: leaving the run dir and processes; '
                 '`python -m tools.aio down` removes them')
         else:
-            down()
+            down(failed=True)
         raise SystemExit(1)
     took = time.monotonic() - say.t0
     cloud.state['up_seconds'] = round(took, 1)
@@ -332,8 +333,13 @@ def _write_configs(cloud):
 # down
 # --------------------------------------------------------------------------
 
-def down(quiet=False):
-    """Stop everything the current run started; remove its run dir."""
+def down(quiet=False, failed=False):
+    """Stop everything the current run started; remove its run dir.
+
+    :param failed: the run failed: first keep its logs in
+        ``<cache_dir>/failed-run`` and print their last errors
+        (:func:`tools.aio.run_logs.keep`).
+    """
     say = Say()
     cloud = Cloud.load()
     if cloud is None:
@@ -345,6 +351,9 @@ def down(quiet=False):
     left = services.stop_all(cloud, say)
     if left:
         say('WARNING: still running: %s' % ', '.join(left))
+    if failed:
+        run_logs.keep(layout.run_dir, os.path.join(cache_dir(), 'failed-run'),
+                      say)
     shutil.rmtree(layout.run_dir, ignore_errors=True)
     _remove_pointer()
     say('removed %s' % layout.run_dir)

@@ -8,6 +8,8 @@ served as a WSGI application, and from ``--config-file`` in
 
 import os
 
+from tools.launch import gunicorn as gunicorn_mod
+
 #: The module whose ``application`` serves the API (openstack-placement
 #: 16.0.0, ``placement/wsgi/api.py``).
 WSGI_MODULE = 'placement.wsgi.api'
@@ -45,6 +47,6 @@ def db_sync_argv(manage, config_dir):
 
 def gunicorn_argv(gunicorn, port, workers=1, threads=4):
     """gunicorn (``gunicorn``: its path) serving the API on
-    ``127.0.0.1:port``."""
-    return [gunicorn, '--workers', str(workers), '--threads', str(threads),
-            '--bind', '127.0.0.1:%d' % port, WSGI_MODULE + ':application']
+    ``127.0.0.1:port`` (:func:`tools.launch.gunicorn.argv`)."""
+    return gunicorn_mod.argv(gunicorn, WSGI_MODULE + ':application', port,
+                             workers=workers, threads=threads)
