@@ -125,3 +125,11 @@ class TestDownAfterFailure(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.cache,
                                                      'failed-run')))
         self.assertNotIn('kept', out)
+
+    def test_an_unreadable_log_does_not_stop_down(self):
+        unreadable = os.path.join(self.run_dir, 'logs', 'postgresql.log')
+        os.symlink('/nonexistent/postgresql.log', unreadable)
+        out = self.down(failed=True)
+        self.assertFalse(os.path.exists(self.run_dir))
+        self.assertIn('could not copy all of', out)
+        self.assertIn('--- the last error in logs/nova-api.log ---', out)

@@ -35,9 +35,14 @@ def keep(run_dir, dest, say):
         src = os.path.join(run_dir, rel)
         if not os.path.isdir(src):
             continue
-        shutil.copytree(src, os.path.join(dest, rel))
-        copied.extend(sorted(os.path.join(rel, name)
-                             for name in os.listdir(src)))
+        try:
+            shutil.copytree(src, os.path.join(dest, rel))
+        except OSError as e:
+            # Keeping logs must not stop ``down`` nor hide the failure.
+            say('could not copy all of %s: %s' % (src, e))
+        copied.extend(sorted(
+            os.path.join(rel, name) for name in os.listdir(src)
+            if os.path.isfile(os.path.join(dest, rel, name))))
     say('the run failed: its logs are kept in %s' % dest)
     for rel in copied:
         if not rel.endswith('.log'):
@@ -57,10 +62,13 @@ def last_error(path):
     plain Python traceback after it; at most ``ERROR_LINES`` (its first
     ``ERROR_HEAD`` and its last, a line saying how many were left out).
 
-    :returns: list of str (empty: no error).
+    :returns: list of str (empty: no error, or the log cannot be read).
     """
-    with open(path, 'r', encoding='utf-8', errors='replace') as f:
-        lines = f.readlines()
+    try:
+        with open(path, 'r', encoding='utf-8', errors='replace') as f:
+            lines = f.readlines()
+    except OSError:
+        return []
     marked = [any(mark in line for mark in ERROR_MARKS) for line in lines]
     if not any(marked):
         return []
