@@ -2,9 +2,9 @@
 connection open across the polling interval of OpenStack's clients.
 
 A real gunicorn (the one the tests' environment holds) serves a one-line
-WSGI application; a real ``http.client`` connection idles as
-``openstack server delete --wait`` does between its GETs, plus the 1 s
-by which gunicorn's worker may close an expired connection late.
+WSGI application; a real ``http.client`` connection idles as long as
+``openstack server delete --wait`` does between its GETs, plus 2 s
+(gunicorn's worker may close an expired connection up to 1 s late).
 """
 
 import http.client

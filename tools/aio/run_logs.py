@@ -50,8 +50,7 @@ def keep(run_dir, dest, say):
         lines = last_error(os.path.join(dest, rel))
         if lines:
             print('--- the last error in %s ---' % rel)
-            print(''.join(lines), end='' if lines[-1].endswith('\n')
-                  else '\n')
+            print(''.join(lines).rstrip('\n'))
     return copied
 
 
