@@ -12,13 +12,14 @@ host:
 
 ``deleted_instances``
     ARQs bound (or failed) for longer than ``[audit] grace_period`` whose
-    instance Nova answers 404 for (``GET /servers/<uuid>``): deleted,
-    releasing their devices, with ``accelerator.arq.delete.end`` as the
-    API's delete sends (billing's period ends).  Any other answer keeps
-    them.  The ``[nova]``
-    credentials must be an administrator's (they already must be, to send
-    external events), or servers of other projects look deleted: set
-    ``[audit] delete_orphaned_arqs = false`` when they are not.
+    instance is proven gone (``accel_backend.nova.orphans``: the
+    ``[nova]`` credentials see every project's servers, Nova answers 404,
+    Placement holds no allocation of the instance, at two audits
+    ``grace_period`` apart): deleted, releasing their devices, with
+    ``accelerator.arq.delete.end`` as the API's delete sends (billing's
+    period ends).  Any doubt keeps them, with the reason in
+    ``kept_instances``.  With credentials that cannot see every project
+    the step is off (``scope``).
 ``released_handles``
     attach handles marked in use that no ARQ holds: released (``dirty`` or
     ``available``, as a normal release).
@@ -54,8 +55,8 @@ changed first.  ``Auditor.run`` returns an ``AuditReport`` and logs it.
 import dataclasses
 import datetime
 import threading
+import time
 
-from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
@@ -63,6 +64,7 @@ from accel_backend.binding import failure
 from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import notifications as notifications_mod
+from accel_backend.nova import orphans
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
 
@@ -94,6 +96,12 @@ class AuditReport:
     requeued_bindings: list = dataclasses.field(default_factory=list)
     requeued_cleanings: list = dataclasses.field(default_factory=list)
     stuck_cleanings: list = dataclasses.field(default_factory=list)
+    #: ``(instance, reason, detail)`` of instances that may be gone whose
+    #: ARQs were kept (``accel_backend.nova.orphans.KEEP_REASONS``).
+    kept_instances: list = dataclasses.field(default_factory=list)
+    #: ``accel_backend.nova.orphans.Scope`` of the ``[nova]`` credentials
+    #: at this audit, or None when the step did not run.
+    scope: object = None
     #: ``(step, error)`` of steps that failed (the others still ran).
     errors: list = dataclasses.field(default_factory=list)
 
@@ -133,22 +141,32 @@ class Auditor:
         acts on it (float).
     :param cleaning_timeout: seconds a cleaning step may run
         (``[cleaning] timeout``).
-    :param delete_orphaned_arqs: act on Nova's 404 (bool).
+    :param delete_orphaned_arqs: delete the ARQs of instances proven
+        gone (bool).
     :param notifications: ``accel_backend.notifications.Notifications``
         told about ARQs the audit deletes or fails, or None.
+    :param placement: ``accel_backend.placement.client.PlacementClient``
+        asked for the allocations of instances Nova says are gone; None
+        keeps every ARQ (nothing can be proven gone).
+    :param clock: monotonic clock in seconds of the two-audit rule
+        (tests).
     """
 
     def __init__(self, db, hostname, nova=None, binder=None, cleaner=None,
                  grace_period=600, cleaning_timeout=300,
-                 delete_orphaned_arqs=True, notifications=None):
+                 delete_orphaned_arqs=True, notifications=None,
+                 placement=None, clock=time.monotonic):
         self.db = db
         self.hostname = hostname
-        self.nova = nova
+        self.orphans = None
+        if nova is not None and placement is not None and \
+                delete_orphaned_arqs:
+            self.orphans = orphans.OrphanFinder(
+                nova, placement, grace_period, host=hostname, clock=clock)
         self.binder = binder
         self.cleaner = cleaner
         self.grace_period = grace_period
         self.cleaning_timeout = cleaning_timeout
-        self.delete_orphaned_arqs = delete_orphaned_arqs
         self.notifications = notifications
         self._lock = threading.Lock()
 
@@ -160,7 +178,8 @@ class Auditor:
                    grace_period=conf.audit.grace_period,
                    cleaning_timeout=conf.cleaning.timeout,
                    delete_orphaned_arqs=conf.audit.delete_orphaned_arqs,
-                   notifications=service.notifications)
+                   notifications=service.notifications,
+                   placement=service.placement)
 
     def run(self):
         """One audit; each step runs even when another failed.
@@ -187,22 +206,22 @@ class Auditor:
             LOG.info('Audit of %s: nothing to repair', self.hostname)
         return report
 
+    def check_scope(self):
+        """Probe what the ``[nova]`` credentials see
+        (``accel_backend.nova.orphans.OrphanFinder.check_scope``).
+
+        :returns: ``orphans.Scope``, or None when the step is off by
+            configuration (``[audit] delete_orphaned_arqs = false``, no
+            Nova or Placement).
+        """
+        return self.orphans.check_scope() if self.orphans else None
+
     # -- ARQs of deleted instances ----------------------------------------
 
-    def _instance_gone(self, instance_uuid):
-        """True only when Nova says 404 for the server."""
-        try:
-            resp = self.nova.get('/servers/%s' % instance_uuid,
-                                 raise_exc=False)
-        except ks_exc.ClientException as e:
-            LOG.warning('Audit: cannot ask Nova about instance %s: %s',
-                        instance_uuid, e)
-            return False
-        return resp.status_code == 404
-
     def _deleted_instances(self, report):
-        if self.nova is None or not self.delete_orphaned_arqs:
+        if self.orphans is None:
             return
+        report.scope = self.check_scope()
         cutoff = _utcnow() - datetime.timedelta(seconds=self.grace_period)
         with self.db.transaction() as session:
             instances = sorted(set(session.scalars(
@@ -211,9 +230,8 @@ class Auditor:
                     models.ARQ.instance_uuid.isnot(None),
                     models.ARQ.state.in_(_INSTANCE_STATES),
                     _last_change(models.ARQ) < cutoff))))
-        for instance in instances:
-            if not self._instance_gone(instance):
-                continue
+        gone, report.kept_instances = self.orphans.gone(instances)
+        for instance in gone:
             report.deleted_instances.append(instance)
             deleted = []
             with self.db.transaction() as session:

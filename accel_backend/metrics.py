@@ -62,6 +62,16 @@ DISCOVERY_SECONDS = prometheus_client.Histogram(
     'seconds, by outcome (ok, refused, failing).', ['host', 'outcome'],
     buckets=SLOW, registry=REGISTRY)
 
+AUDIT_ORPHAN_DELETION = prometheus_client.Gauge(
+    'accel_audit_orphan_deletion', '1 when the audit may delete the ARQs '
+    'of instances Nova deleted (the [nova] credentials are proven to see '
+    "every project's servers), 0 when that step is off.", ['host'],
+    registry=REGISTRY)
+AUDIT_KEPT_INSTANCES = prometheus_client.Counter(
+    'accel_audit_kept_instances', 'Instances that may be gone whose ARQs '
+    'an audit kept, by reason (accel_backend.nova.orphans).',
+    ['host', 'reason'], registry=REGISTRY)
+
 
 @contextlib.contextmanager
 def timed(histogram, **labels):

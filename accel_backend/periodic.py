@@ -31,6 +31,9 @@ express them.
 import threading
 
 from futurist import periodics
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
 
 
 class AuditLoop:
@@ -42,7 +45,8 @@ class AuditLoop:
     goes on.
 
     :param auditor: an ``accel_backend.audit.Auditor`` (anything with a
-        ``run()`` returning an ``AuditReport``).
+        ``run()`` returning an ``AuditReport`` and a ``check_scope()``,
+        called once in the thread before the first run).
     :param interval: seconds between two runs (int or float); 0 or None
         disables the loop (``start`` does nothing).
 
@@ -68,9 +72,18 @@ class AuditLoop:
 
         # PeriodicWorker logs a run that raised and goes on.
         self._worker = periodics.PeriodicWorker([(audit, (), {})])
-        self._thread = threading.Thread(target=self._worker.start,
-                                        daemon=True, name='accel-audit')
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name='accel-audit')
         self._thread.start()
+
+    def _run(self):
+        # What the audit may delete is known from the start (log line,
+        # metric, health check), not one interval later.
+        try:
+            self.auditor.check_scope()
+        except Exception:
+            LOG.exception('Audit: checking the [nova] credentials failed')
+        self._worker.start()
 
     def stop(self):
         """Stop the loop; waits up to 10 seconds for a run in progress to

@@ -1,4 +1,4 @@
-"""``GET /healthcheck``: oslo.middleware's health check with two backends
+"""``GET /healthcheck``: oslo.middleware's health check with four backends
 of ours (entry points ``oslo.middleware.healthcheck``):
 
 * ``accel_database``: the database answers (``SELECT 1``);
@@ -8,9 +8,11 @@ of ours (entry points ``oslo.middleware.healthcheck``):
   failed or degraded (``objects.host_status``: a sysfs root that cannot
   be read, a Nova ``[pci] device_spec`` that cannot be used or has values
   that do not parse, a refused mass removal, Placement unreachable...);
-  the reason names the hosts and why.
+  the reason names the hosts and why;
+* ``accel_audit``: always available; says whether the audit deletes the
+  ARQs of deleted instances, and why not (``AuditCheck``).
 
-``[healthcheck] backends`` chooses them (default: all three); a load balancer
+``[healthcheck] backends`` chooses them (default: all four); a load balancer
 that should only take an API node out when its own database is gone
 wants ``accel_database`` alone.  ``[healthcheck] detailed = true`` adds
 each host's status to the JSON answer.  The check is served without a
@@ -28,6 +30,7 @@ from oslo_middleware import healthcheck
 from oslo_middleware.healthcheck import pluginbase
 import sqlalchemy as sa
 
+from accel_backend.nova import orphans
 from accel_backend.objects import host_status
 
 LOG = logging.getLogger(__name__)
@@ -144,3 +147,40 @@ class DiscoveryCheck(_ServiceCheck):
                 'host %s: discovery %s: %s' % (
                     r['host'], r['state'], r['reason']) for r in bad),
             details=rows)
+
+
+class AuditCheck(_ServiceCheck):
+    """Always available; says whether this process's audit deletes the ARQs
+    of deleted instances, and if not, why (``accel_backend.nova.orphans``:
+    ``[nova]`` credentials that cannot see every project's servers turn
+    that step off).  Not a reason to take the node out of a load
+    balancer: nothing is deleted on a doubt."""
+
+    def healthcheck(self, server_port):
+        """:returns: ``HealthcheckResult`` (available) whose reason starts
+        with ``audit:`` and whose details are ``{"orphan_deletion":
+        "on"|"off"|"unknown"|"disabled"|"not here", "scope": state,
+        "reason": sentence}``."""
+        auditor = self._service().auditor
+        finder = auditor.orphans if auditor is not None else None
+        if finder is None:
+            state = 'disabled' if auditor is not None else 'not here'
+            why = ('[audit] delete_orphaned_arqs is false or Nova or '
+                   'Placement is not configured' if auditor is not None
+                   else 'this process runs no audit (the agents do)')
+            details = {'orphan_deletion': state, 'scope': None,
+                       'reason': why}
+        else:
+            scope = finder.scope
+            if scope is None:
+                details = {'orphan_deletion': 'unknown', 'scope': None,
+                           'reason': 'the [nova] credentials are not '
+                           'checked yet'}
+            else:
+                on = scope.state == orphans.ALL_PROJECTS
+                details = {'orphan_deletion': 'on' if on else 'off',
+                           'scope': scope.state, 'reason': scope.reason}
+        return pluginbase.HealthcheckResult(
+            available=True, reason='audit: deleting ARQs of deleted '
+            'instances %(orphan_deletion)s: %(reason)s' % details,
+            details=details)

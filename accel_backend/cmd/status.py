@@ -16,7 +16,12 @@ oslo.upgradecheck codes.  Checks:
 * the policy file, if any, is YAML, loads and names only known rules;
 * no ARQ stuck in ``BindStarted`` for longer than 10 minutes (its host's
   agent is down or cannot reach the database);
-* every host's last discovery pass was ``ok`` (``objects.host_status``).
+* every host's last discovery pass was ``ok`` (``objects.host_status``);
+* the ``[nova]`` credentials can list every project's servers, so that
+  the audit may delete the ARQs of deleted instances
+  (``accel_backend.nova.orphans``; a warning when they cannot, or when
+  Nova cannot be asked; skipped with ``[audit] delete_orphaned_arqs =
+  false`` or ``interval = 0``).
 """
 
 import configparser
@@ -35,6 +40,8 @@ import sqlalchemy as sa
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
 from accel_backend.db import models
+from accel_backend.nova import notifier
+from accel_backend.nova import orphans
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import host_status
 from accel_backend import policy
@@ -153,12 +160,29 @@ class Checks(upgradecheck.UpgradeCommands):
             'host %s: discovery %s: %s' % (r['host'], r['state'], r['reason'])
             for r in bad))
 
+    def _check_audit_scope(self):
+        audit = self.conf.audit
+        if not audit.delete_orphaned_arqs or not audit.interval:
+            return Result(Code.SUCCESS)
+        try:
+            nova = notifier.adapter_from_conf(self.conf)
+        except Exception as e:
+            return Result(Code.WARNING, 'The [nova] options cannot be '
+                          'loaded (%s): the audit deletes no ARQ of a '
+                          'deleted instance' % e)
+        scope = orphans.probe_scope(nova)
+        if scope.state == orphans.ALL_PROJECTS:
+            return Result(Code.SUCCESS)
+        return Result(Code.WARNING, 'The audit deletes no ARQ of a deleted '
+                      'instance: %s' % scope.reason)
+
     _upgrade_checks = (
         ('Database schema', _check_schema),
         ('Nova service token', _check_service_token),
         ('Policy file', _check_policy),
         ('ARQs stuck binding', _check_stuck_arqs),
         ('Device discovery', _check_discovery),
+        ('Audit of deleted instances', _check_audit_scope),
     )
 
 

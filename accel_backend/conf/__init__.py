@@ -284,7 +284,8 @@ def register_opts(conf):
     # checks by default; an operator's [healthcheck] backends wins.
     conf.register_opts(healthcheck_opts.HEALTHCHECK_OPTS, group='healthcheck')
     conf.set_default('backends', ['accel_database', 'accel_placement',
-                                  'accel_discovery'], group='healthcheck')
+                                  'accel_discovery', 'accel_audit'],
+                     group='healthcheck')
 
 
 def new_conf(args=None, config_files=None):

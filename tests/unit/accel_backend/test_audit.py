@@ -18,10 +18,14 @@ from wsgi_intercept import interceptor
 
 from accel_backend import audit
 from accel_backend.db import models
+from accel_backend import metrics
+from accel_backend.nova import orphans
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
 from accel_backend import periodic
+from accel_backend.placement import client as pclient
 from accel_backend import service as service_mod
+from tests import placement_fixture
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import binder_fixtures
 
@@ -33,6 +37,7 @@ GRACE = 60
 class NovaServers:
     """Nova's compute API as the audit and the binder use it:
     ``GET /v2.1/servers/<uuid>`` answers ``codes[uuid]`` (default 200);
+    ``GET /v2.1/servers?all_tenants=1`` answers ``scope_code``;
     ``POST /v2.1/os-server-external-events`` answers 503 to the first
     ``refuse`` posts, then accepts every event (recorded in ``events``).
     """
@@ -42,6 +47,10 @@ class NovaServers:
         self.asked = []
         self.refuse = 0
         self.events = []
+        #: Answer to ``GET /v2.1/servers?all_tenants=1`` (403: Nova 34's
+        #: answer to credentials without get_all_tenants).
+        self.scope_code = 200
+        self.scope_probes = 0
 
     @webob.dec.wsgify
     def __call__(self, req):
@@ -53,6 +62,11 @@ class NovaServers:
             events = [dict(e, code=200) for e in req.json['events']]
             self.events.extend(events)
             return webob.Response(json_body={'events': events})
+        if req.method == 'GET' and req.path == '/v2.1/servers' and \
+                req.GET.get('all_tenants') == '1':
+            self.scope_probes += 1
+            return webob.Response(status=self.scope_code,
+                                  json_body={'servers': []})
         prefix = '/v2.1/servers/'
         if req.method != 'GET' or not req.path.startswith(prefix):
             return webob.Response(status=404)
@@ -158,56 +172,220 @@ class AuditTestBase(binder_fixtures.BinderTestBase):
                 .where(models.Deployable.rp_uuid == self.af))
 
 
-class TestDeletedInstances(AuditTestBase):
+class Clock:
+    """A monotonic clock the test moves (seconds)."""
 
-    def test_arqs_of_deleted_instance_deleted_and_device_freed(self):
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class TestDeletedInstances(AuditTestBase):
+    """The ``deleted_instances`` step with the proof of
+    ``accel_backend.nova.orphans``: a real Placement in this process
+    holds (or not) the instances' allocations."""
+
+    def setUp(self):
+        super().setUp()
+        self.placement = self.useFixture(placement_fixture.PlacementFixture())
+        conf = base.make_conf(
+            self, placement={'auth_type': 'admin_token', 'token': 'admin',
+                             'endpoint': self.placement.endpoint,
+                             'endpoint_override': self.placement.endpoint})
+        self.pclient = pclient.PlacementClient(pclient.adapter_from_conf(conf))
+        self.clock = Clock()
+        self.auditor = self.make_auditor(placement=self.pclient,
+                                         clock=self.clock)
+
+    def audit_twice(self, auditor=None):
+        """Two audits ``GRACE`` seconds apart; returns both reports."""
+        auditor = auditor or self.auditor
+        first = auditor.run()
+        self.clock.now += GRACE
+        return first, auditor.run()
+
+    def allocate(self, instance):
+        """Give ``instance`` an allocation of 1 VCPU in Placement, as a
+        live server has."""
+        rp = uuidutils.generate_uuid()
+        self.pclient.post('/resource_providers', {'uuid': rp, 'name': rp})
+        self.pclient.put('/resource_providers/%s/inventories' % rp, {
+            'resource_provider_generation': 0,
+            'inventories': {'VCPU': {'total': 4}}})
+        self.pclient.put('/allocations/%s' % instance, {
+            'allocations': {rp: {'resources': {'VCPU': 1}}},
+            'project_id': uuidutils.generate_uuid(),
+            'user_id': uuidutils.generate_uuid(),
+            'consumer_generation': None})
+
+    def deleted_arq(self):
+        """A Bound ARQ, old enough, whose instance Nova answers 404 for
+        and Placement holds nothing of."""
         arq, instance = self.bound()
-        handle = self.handle_of(arq)
         self.age_arq(arq)
         self.nova.codes[instance] = 404
-        report = self.auditor.run()
-        self.assertEqual([instance], report.deleted_instances)
-        self.assertEqual([arq], report.deleted_arqs)
+        return arq, instance
+
+    def test_deleted_after_two_audits_and_device_freed(self):
+        arq, instance = self.deleted_arq()
+        handle = self.handle_of(arq)
+        first, second = self.audit_twice()
+        self.assertEqual([], first.deleted_arqs)
+        self.assertEqual([(instance, orphans.NOT_CONFIRMED)],
+                         [k[:2] for k in first.kept_instances])
+        self.assertEqual(orphans.ALL_PROJECTS, first.scope.state)
+        self.assertEqual([instance], second.deleted_instances)
+        self.assertEqual([arq], second.deleted_arqs)
         self.assertFalse(self.arq_exists(arq))
         # generic_pci needs no cleaning: offered again at once.
         self.assertEqual((False, 'available', None), self.handle(handle))
-        self.assertEqual(1, report.repairs())
-        self.assertIn('deleted_arqs=1', str(report))
+        self.assertEqual(1, second.repairs())
+        self.assertIn('deleted_arqs=1', str(second))
+
+    def test_second_audit_within_grace_period_keeps(self):
+        arq, instance = self.deleted_arq()
+        self.auditor.run()
+        self.clock.now += GRACE - 1
+        report = self.auditor.run()
+        self.assertEqual([], report.deleted_arqs)
+        self.assertTrue(self.arq_exists(arq))
+        self.clock.now += 1
+        self.assertEqual([arq], self.auditor.run().deleted_arqs)
+
+    def test_grace_period_zero_takes_two_audits_in_a_row(self):
+        arq, instance = self.deleted_arq()
+        auditor = self.make_auditor(placement=self.pclient, grace_period=0,
+                                    clock=self.clock)
+        self.assertEqual([], auditor.run().deleted_arqs)
+        self.assertTrue(self.arq_exists(arq))
+        self.assertEqual([arq], auditor.run().deleted_arqs)
 
     def test_live_instance_kept(self):
         arq, instance = self.bound()
         self.age_arq(arq)
-        report = self.auditor.run()
-        self.assertEqual([instance], self.nova.asked)
-        self.assertEqual([], report.deleted_arqs)
+        first, second = self.audit_twice()
+        self.assertEqual([instance, instance], self.nova.asked)
+        self.assertEqual([], first.kept_instances + second.kept_instances)
         self.assertTrue(self.arq_exists(arq))
-        self.assertEqual('nothing to repair', str(report))
+        self.assertEqual('nothing to repair', str(second))
 
     def test_nova_errors_keep_arqs(self):
         arq, instance = self.bound()
         self.age_arq(arq)
-        for code in (500, 503, 403, 401):
+        for code, reason in ((500, orphans.NOVA_ERROR),
+                             (503, orphans.NOVA_ERROR),
+                             (403, orphans.NOVA_FORBIDDEN),
+                             (401, orphans.NOVA_FORBIDDEN)):
             self.nova.codes[instance] = code
-            report = self.auditor.run()
-            self.assertEqual([], report.deleted_arqs)
+            first, second = self.audit_twice()
+            self.assertEqual([], second.deleted_arqs)
+            self.assertEqual([(instance, reason)],
+                             [k[:2] for k in second.kept_instances])
             self.assertTrue(self.arq_exists(arq))
 
     def test_nova_unreachable_keeps_arqs(self):
-        arq, instance = self.bound()
-        self.age_arq(arq)
-        auditor = self.make_auditor(nova=binder_fixtures.nova_adapter(
-            'http://127.0.0.1:9/v2.1'))
-        report = auditor.run()
+        arq, instance = self.deleted_arq()
+        auditor = self.make_auditor(
+            nova=binder_fixtures.nova_adapter('http://127.0.0.1:9/v2.1'),
+            placement=self.pclient, clock=self.clock)
+        first, second = self.audit_twice(auditor)
+        self.assertEqual(orphans.UNKNOWN, second.scope.state)
+        self.assertIn('Nova cannot be asked', second.scope.reason)
+        self.assertEqual([], second.deleted_arqs)
+        self.assertEqual([], second.errors)
+        self.assertTrue(self.arq_exists(arq))
+
+    def test_nova_unreachable_after_first_sighting_keeps_arqs(self):
+        arq, instance = self.deleted_arq()
+        self.auditor.run()
+        self.nova.codes[instance] = 502
+        self.clock.now += GRACE
+        report = self.auditor.run()
+        self.assertEqual([(instance, orphans.NOVA_ERROR)],
+                         [k[:2] for k in report.kept_instances])
+        self.assertTrue(self.arq_exists(arq))
+        # Gone again: the count starts over.
+        self.nova.codes[instance] = 404
+        self.clock.now += GRACE
+        self.assertEqual([], self.auditor.run().deleted_arqs)
+        self.clock.now += GRACE
+        self.assertEqual([arq], self.auditor.run().deleted_arqs)
+
+    def test_credentials_that_cannot_see_every_project_delete_nothing(self):
+        """Nova 34 answers 403 to ``all_tenants`` for a ``service``-role
+        token and 404 for other projects' servers: nothing is deleted,
+        Nova is not even asked about the instances."""
+        logger = self.useFixture(fixtures.FakeLogger())
+        arq, instance = self.deleted_arq()
+        self.nova.scope_code = 403
+        first, second = self.audit_twice()
+        self.assertEqual(orphans.OWN_PROJECT, second.scope.state)
+        self.assertIn('403', second.scope.reason)
+        self.assertEqual([], self.nova.asked)
+        self.assertEqual([], second.deleted_arqs)
+        self.assertTrue(self.arq_exists(arq))
+        self.assertEqual(2, self.nova.scope_probes)
+        self.assertEqual(0, metrics.REGISTRY.get_sample_value(
+            'accel_audit_orphan_deletion', {'host': HOST}))
+        # One warning line, not one per audit.
+        self.assertEqual(1, logger.output.count(
+            'deleting the ARQs of deleted instances is off'))
+
+    def test_scope_lost_between_audits_starts_over(self):
+        arq, instance = self.deleted_arq()
+        self.auditor.run()
+        self.nova.scope_code = 403
+        self.clock.now += GRACE
+        self.assertEqual([], self.auditor.run().deleted_arqs)
+        self.nova.scope_code = 200
+        self.clock.now += GRACE
+        report = self.auditor.run()
         self.assertEqual([], report.deleted_arqs)
-        self.assertEqual([], report.errors)
+        self.assertEqual(1, metrics.REGISTRY.get_sample_value(
+            'accel_audit_orphan_deletion', {'host': HOST}))
+        self.clock.now += GRACE
+        self.assertEqual([arq], self.auditor.run().deleted_arqs)
+
+    def test_404_while_placement_holds_allocations_keeps(self):
+        arq, instance = self.deleted_arq()
+        self.allocate(instance)
+        before = metrics.REGISTRY.get_sample_value(
+            'accel_audit_kept_instances_total',
+            {'host': HOST, 'reason': orphans.PLACEMENT_ALLOCATIONS}) or 0
+        first, second = self.audit_twice()
+        self.assertEqual([], second.deleted_arqs)
+        self.assertEqual([(instance, orphans.PLACEMENT_ALLOCATIONS)],
+                         [k[:2] for k in second.kept_instances])
+        self.assertTrue(self.arq_exists(arq))
+        self.assertEqual(before + 2, metrics.REGISTRY.get_sample_value(
+            'accel_audit_kept_instances_total',
+            {'host': HOST, 'reason': orphans.PLACEMENT_ALLOCATIONS}))
+
+    def test_placement_down_keeps(self):
+        arq, instance = self.deleted_arq()
+        self.placement.outage = 503
+        first, second = self.audit_twice()
+        self.assertEqual([], second.deleted_arqs)
+        self.assertEqual([(instance, orphans.PLACEMENT_ERROR)],
+                         [k[:2] for k in second.kept_instances])
+        self.assertTrue(self.arq_exists(arq))
+
+    def test_without_placement_nothing_is_deleted(self):
+        arq, instance = self.deleted_arq()
+        auditor = self.make_auditor(clock=self.clock)
+        first, second = self.audit_twice(auditor)
+        self.assertIsNone(second.scope)
+        self.assertEqual([], self.nova.asked)
         self.assertTrue(self.arq_exists(arq))
 
     def test_recent_binding_not_checked(self):
         arq, instance = self.bound()
         self.nova.codes[instance] = 404
-        report = self.auditor.run()
+        first, second = self.audit_twice()
         self.assertEqual([], self.nova.asked)
-        self.assertEqual([], report.deleted_arqs)
+        self.assertEqual([], second.deleted_arqs)
         self.assertTrue(self.arq_exists(arq))
 
     def test_bind_failed_arqs_of_deleted_instance_deleted(self):
@@ -216,7 +394,7 @@ class TestDeletedInstances(AuditTestBase):
         self.assertEqual('BindFailed', self.binder.bind_one(arq))
         self.age_arq(arq)
         self.nova.codes[instance] = 404
-        self.assertEqual([arq], self.auditor.run().deleted_arqs)
+        self.assertEqual([arq], self.audit_twice()[1].deleted_arqs)
 
     def test_other_hosts_and_unbound_arqs_ignored(self):
         other, _ = self.bound()
@@ -224,18 +402,19 @@ class TestDeletedInstances(AuditTestBase):
         self.age_arq(other)
         (initial,) = self.new_arqs()
         self.age_arq(initial)
-        self.auditor.run()
+        self.audit_twice()
         self.assertEqual([], self.nova.asked)
         self.assertTrue(self.arq_exists(other))
         self.assertTrue(self.arq_exists(initial))
 
     def test_disabled(self):
-        arq, instance = self.bound()
-        self.age_arq(arq)
-        self.nova.codes[instance] = 404
-        report = self.make_auditor(delete_orphaned_arqs=False).run()
+        arq, instance = self.deleted_arq()
+        auditor = self.make_auditor(delete_orphaned_arqs=False,
+                                    placement=self.pclient, clock=self.clock)
+        first, second = self.audit_twice(auditor)
         self.assertEqual([], self.nova.asked)
-        self.assertEqual([], report.deleted_arqs)
+        self.assertEqual(0, self.nova.scope_probes)
+        self.assertEqual([], second.deleted_arqs)
         self.assertTrue(self.arq_exists(arq))
 
     def test_one_question_per_instance(self):
@@ -244,9 +423,9 @@ class TestDeletedInstances(AuditTestBase):
         self.age_arq(a)
         self.age_arq(b)
         self.nova.codes[instance] = 404
-        report = self.auditor.run()
-        self.assertEqual([instance], self.nova.asked)
-        self.assertEqual(sorted([a, b]), sorted(report.deleted_arqs))
+        first, second = self.audit_twice()
+        self.assertEqual([instance, instance], self.nova.asked)
+        self.assertEqual(sorted([a, b]), sorted(second.deleted_arqs))
 
 
 class TestHandles(AuditTestBase):

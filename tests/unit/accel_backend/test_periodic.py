@@ -14,11 +14,16 @@ from accel_backend import periodic
 
 
 class _Auditor:
-    """Raises on its first run, returns its run number afterwards."""
+    """Raises on its first run, returns its run number afterwards;
+    records when its scope was checked."""
 
     def __init__(self):
         self.runs = []
+        self.scope_checks = []
         self.second = threading.Event()
+
+    def check_scope(self):
+        self.scope_checks.append(time.monotonic())
 
     def run(self):
         self.runs.append(time.monotonic())
@@ -44,6 +49,9 @@ class AuditLoopTest(testtools.TestCase):
         self.assertGreaterEqual(auditor.runs[0] - started, 0.2)
         self.assertGreaterEqual(loop.last_report, 2)
         self.assertIn('first run fails', self.logger.output)
+        # The [nova] credentials are checked once, at start.
+        self.assertEqual(1, len(auditor.scope_checks))
+        self.assertLess(auditor.scope_checks[0] - started, 0.2)
 
     def test_stop_is_prompt(self):
         auditor = _Auditor()

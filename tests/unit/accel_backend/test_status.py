@@ -20,6 +20,7 @@ from accel_backend import service as service_mod
 from tools.fixtures import databases
 from tests import placement_fixture
 from tests.unit.accel_backend import base
+from tests.unit.accel_backend import test_audit
 
 NOVA_CONF_OK = """[service_user]
 send_service_user_token = true
@@ -39,15 +40,19 @@ class UpgradeCheckTest(testtools.TestCase):
         self.db.sync()
         self.nova_conf = os.path.join(self.tmp, 'nova.conf')
         self.write(self.nova_conf, NOVA_CONF_OK)
+        # Nova's compute API, for the audit's scope check.
+        self.nova = test_audit.NovaServers()
+        self.nova_opts = test_audit.intercept_nova(self, self.nova)
 
     def write(self, path, text):
         with open(path, 'w') as f:
             f.write(text)
 
-    def run_check(self, **oslo_policy):
+    def run_check(self, nova=None, audit=None, **oslo_policy):
         conf = base.make_conf(
             self, database={'connection': self.url},
             discovery={'nova_config_file': self.nova_conf},
+            nova=nova or self.nova_opts, audit=audit or {},
             oslo_policy=dict({'enforce_new_defaults': True}, **oslo_policy))
         argv = ['--config-file', conf.config_file[0], 'upgrade', 'check',
                 '--json']
@@ -62,7 +67,8 @@ class UpgradeCheckTest(testtools.TestCase):
     def test_all_pass(self):
         code, checks = self.run_check()
         self.assertEqual(upgradecheck.Code.SUCCESS, code, checks)
-        self.assertEqual(5, len(checks))
+        self.assertEqual(6, len(checks))
+        self.assertEqual(1, self.nova.scope_probes)
 
     def test_schema_behind(self):
         import alembic.command
@@ -121,6 +127,62 @@ class UpgradeCheckTest(testtools.TestCase):
         self.assertEqual(upgradecheck.Code.WARNING, code)
         self.assertIn('host compute2: discovery refused: bad root',
                       checks['Device discovery'][1])
+
+
+    def test_audit_credentials_that_cannot_see_every_project(self):
+        self.nova.scope_code = 403
+        code, checks = self.run_check()
+        self.assertEqual(upgradecheck.Code.WARNING, code)
+        result, details = checks['Audit of deleted instances']
+        self.assertEqual(upgradecheck.Code.WARNING, result)
+        self.assertIn('deletes no ARQ of a deleted instance', details)
+        self.assertIn('403', details)
+        # Turned off by the operator: nothing to warn about.
+        code, checks = self.run_check(
+            audit={'delete_orphaned_arqs': 'false'})
+        self.assertEqual(upgradecheck.Code.SUCCESS, code, checks)
+
+    def test_audit_cannot_ask_nova(self):
+        code, checks = self.run_check(nova=base.NO_NOVA)
+        self.assertEqual(upgradecheck.Code.WARNING, code)
+        self.assertIn('Nova cannot be asked',
+                      checks['Audit of deleted instances'][1])
+
+
+class AuditHealthTest(testtools.TestCase):
+    """``accel_audit``: what the audit may delete, never a 503."""
+
+    def test_scope_in_health_detail(self):
+        self.useFixture(fixtures.FakeLogger())
+        nova = test_audit.NovaServers()
+        nova.scope_code = 403
+        tmp = self.useFixture(fixtures.TempDir()).path
+        placement = self.useFixture(placement_fixture.PlacementFixture())
+        svc = service_mod.Service(base.make_conf(
+            self, database={'connection': 'sqlite:///%s/a.sqlite' % tmp},
+            placement=base.placement_opts(placement.endpoint),
+            nova=test_audit.intercept_nova(self, nova),
+            healthcheck={'detailed': 'true'}))
+        self.addCleanup(svc.stop)
+
+        def audit_health():
+            resp = webob.Request.blank(
+                '/healthcheck', headers={'Accept': 'application/json'}
+            ).get_response(svc.app)
+            self.assertEqual(200, resp.status_int, resp.text)
+            (found,) = [r for r in resp.json['reasons']
+                        if r['reason'].startswith('audit:')]
+            return found['details']
+
+        self.assertEqual('unknown', audit_health()['orphan_deletion'])
+        svc.auditor.check_scope()
+        details = audit_health()
+        self.assertEqual(('off', 'own_project'),
+                         (details['orphan_deletion'], details['scope']))
+        self.assertIn('403', details['reason'])
+        nova.scope_code = 200
+        svc.auditor.check_scope()
+        self.assertEqual('on', audit_health()['orphan_deletion'])
 
 
 class PlacementHealthTest(testtools.TestCase):
