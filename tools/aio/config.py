@@ -26,12 +26,13 @@ DOMAIN = 'Default'
 #: makes their tokens service tokens (accel_backend binds ARQs only for a
 #: request whose ``X-Service-Token`` has it; Nova accepts
 #: ``os-server-external-events`` from it); ``admin`` lets them read what
-#: they act on in every project.
+#: they act on in every project.  ``accelerator`` has exactly the roles
+#: of the install guide ("Roles"): ``service`` alone.
 SERVICE_USERS = {
     'nova': ('admin', 'service'),
     'placement': ('admin', 'service'),
     'glance': ('admin', 'service'),
-    'accelerator': ('admin', 'service'),
+    'accelerator': ('service',),
     'neutron': ('admin', 'service'),
 }
 #: Catalog: ``(service name, service type, path after host:port, port key)``.
