@@ -209,10 +209,14 @@ AUDIT_OPTS = [
                     '``[cleaning] timeout`` plus this is failed.'),
     cfg.BoolOpt('delete_orphaned_arqs', default=True,
                 help='Delete the ARQs (and free the devices) of instances '
-                     'that Nova answers 404 for. The ``[nova]`` '
-                     'credentials must be an administrator\'s (as for '
-                     'external events), or servers of other projects look '
-                     'deleted.'),
+                     'proven gone: the ``[nova]`` credentials can list '
+                     'every project\'s servers (``admin``), Nova answers '
+                     '404 and Placement holds no allocation of the '
+                     'instance, at two audits ``grace_period`` apart. '
+                     'With credentials that cannot see every project '
+                     '(the ``service`` role alone) nothing is deleted and '
+                     'a warning says so; false turns the step and the '
+                     'warning off.'),
 ]
 
 BINDING_GROUP = cfg.OptGroup('binding', title='ARQ binding')
