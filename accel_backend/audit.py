@@ -181,19 +181,20 @@ class Auditor:
                    notifications=service.notifications,
                    placement=service.placement)
 
-    def run(self):
+    STEPS = ('deleted_instances', 'handles', 'bound_without_handle',
+             'stuck_bindings', 'cleanings')
+
+    def run(self, steps=STEPS):
         """One audit; each step runs even when another failed.
 
+        :param steps: names of the steps to run (of ``STEPS``, in that
+            order).
         :returns: ``AuditReport``.
         """
         report = AuditReport()
         with self._lock:
-            for name, step in (
-                    ('deleted_instances', self._deleted_instances),
-                    ('handles', self._handles),
-                    ('bound_without_handle', self._bound_without_handle),
-                    ('stuck_bindings', self._stuck_bindings),
-                    ('cleanings', self._cleanings)):
+            for name in (n for n in self.STEPS if n in steps):
+                step = getattr(self, '_' + name)
                 try:
                     step(report)
                 except Exception as e:

@@ -15,10 +15,19 @@
   Placement (before ``import-cyborg``: Cyborg's providers must not get a
   twin);
 * ``import-cyborg --cyborg-connection URL [--apply]``: adopt a stopped
-  Cyborg 17 deployment (``accel_backend.cyborg_import``).
+  Cyborg 17 deployment (``accel_backend.cyborg_import``);
+* ``audit deleted-instances [--grace-period S]``: the audit's
+  ``deleted_instances`` step for ``[DEFAULT] host`` now, with the
+  services' ``[nova]`` and ``[placement]`` credentials: ARQs of instances
+  proven gone (``accel_backend.nova.orphans``) are deleted; a second pass
+  ``S`` seconds later (default ``[audit] grace_period``) confirms the
+  instances the first found gone.  Exit status 0 when the step could run
+  (the credentials see every project), 1 with the reason when it could
+  not (nothing is deleted then).
 """
 
 import sys
+import time
 
 from oslo_config import cfg
 
@@ -67,6 +76,55 @@ def _discovery_status(conf):
     return 0 if all(r['state'] == host_status.OK for r in rows) else 1
 
 
+def _audit_deleted_instances(conf):
+    from accel_backend import audit
+    from accel_backend.nova import notifier
+    from accel_backend.nova import orphans
+    from accel_backend import notifications
+    from accel_backend.placement import client as pclient
+    host = conf.host
+    grace = conf.category.grace_period
+    if grace is None:
+        grace = conf.audit.grace_period
+    if not conf.audit.delete_orphaned_arqs:
+        print('[audit] delete_orphaned_arqs is false: nothing to do',
+              file=sys.stderr)
+        return 1
+    db = db_api.Database.from_conf(conf)
+    notes = notifications.Notifications(conf)
+    auditor = audit.Auditor(
+        db, host, nova=notifier.adapter_from_conf(conf),
+        placement=pclient.PlacementClient(pclient.adapter_from_conf(conf),
+                                          host=host),
+        grace_period=grace, notifications=notes)
+    steps = ('deleted_instances',)
+    try:
+        reports = [auditor.run(steps)]
+        if any(k[1] == orphans.NOT_CONFIRMED
+               for k in reports[0].kept_instances):
+            print('Confirming in %d s the instances found gone' % grace)
+            time.sleep(grace)
+            reports.append(auditor.run(steps))
+    finally:
+        notes.close()
+        db.dispose()
+    last = reports[-1]
+    if last.errors:
+        print('Failed: %s' % last.errors[0][1], file=sys.stderr)
+        return 1
+    if last.scope.state != orphans.ALL_PROJECTS:
+        print('Nothing deleted: %s' % last.scope.reason, file=sys.stderr)
+        return 1
+    deleted = sum((r.deleted_arqs for r in reports), [])
+    instances = sum((r.deleted_instances for r in reports), [])
+    print('Host %s: deleted %d ARQs of %d instances proven gone%s' % (
+        host, len(deleted), len(instances),
+        ''.join('\n  instance %s' % i for i in instances)))
+    for instance, reason, detail in last.kept_instances:
+        print('  kept instance %s (%s): %s' % (instance, reason, detail))
+    return 0
+
+
 def _add_commands(subparsers):
     db = subparsers.add_parser('db', help='database schema')
     db_sub = db.add_subparsers(dest='action', required=True)
@@ -86,6 +144,15 @@ def _add_commands(subparsers):
     dstatus = disc_sub.add_parser(
         'status', help='last discovery pass of every host')
     dstatus.set_defaults(func=_discovery_status)
+    aud = subparsers.add_parser('audit', help='the periodic audit, now')
+    aud_sub = aud.add_subparsers(dest='action', required=True)
+    gone = aud_sub.add_parser(
+        'deleted-instances', help='delete the ARQs of instances proven '
+        'gone (two passes, grace period apart)')
+    gone.add_argument('--grace-period', type=int, default=None,
+                      help='seconds between the two passes (default '
+                           '[audit] grace_period)')
+    gone.set_defaults(func=_audit_deleted_instances)
     cyborg_import.add_parser(subparsers)
 
 

@@ -17,6 +17,7 @@ import webob.dec
 from wsgi_intercept import interceptor
 
 from accel_backend import audit
+from accel_backend.cmd import manage
 from accel_backend.db import models
 from accel_backend import metrics
 from accel_backend.nova import orphans
@@ -426,6 +427,64 @@ class TestDeletedInstances(AuditTestBase):
         first, second = self.audit_twice()
         self.assertEqual([instance, instance], self.nova.asked)
         self.assertEqual(sorted([a, b]), sorted(second.deleted_arqs))
+
+
+class TestManageCommand(TestDeletedInstances):
+    """``accel-backend-manage audit deleted-instances``: the step now,
+    from the services' configuration file, two passes."""
+
+    def manage(self, host=HOST):
+        conf = base.make_conf(
+            self, DEFAULT={'host': host},
+            database={'connection': str(self.db.engine.url)},
+            nova=intercept_nova(self, self.nova),
+            placement={'auth_type': 'admin_token', 'token': 'admin',
+                       'endpoint': self.placement.endpoint,
+                       'endpoint_override': self.placement.endpoint})
+        out = self.useFixture(fixtures.StringStream('stdout'))
+        err = self.useFixture(fixtures.StringStream('stderr'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', err.stream))
+        code = manage.main(['--config-file', conf.config_file[0], 'audit',
+                            'deleted-instances', '--grace-period', '0'])
+        out.stream.flush()
+        err.stream.flush()
+        return (code, out.getDetails()['stdout'].as_text(),
+                err.getDetails()['stderr'].as_text())
+
+    def test_deletes_after_two_passes(self):
+        arq, instance = self.deleted_arq()
+        code, out, err = self.manage()
+        self.assertEqual(0, code, err)
+        self.assertIn('deleted 1 ARQs of 1 instances proven gone', out)
+        self.assertIn(instance, out)
+        self.assertEqual([instance, instance], self.nova.asked)
+        self.assertFalse(self.arq_exists(arq))
+
+    def test_live_instance_one_pass(self):
+        arq, instance = self.bound()
+        self.age_arq(arq)
+        code, out, err = self.manage()
+        self.assertEqual(0, code, err)
+        self.assertIn('deleted 0 ARQs', out)
+        self.assertEqual([instance], self.nova.asked)
+        self.assertTrue(self.arq_exists(arq))
+
+    def test_credentials_that_cannot_see_every_project(self):
+        arq, instance = self.deleted_arq()
+        self.nova.scope_code = 403
+        code, out, err = self.manage()
+        self.assertEqual(1, code)
+        self.assertIn('Nothing deleted', err)
+        self.assertIn('403', err)
+        self.assertTrue(self.arq_exists(arq))
+
+    def test_another_host(self):
+        arq, instance = self.deleted_arq()
+        code, out, err = self.manage(host='compute2')
+        self.assertEqual(0, code, err)
+        self.assertIn('Host compute2: deleted 0 ARQs', out)
+        self.assertTrue(self.arq_exists(arq))
 
 
 class TestHandles(AuditTestBase):
