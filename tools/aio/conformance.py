@@ -17,7 +17,9 @@ start). Each mode must end with exactly the expected failures below and
 no other failure. Then nova-accel's own API tests
 (``nova_accel_tempest_plugin.tests.api``: no user token, administrator,
 member or reader, binds without a service token) run against the same
-Keystone and must all pass; anything else exits non-zero.
+Keystone and must all pass, and last the audit of deleted instances with
+the install guide's roles (``tools.aio.audit_check``); anything else exits
+non-zero.
 """
 
 import csv
@@ -25,6 +27,7 @@ import io
 import subprocess
 import sys
 
+from tools.aio import audit_check
 from tools.aio import cloud as cloud_mod
 from tools.aio import config
 from tools.aio import procs
@@ -135,6 +138,8 @@ def run(concurrency=2):
         concurrency)
     if own != 0:
         problems.append('nova_accel_tempest_plugin API tests failed')
+    # The audit of deleted instances with the documented roles.
+    problems += audit_check.run(cloud)
     for test_id, why in sorted(EXPECTED_FAILURES.items()):
         print('expected failure %s: %s' % (test_id[len(_PREFIX):], why))
     for problem in problems:

@@ -128,7 +128,6 @@ class UpgradeCheckTest(testtools.TestCase):
         self.assertIn('host compute2: discovery refused: bad root',
                       checks['Device discovery'][1])
 
-
     def test_audit_credentials_that_cannot_see_every_project(self):
         self.nova.scope_code = 403
         code, checks = self.run_check()
