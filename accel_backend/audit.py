@@ -21,31 +21,25 @@ host:
     ``kept_instances``.  With credentials that cannot see every project
     the step is off (``scope``).
 ``released_handles``
-    attach handles marked in use that no ARQ holds: released (``dirty`` or
+    handles in use that no ARQ holds: released (``dirty`` or
     ``available``, as a normal release).
 ``unheld_handles``
-    handles held by an ARQ that is not ``Bound`` (``Initial``,
-    ``Unbound``, ``BindFailed``): released.
+    handles held by an ARQ not ``Bound``: released.
 ``reclaimed_handles``
-    handles of ``Bound`` ARQs that are not marked in use (so that another
-    ARQ could claim them, or the cleaner reset them under a guest): marked
-    in use again.
+    handles of ``Bound`` ARQs not marked in use (another ARQ could claim
+    them, or the cleaner reset them under a guest): in use again.
 ``failed_arqs``
     ``Bound`` ARQs without a handle: ``BindFailed`` with a ``failed``
-    event to Nova, counted and notified as the binder's failures are
-    (reason ``bound_without_handle``, ``accel_backend.binding.failure``).
+    event to Nova (reason ``bound_without_handle``,
+    ``accel_backend.binding.failure``).
 ``requeued_bindings``
-    ARQs ``BindStarted`` for longer than ``grace_period``: handed to the
-    binder again (binding is idempotent).
+    ARQs ``BindStarted`` for longer than ``grace_period``: bound again.
 ``requeued_cleanings``
     handles ``dirty``, or ``cleaning`` for longer than ``[cleaning]
-    timeout`` + ``grace_period``, that the cleaner was not working on:
-    queued again.
+    timeout`` + ``grace_period``, the cleaner was not on: queued again.
 ``stuck_cleanings``
-    handles ``cleaning`` for that long that the cleaner still works on
-    (the step hangs): ``clean_failed`` with the reason, so they stay out
-    of service and show up in the device's status; enabling the device
-    again retries.
+    handles ``cleaning`` that long the cleaner still works on (the step
+    hangs): ``clean_failed`` with the reason; enabling the device retries.
 
 Every repair is a conditional write re-checked under the row lock, so an
 audit racing the API, the binder or the cleaner changes nothing they
@@ -74,8 +68,6 @@ LOG = logging.getLogger(__name__)
 _HANDLE_LESS = (arq_obj.INITIAL, arq_obj.UNBOUND, arq_obj.BIND_FAILED)
 #: States of an ARQ whose instance is checked with Nova.
 _INSTANCE_STATES = (arq_obj.BOUND, arq_obj.BIND_FAILED)
-
-
 _utcnow = models.utcnow
 
 
@@ -114,10 +106,8 @@ class AuditReport:
         return sum(len(getattr(self, f)) for f in self.REPAIRS)
 
     def as_dict(self):
-        """The report as plain data: ``{field name: list}`` for every
-        field (UUIDs as str; ``errors`` as ``(step name, message)``
-        tuples), a copy the caller may change.  ``Auditor.run`` logs its
-        non-empty fields."""
+        """The report as plain data (``{field name: value}``), a copy;
+        ``Auditor.run`` logs its non-empty fields."""
         return dataclasses.asdict(self)
 
     def __str__(self):
