@@ -36,6 +36,7 @@ import json
 import os
 import subprocess
 
+from accel_common import arq_states
 from tools.aio import config
 from tools.aio import demo as demo_mod
 from tools.aio import devices
@@ -122,8 +123,8 @@ class AuditCheck:
             {'path': '/instance_uuid', 'op': 'add', 'value': server_id}]},
             token=admin, headers=headers)
         self.cloud.wait_for('ARQ %s Bound' % arq, lambda: [
-            a['state'] for a in self.arqs(server_id)] == ['Bound'],
-            timeout=60)
+            a['state'] for a in self.arqs(server_id)] == [
+                arq_states.BOUND], timeout=60)
         return arq
 
     def cleanup(self):
@@ -155,7 +156,7 @@ class AuditCheck:
         server = json.loads(self.demo.osc(
             'server', 'show', NAME, '-f', 'json', show=False).stdout)
         (arq,) = self.arqs(server['id'])
-        self.expect(arq['state'] == 'Bound',
+        self.expect(arq['state'] == arq_states.BOUND,
                     'the demo project\'s server has a Bound ARQ')
         print('\n== the audit with the accelerator user\'s service role',
               flush=True)
@@ -164,8 +165,8 @@ class AuditCheck:
                     'with the service role the audit refuses to delete '
                     '(exit status 1, Nova\'s 403 named)')
         self.expect([a['state'] for a in self.arqs(server['id'])] ==
-                    ['Bound'], 'the live server of another project keeps '
-                    'its Bound ARQ')
+                    [arq_states.BOUND], 'the live server of another project '
+                    'keeps its Bound ARQ')
         print('\n== the server is deleted; an ARQ is left Bound to it',
               flush=True)
         self.demo.osc('server', 'delete', '--wait', NAME)
