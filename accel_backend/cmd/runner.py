@@ -14,8 +14,17 @@ oslo.service 4.8.0 handles them for such a service:
 * SIGINT: exit status 1 at once, nothing stopped (oslo.service's fast
   exit, as in every oslo.service service; half-done work is resumed at the
   next start as after a crash).
-* SIGHUP: oslo.service reloads nothing for a service in the main process;
-  ``run`` stops the command and returns 0.
+* SIGHUP: oslo.service 4.8.0's threading backend does not reload a
+  service in the main process (its handler raises ``SignalExit``; the
+  ``no_fork`` restart is a TODO there).  ``run`` catches it, reads the
+  configuration files again (``ConfigOpts.mutate_config_files``: options
+  declared ``mutable``, oslo.log's ``debug`` among them, take their new
+  values; the others keep theirs, with a warning from oslo.config) and
+  launches the same, still running, command again, so that oslo.service's
+  signal handlers are installed anew.  The process goes on: a logrotate
+  ``kill -HUP`` does not stop it.  Log files need no reopening: oslo.log
+  writes them through ``logging.handlers.WatchedFileHandler``, which
+  reopens a file that was moved away at its next record.
 
 Why ``no_fork`` and not oslo.service's default for one worker (a
 cotyledon ``ServiceManager`` parent running the service in a forked
@@ -29,6 +38,7 @@ transport, built before the fork so that a bad configuration is refused
 at once, would be used by another process than the one that made them.
 """
 
+import signal
 import threading
 
 from oslo_log import log as logging
@@ -66,10 +76,14 @@ class Command(service.ServiceBase):
         self._ended = threading.Event()
 
     def start(self):
-        """Start ``svc``, then bind and serve ``server`` (if any).
+        """Start ``svc``, then bind and serve ``server`` (if any); does
+        nothing when already started (``run`` launches the command again
+        after a SIGHUP).
 
         :raises: whatever ``svc.start()`` or ``server.prepare()`` raise.
         """
+        if self._svc_started:
+            return
         self.svc.start()
         self._svc_started = True
         if self.server is not None:
@@ -125,13 +139,22 @@ def run(conf, command):
         registers its ``[DEFAULT] graceful_shutdown_timeout`` on it).
     :returns: the exit status (int): 0, or 1 when the server failed.
         SIGTERM and SIGINT end the process from the signal handler (see
-        the module docstring) and never return here.
+        the module docstring) and never return here; SIGHUP reloads the
+        mutable options and the command goes on.
     :raises: what ``command.start()`` raises (after stopping what started).
     """
     try:
-        service.launch(conf, command, no_fork=True).wait()
-    except service.SignalExit as e:
-        LOG.info('Signal %d: stopping', e.signo)
+        while True:
+            try:
+                service.launch(conf, command, no_fork=True).wait()
+                break
+            except service.SignalExit as e:
+                if e.signo != signal.SIGHUP:
+                    LOG.info('Signal %d: stopping', e.signo)
+                    break
+            conf.mutate_config_files()
+            LOG.info('SIGHUP: configuration files read again, mutable '
+                     'options updated; going on')
     finally:
         command.stop()
     return 1 if command.failed else 0

@@ -31,10 +31,10 @@ CHILD = textwrap.dedent('''\
     from oslo_config import cfg
     from oslo_log import log as logging
 
-    record_path, mode, port = sys.argv[1:]
+    record_path, mode, port, config_file = sys.argv[1:]
     conf = cfg.ConfigOpts()
     logging.register_options(conf)
-    conf([])
+    conf(['--config-file', config_file])
     logging.setup(conf, 'child')
     record = open(record_path, 'a', buffering=1)
 
@@ -52,7 +52,8 @@ CHILD = textwrap.dedent('''\
 
     def app(environ, start_response):
         start_response('200 OK', [])
-        return [b'ok']
+        return [b'ok' if environ['PATH_INFO'] == '/'
+                else str(conf.debug).encode()]
 
 
     server = None if port == 'none' else wsgi.Server(
@@ -77,6 +78,13 @@ class RunnerTest(testtools.TestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.record = os.path.join(self.tmp, 'record')
         self.log = os.path.join(self.tmp, 'log')
+        self.config = os.path.join(self.tmp, 'child.conf')
+        self.configure(False)
+
+    def configure(self, debug):
+        """The child's configuration file: ``[DEFAULT] debug``."""
+        with open(self.config, 'w') as f:
+            f.write('[DEFAULT]\ndebug = %s\n' % debug)
 
     def spawn(self, mode='serve', port=None):
         script = os.path.join(self.tmp, 'child.py')
@@ -86,7 +94,7 @@ class RunnerTest(testtools.TestCase):
         with open(self.log, 'wb') as log:
             proc = subprocess.Popen(
                 [sys.executable, script, self.record, mode,
-                 'none' if port is None else str(port)],
+                 'none' if port is None else str(port), self.config],
                 env=env, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
@@ -98,9 +106,9 @@ class RunnerTest(testtools.TestCase):
         with open(path) as f:
             return f.read()
 
-    def wait_for(self, path, marker, proc, timeout=60):
+    def wait_for(self, path, marker, proc, timeout=60, count=1):
         deadline = time.monotonic() + timeout
-        while marker not in self.text(path):
+        while self.text(path).count(marker) < count:
             if proc.poll() is not None or time.monotonic() > deadline:
                 self.fail('no %r in %s (rc %s):\n%s' % (
                     marker, path, proc.poll(), self.text(self.log)))
@@ -128,13 +136,25 @@ class RunnerTest(testtools.TestCase):
         self.assertRaises(requests.ConnectionError, requests.get,
                           'http://127.0.0.1:%d/' % port, timeout=5)
 
-    def test_sighup_stops_and_returns_zero(self):
-        # oslo.service reloads nothing in the main process; without the
-        # runner catching its SignalExit the process would hang.
-        proc = self.spawn()
+    def test_sighup_reloads_mutable_options_and_goes_on(self):
+        # What logrotate's postrotate does: the process must survive it,
+        # with the mutable options (oslo.log's debug) read again.
+        port = _free_port()
+        url = 'http://127.0.0.1:%d/debug' % port
+        proc = self.spawn(port=port)
         self.wait_for(self.log, 'child started', proc)
-        self.assertEqual(0, self.stopped(proc, signal.SIGHUP))
-        self.assertEqual('start\nstop\nreturned 0\n', self.text(self.record))
+        self.assertEqual(b'False', requests.get(url, timeout=10).content)
+        self.configure(True)
+        for count in (1, 2):
+            proc.send_signal(signal.SIGHUP)
+            self.wait_for(self.log, 'mutable options updated', proc,
+                          count=count)
+        self.assertIsNone(proc.poll())
+        self.assertEqual(b'True', requests.get(url, timeout=10).content)
+        self.assertEqual('start\n', self.text(self.record))
+        # The signal handlers are in place again: SIGTERM is graceful.
+        self.assertEqual(0, self.stopped(proc, signal.SIGTERM))
+        self.assertEqual('start\nstop\n', self.text(self.record))
 
     def test_sigterm_during_start_exits_without_stopping_service(self):
         proc = self.spawn(mode='block')
