@@ -113,10 +113,12 @@ class AccelApp:
                 resp = _error_response(req, err, version)
                 resp.headers['Allow'] = ', '.join(sorted(methods))
                 return resp
-            if self.noauth and not (req.headers.get('X-Auth-Token') or
-                                    req.headers.get('X-Roles')):
+            if self.noauth and not _PublicVersions.public(req.environ) \
+                    and not (req.headers.get('X-Auth-Token') or
+                             req.headers.get('X-Roles')):
                 # As Placement's noauth2: no user token, no identity (a
-                # service token alone is not a caller).
+                # service token alone is not a caller); the version
+                # documents are public in both modes.
                 raise exception.Unauthorized(
                     reason='send X-Auth-Token (auth_strategy = noauth)')
             req.environ['accel.context'] = context_mod.from_environ(
@@ -149,9 +151,15 @@ class _PublicVersions:
         self.authenticated = authenticated
         self.app = app
 
+    @classmethod
+    def public(cls, environ):
+        """True for a request of a version document (no token needed,
+        with ``auth_strategy`` ``keystone`` or ``noauth``)."""
+        return (environ.get('REQUEST_METHOD') == 'GET' and
+                environ.get('PATH_INFO', '') in cls.PATHS)
+
     def __call__(self, environ, start_response):
-        if (environ.get('REQUEST_METHOD') == 'GET' and
-                environ.get('PATH_INFO', '') in self.PATHS):
+        if self.public(environ):
             return self.app(environ, start_response)
         return self.authenticated(environ, start_response)
 
