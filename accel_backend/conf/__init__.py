@@ -27,8 +27,15 @@ DEFAULT_OPTS = [
 
 API_GROUP = cfg.OptGroup('api', title='REST API server')
 API_OPTS = [
-    cfg.HostAddressOpt('host_ip', default='127.0.0.1',
-                       help='Address the API server listens on.'),
+    cfg.HostAddressOpt('host_ip', default='0.0.0.0',
+                       help='Address the API server (``accel-backend``, '
+                            '``accel-backend-api``) listens on; the '
+                            'default, every IPv4 address, is what the '
+                            'endpoint ``http://<host>:6666/v2`` and a load '
+                            'balancer in front of several API nodes need '
+                            '(as Cyborg\'s and Ironic\'s ``[api] host_ip``). '
+                            'Set 127.0.0.1 for a single-host cloud whose '
+                            'clients are all local.'),
     cfg.PortOpt('port', default=6666,
                 help='Port the API server listens on (Cyborg uses 6666).'),
     cfg.IntOpt('workers', default=8, min=1,
