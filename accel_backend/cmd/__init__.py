@@ -11,8 +11,49 @@ eventlet; ``accel_backend.cmd.runner`` runs the long-lived commands on
 this backend.  In a process where the backend is already chosen as
 threading (Nova's native-threading mode, the test suite) this is a no-op;
 where eventlet was chosen, oslo.service raises ``BackendAlreadySelected``.
+
+``one_line_errors`` is what every console script's ``main`` does with a
+bad configuration or a service that is down.
 """
 
+import functools
+import os
+import sys
+
+from keystoneauth1 import exceptions as ks_exc
+from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_service import backend as _backend
+from sqlalchemy import exc as sa_exc
 
 _backend.init_backend(_backend.BackendType.THREADING)
+
+
+def one_line_errors(main):
+    """Decorate a console script's ``main``: a configuration file that is
+    missing, unreadable or invalid, a database that does not answer, or
+    a Placement or Nova that cannot be reached end the command with one
+    line on standard error (``<program>: <what>``) and exit status 2
+    (configuration) or 1 (a service down), never a traceback.
+
+    :param main: ``main(argv=None, ...)`` returning the exit status.
+    :returns: the wrapped function.
+    """
+    @functools.wraps(main)
+    def wrapper(*args, **kwargs):
+        prog = os.path.basename(sys.argv[0]) or 'accel-backend'
+        try:
+            return main(*args, **kwargs)
+        except cfg.Error as e:
+            print('%s: configuration error: %s' % (prog, e),
+                  file=sys.stderr)
+            return 2
+        except (db_exc.DBConnectionError, sa_exc.OperationalError) as e:
+            print('%s: the database does not answer: %s' % (
+                prog, str(e).splitlines()[0] if str(e) else e),
+                file=sys.stderr)
+            return 1
+        except ks_exc.ConnectFailure as e:
+            print('%s: cannot connect: %s' % (prog, e), file=sys.stderr)
+            return 1
+    return wrapper

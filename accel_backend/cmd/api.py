@@ -12,10 +12,12 @@ host, which binds and tells Nova.  Example::
 
 import sys
 
+from accel_backend import cmd
 from accel_backend.cmd import server
 from accel_backend import service as service_mod
 
 
+@cmd.one_line_errors
 def main(argv=None):
     """Console script entry point; returns the exit status (int)."""
     return server.main(argv, role=service_mod.API,

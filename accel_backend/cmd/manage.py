@@ -31,6 +31,7 @@ import time
 
 from oslo_config import cfg
 
+from accel_backend import cmd
 from accel_backend import conf as conf_mod
 from accel_backend import cyborg_import
 from accel_backend.db import api as db_api
@@ -156,6 +157,7 @@ def _add_commands(subparsers):
     cyborg_import.add_parser(subparsers)
 
 
+@cmd.one_line_errors
 def main(argv=None):
     """Console script entry point; returns the exit status (int)."""
     conf = cfg.ConfigOpts()

@@ -11,11 +11,13 @@ import sys
 from cheroot import wsgi as cheroot_wsgi
 from oslo_log import log as logging
 
+from accel_backend import cmd
 from accel_backend.cmd import runner
 from accel_backend import conf as conf_mod
 from accel_backend import service as service_mod
 
 
+@cmd.one_line_errors
 def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
     """Console script entry point; returns the exit status (int).
 

@@ -37,6 +37,7 @@ from oslo_upgradecheck import common_checks
 from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
+from accel_backend import cmd
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
 from accel_backend.db import models
@@ -186,6 +187,7 @@ class Checks(upgradecheck.UpgradeCommands):
     )
 
 
+@cmd.one_line_errors
 def main(argv=None):
     """Console script entry point; returns the exit status (int)."""
     conf = cfg.ConfigOpts()

@@ -303,14 +303,19 @@ def new_conf(args=None, config_files=None):
     """Build a ready ``ConfigOpts`` with all accel_backend options.
 
     :param args: command-line arguments (list of str), default none.
-    :param config_files: config file paths (list of str).
+    :param config_files: config file paths read when ``args`` names none
+        (list of str); default: oslo.config's search for
+        ``accel-backend.conf`` (``/etc/accel-backend/`` among others), as
+        ``accel-backend-manage`` and ``accel-backend-status`` read it.
     :returns: ``oslo_config.cfg.ConfigOpts``.
+    :raises oslo_config.cfg.Error: a configuration file that is missing or
+        cannot be parsed.
     """
     conf = cfg.ConfigOpts()
     logging.register_options(conf)
     register_opts(conf)
     conf(args or [], project='accel-backend',
-         default_config_files=config_files or [])
+         default_config_files=config_files)
     return conf
 
 
