@@ -168,8 +168,11 @@ CLEANING_OPTS = [
                          'fake': 'none'},
                 help='Cleaning step per discovery driver once a device is '
                      'released: ``flr`` (write 1 to the function\'s sysfs '
-                     '``reset``), ``command`` (run ``[cleaning] command``) '
-                     'or ``none`` (offered again at once).'),
+                     '``reset``; a function the kernel offers no reset for, '
+                     'no ``reset_method``, gets ``none`` with a warning), '
+                     '``command`` (run ``[cleaning] command``) or ``none`` '
+                     '(offered again at once). A function reset does not '
+                     'clear a GPU\'s memory: scrub it with ``command``.'),
     cfg.StrOpt('command',
                help='Command run by the ``command`` method, split like a '
                     'shell would; ``{address}`` is replaced by the PCI '

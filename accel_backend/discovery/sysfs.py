@@ -34,6 +34,9 @@ class PCIFunction:
     iommu_group: str = None
     driver: str = None
     physfn: str = None
+    #: The reset methods the kernel offers for the function
+    #: (``reset_methods()``), a tuple of str; () when it offers none.
+    reset_methods: tuple = ()
 
     @property
     def address_parts(self):
@@ -90,7 +93,31 @@ def read_function(root, address):
         numa_node=numa_node,
         iommu_group=_link_name(os.path.join(base, 'iommu_group')),
         driver=_link_name(os.path.join(base, 'driver')),
-        physfn=_link_name(os.path.join(base, 'physfn')))
+        physfn=_link_name(os.path.join(base, 'physfn')),
+        reset_methods=reset_methods(root, address))
+
+
+def reset_methods(root, address):
+    """The reset methods the kernel offers for a function.
+
+    Linux (``drivers/pci/pci-sysfs.c``, ``drivers/pci/pci.c``) creates a
+    function's ``reset`` file, and since 5.15 its ``reset_method`` file
+    (the enabled methods, by priority, e.g. ``flr bus``), only when some
+    method exists: FLR, PM reset, a device-specific reset or a secondary
+    bus reset the kernel allows.  Many GPUs have none (no FLR, a quirk
+    disabling bus reset, or an audio function on the same bus).
+
+    :param root: sysfs directory (str).
+    :param address: PCI address ``DDDD:BB:SS.F``.
+    :returns: tuple of method names from ``reset_method``; ``('reset',)``
+        when only ``reset`` exists (kernels before 5.15 name no method);
+        ``()`` when the kernel offers no reset.
+    """
+    base = os.path.join(root, address)
+    methods = _read(os.path.join(base, 'reset_method'))
+    if methods is not None:
+        return tuple(methods.split())
+    return ('reset',) if os.path.exists(os.path.join(base, 'reset')) else ()
 
 
 def scan(root):

@@ -44,7 +44,8 @@ def pci_traits(fn):
 def board_info(fn, **extra):
     """``std_board_info`` of a device record."""
     info = {'class': fn.class_code, 'iommu_group': fn.iommu_group,
-            'numa_node': fn.numa_node, 'driver': fn.driver}
+            'numa_node': fn.numa_node, 'driver': fn.driver,
+            'reset_method': ' '.join(fn.reset_methods) or 'none'}
     if fn.physfn:
         info['physfn'] = fn.physfn
     info.update(extra)
@@ -73,6 +74,7 @@ class PCIDriverBase:
                              'one of %s' % (self.cleaning, self.name,
                                             CLEANING_METHODS))
         self.health_check = conf.discovery.health_check
+        self._no_reset_warned = set()
         self._ids = None
         self._slots = None
         self._groups = iommu.Groups([])
@@ -119,6 +121,25 @@ class PCIDriverBase:
                     '%d fatal PCIe AER errors (aer_dev_fatal)' % fatal)
         return drivers.HEALTHY, None
 
+    def cleaning_of(self, fn):
+        """The cleaning step of ``fn``: ``[cleaning] methods`` of this
+        driver, except that ``flr`` becomes ``none`` (with a warning, once
+        per function) when the kernel offers no reset for the function
+        (``sysfs.reset_methods``): writing ``reset`` would fail after
+        every tenant and lock the device out.  vfio-pci still resets the
+        function when a guest opens and closes it where a method exists;
+        a scrub of the device's memory is ``[cleaning] methods`` =
+        ``command``."""
+        if self.cleaning != 'flr' or fn.reset_methods:
+            return self.cleaning
+        if fn.address not in self._no_reset_warned:
+            self._no_reset_warned.add(fn.address)
+            LOG.warning('%s: the kernel offers no reset for %s (no sysfs '
+                        'reset_method); it is not reset between tenants '
+                        '(cleaning none); set [cleaning] methods to '
+                        'command to scrub it', self.name, fn.address)
+        return 'none'
+
     def slot(self, fn):
         """The physical slot name of ``fn`` (``[discovery]
         pci_slots_path``), or None."""
@@ -141,7 +162,7 @@ class PCIDriverBase:
             product_id=fn.product_id,
             model=self.pci_ids.model(fn.vendor_id, fn.product_id),
             driver_name=self.name, numa_node=fn.numa_node,
-            std_board_info=info, cleaning=self.cleaning,
+            std_board_info=info, cleaning=self.cleaning_of(fn),
             health=health, health_reason=reason)
         values.update(kw)
         return drivers.DiscoveredDeployable(**values)

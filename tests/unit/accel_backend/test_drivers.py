@@ -347,6 +347,59 @@ class TestHealth(testtools.TestCase):
                           '../../etc')
 
 
+class TestResetMethods(testtools.TestCase):
+    """Cleaning follows what the kernel offers (``sysfs.reset_methods``):
+    ``flr`` on a function without a reset method would fail after every
+    tenant and lock the GPU out."""
+
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(fixtures.FakeLogger())
+        self.root = copy_tree(self, base.GPU_SERVER)
+        self.gpu = '0000:17:00.0'
+
+    def write(self, name, text):
+        with open(os.path.join(self.root, self.gpu, name), 'w') as f:
+            f.write(text)
+
+    def discover(self):
+        (dep,) = [d for d in load(self, 'nvidia_gpu', self.root).discover()
+                  if d.address == self.gpu]
+        return dep
+
+    def test_methods_named_by_the_kernel(self):
+        self.write('reset_method', 'flr bus\n')
+        dep = self.discover()
+        self.assertEqual(('flr', 'flr bus'),
+                         (dep.cleaning, dep.std_board_info['reset_method']))
+
+    def test_kernel_before_5_15_names_no_method(self):
+        dep = self.discover()
+        self.assertEqual(('flr', 'reset'),
+                         (dep.cleaning, dep.std_board_info['reset_method']))
+
+    def test_no_reset_means_no_flr(self):
+        os.unlink(os.path.join(self.root, self.gpu, 'reset'))
+        dep = self.discover()
+        self.assertEqual(('none', 'none'),
+                         (dep.cleaning, dep.std_board_info['reset_method']))
+        self.assertIn('the kernel offers no reset for %s' % self.gpu,
+                      self.logger.output)
+        # The other GPUs keep flr.
+        others = {d.cleaning for d in load(
+            self, 'nvidia_gpu', self.root).discover()
+            if d.address != self.gpu}
+        self.assertEqual({'flr'}, others)
+
+    def test_command_is_kept_without_a_reset(self):
+        os.unlink(os.path.join(self.root, self.gpu, 'reset'))
+        (dep,) = [d for d in load(
+            self, 'nvidia_gpu', self.root,
+            cleaning={'methods': 'nvidia_gpu:command'}).discover()
+            if d.address == self.gpu]
+        self.assertEqual('command', dep.cleaning)
+
+
 class TestNumaTrait(testtools.TestCase):
 
     def test_name(self):

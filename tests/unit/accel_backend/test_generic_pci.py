@@ -31,7 +31,8 @@ class TestGenericPCI(testtools.TestCase):
                                    'device': '00', 'function': '0'})],
                          dep.attach_handles)
         self.assertEqual({'class': '030200', 'iommu_group': '80',
-                          'numa_node': 1, 'driver': 'vfio-pci'},
+                          'numa_node': 1, 'driver': 'vfio-pci',
+                          'reset_method': 'none'},
                          dep.std_board_info)
         self.assertEqual(('none', 'healthy'), (dep.cleaning, dep.health))
 
@@ -97,7 +98,8 @@ class TestGenericPCI(testtools.TestCase):
         pf = found[0]
         self.assertIsNone(pf.numa_node)
         self.assertEqual({'class': '030200', 'iommu_group': '60',
-                          'numa_node': None, 'driver': 'nvidia'},
+                          'numa_node': None, 'driver': 'nvidia',
+                          'reset_method': 'none'},
                          pf.std_board_info)
         self.assertFalse([t for t in pf.traits if 'NUMA' in t])
         self.assertIn('CUSTOM_PCI_PRODUCT_10DE_20B5', pf.traits)

@@ -223,6 +223,24 @@ class TestCleaning(ServiceTestBase):
         svc.cleaner.clean_pending()
         self.assertEqual([('available', None)], self.handle_states(svc, GPU))
 
+    def test_gpu_the_kernel_cannot_reset_is_offered_again(self):
+        # No reset method (no FLR, bus reset quirked off): discovery makes
+        # its cleaning none instead of a reset that would fail after
+        # every tenant and lock it out.
+        os.unlink(os.path.join(self.root, GPU, 'reset'))
+        svc = self.make_service()
+        svc.discover_and_report()
+        for _ in range(2):
+            arq, _ = self.bind(svc, GPU)
+            self.unbind(svc, arq)
+            # Released straight to available: nothing to clean.
+            self.assertEqual({}, svc.cleaner.clean_pending())
+            self.assertEqual([('available', None)],
+                             self.handle_states(svc, GPU))
+            self.assertEqual((0, 1), self.reserved(GPU))
+        self.assertEqual('none', self.device_view(svc, GPU)[
+            'std_board_info']['reset_method'])
+
     def test_reset_failure_keeps_the_device_out(self):
         svc = self.make_service()
         svc.discover_and_report()
