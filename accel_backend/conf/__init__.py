@@ -109,15 +109,20 @@ DISCOVERY_OPTS = [
                 help='nvidia_gpu driver: also report SR-IOV virtual '
                      'functions (each as a PGPU of its own).'),
     cfg.ListOpt('fpga_ids',
-                default=['10ee:*', '8086:09c4', '8086:09c5', '8086:0b2b',
-                         '8086:0b2c', '8086:0b30', '8086:0b31', '8086:bcc0',
-                         '8086:bcc1'],
+                default=['10ee:5000', '10ee:5001', '10ee:5004', '10ee:5005',
+                         '10ee:500c', '10ee:500d', '10ee:5020', '10ee:5021',
+                         '8086:09c4', '8086:09c5', '8086:0b2b', '8086:0b2c',
+                         '8086:0b30', '8086:0b31'],
                 help='fpga driver: ``vendor:product`` ids (product may be '
-                     '``*``) of FPGA cards; by default every Xilinx (10ee) '
-                     'function and Intel PAC Arria 10 / D5005 / N3000 / '
-                     'Agilex ids. The management functions of the known '
-                     'cards are left out unless '
-                     '``fpga_management_functions``.'),
+                     'a glob such as ``*``) of FPGA functions; by default '
+                     'the known cards (Alveo U200/U250/U280/U50, Intel PAC '
+                     'Arria 10 / D5005 / N3000), whose management '
+                     'functions are left out unless '
+                     '``fpga_management_functions``. Function 0 of any '
+                     'other Xilinx card is its management function (XRT) '
+                     'and is offered only when an entry names its id '
+                     'exactly, with a warning: a guest holding it can '
+                     'reflash the card.'),
     cfg.BoolOpt('fpga_management_functions', default=False,
                 help='fpga driver: also report the management functions '
                      'of the known cards (Alveo U200/U250/U280/U50 '

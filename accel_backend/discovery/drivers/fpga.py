@@ -5,6 +5,7 @@ import fnmatch
 from oslo_log import log as logging
 
 from accel_backend.discovery.drivers import base
+from accel_backend.discovery import sysfs
 
 LOG = logging.getLogger(__name__)
 
@@ -28,16 +29,25 @@ CARDS = {
 #: User functions that are SR-IOV VFs: reported although they are VFs.
 USER_VFS = frozenset(user for card, user in CARDS.values()
                      if user[0] == '8086')
+#: The default ``[discovery] fpga_ids``: the functions of the known cards
+#: (their management functions are then left out), nothing else.
+DEFAULT_IDS = sorted('%s:%s' % ids for mgmt, (card, user) in CARDS.items()
+                     for ids in (mgmt, user))
+XILINX = '10ee'
 
 
 class FPGADriver(base.PCIDriverBase):
     """Each PCI function whose ``vendor:product`` is in ``[discovery]
     fpga_ids`` (globs allowed: ``10ee:*``) is one FPGA.
 
-    The management function of a known card (``CARDS``) is left out
-    unless ``[discovery] fpga_management_functions``: its user function
-    is the accelerator.  SR-IOV VFs are skipped, except the user VFs of
-    Intel PACs (their PF is then the management function).
+    The default ids are the known cards' (``DEFAULT_IDS``).  The
+    management function of a known card (``CARDS``) is left out unless
+    ``[discovery] fpga_management_functions``: its user function is the
+    accelerator.  Function 0 of an unknown Xilinx card is its management
+    function (XRT's PF0) and is left out unless an ``fpga_ids`` entry
+    names its ``vendor:product`` exactly; a management function that is
+    offered is logged as a warning.  SR-IOV VFs are skipped, except the
+    user VFs of Intel PACs (their PF is then the management function).
 
     Traits: ``CUSTOM_FPGA_XILINX`` / ``CUSTOM_FPGA_INTEL`` (other vendors
     ``CUSTOM_FPGA_<vendor id>``), vendor/product, VF and NUMA traits.
@@ -53,6 +63,7 @@ class FPGADriver(base.PCIDriverBase):
     def __init__(self, conf):
         super().__init__(conf)
         self.management = conf.discovery.fpga_management_functions
+        self._warned = set()
         self.ids = []
         for entry in conf.discovery.fpga_ids:
             vendor, sep, product = entry.strip().lower().partition(':')
@@ -65,19 +76,55 @@ class FPGADriver(base.PCIDriverBase):
         return any(fn.vendor_id == v and fnmatch.fnmatch(fn.product_id, p)
                    for v, p in self.ids)
 
+    def _named(self, fn):
+        """True when an ``fpga_ids`` entry names ``fn`` exactly (no
+        glob)."""
+        return (fn.vendor_id, fn.product_id) in self.ids
+
+    def _unknown_xilinx_management(self, fn):
+        """An unknown Xilinx card's management function, by XRT's
+        convention (XRT documentation, "Platform Overview": an Alveo
+        shell has two physical functions, PF0 the management PF that
+        ``xclmgmt`` binds, PF1 the user PF): function 0 of a slot whose
+        function 1 is Xilinx's too."""
+        if fn.vendor_id != XILINX or (fn.vendor_id, fn.product_id) in \
+                CARDS or not fn.address.endswith('.0'):
+            return False
+        pf1 = sysfs.read_function(self.root, fn.address[:-1] + '1')
+        return pf1 is not None and pf1.vendor_id == XILINX
+
     def _skipped(self, fn):
         ids = (fn.vendor_id, fn.product_id)
-        if ids in CARDS and not self.management:
+        if ids in CARDS:
             card, user = CARDS[ids]
-            LOG.debug('Skipping %s: management function of an %s (its '
-                      'user function %s:%s is the accelerator)',
-                      fn.address, card, *user)
-            return True
+            if not self.management:
+                LOG.debug('Skipping %s: management function of an %s (its '
+                          'user function %s:%s is the accelerator)',
+                          fn.address, card, *user)
+                return True
+            self._warn_management(fn, 'of an %s' % card)
+        elif self._unknown_xilinx_management(fn):
+            if not self._named(fn):
+                LOG.debug('Skipping %s: function 0 of a Xilinx card, its '
+                          'management function (name %s:%s in [discovery] '
+                          'fpga_ids to offer it)', fn.address,
+                          fn.vendor_id, fn.product_id)
+                return True
+            self._warn_management(fn, 'of a Xilinx card (function 0)')
         if fn.physfn and ids not in USER_VFS:
             LOG.debug('Skipping %s: SR-IOV VF of %s', fn.address,
                       fn.physfn)
             return True
         return False
+
+    def _warn_management(self, fn, what):
+        if fn.address in self._warned:
+            return
+        self._warned.add(fn.address)
+        LOG.warning('Offering %s (%s:%s), the management function %s, to '
+                    'guests as the configuration asks: a guest that holds '
+                    'it can reflash the card', fn.address, fn.vendor_id,
+                    fn.product_id, what)
 
     def discover(self):
         """:returns: list of ``DiscoveredDeployable``, sorted by address."""

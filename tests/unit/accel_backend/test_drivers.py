@@ -216,6 +216,54 @@ class TestFPGA(testtools.TestCase):
     def test_gpu_tree_has_no_fpga(self):
         self.assertEqual([], load(self, 'fpga', base.GPU_SERVER).discover())
 
+    def test_default_ids_are_the_known_cards(self):
+        from accel_backend.discovery.drivers import fpga
+        conf = base.make_conf(self, base.FPGA_CARD)
+        self.assertEqual(fpga.DEFAULT_IDS,
+                         sorted(conf.discovery.fpga_ids))
+
+    def test_management_function_offered_with_a_warning(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        found = load(self, 'fpga', base.FPGA_CARD, discovery={
+            'fpga_management_functions': 'true'}).discover()
+        self.assertIn('0000:3b:00.0', [d.address for d in found])
+        self.assertIn('Offering 0000:3b:00.0 (10ee:5004), the management '
+                      'function of an Alveo U250', logger.output)
+
+
+class TestUnknownXilinxCard(testtools.TestCase):
+    """A Xilinx card we have no ids for (generated tree: the U250's tree
+    plus a card whose two functions follow XRT's layout, PF0 management
+    and PF1 user, with ids of no particular card, 10ee:50f0/50f1)."""
+
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(fixtures.FakeLogger())
+        self.root = copy_tree(self, base.FPGA_CARD)
+        for fn, product in (('0', '50f0'), ('1', '50f1')):
+            sysfs_tree.write_function(
+                self.root, '0000:af:00.%s' % fn, '10ee', product, '120000',
+                iommu_group='90' + fn)
+
+    def addresses(self, **discovery):
+        return [d.address for d in load(
+            self, 'fpga', self.root, discovery=discovery).discover()]
+
+    def test_not_offered_by_default(self):
+        self.assertEqual(['0000:3b:00.1'], self.addresses())
+
+    def test_glob_offers_the_user_function_only(self):
+        self.assertEqual(['0000:3b:00.1', '0000:af:00.1'],
+                         self.addresses(fpga_ids='10ee:*'))
+        self.assertNotIn('Offering', self.logger.output)
+
+    def test_management_function_named_exactly(self):
+        self.assertEqual(['0000:3b:00.1', '0000:af:00.0', '0000:af:00.1'],
+                         self.addresses(fpga_ids='10ee:*,10ee:50f0'))
+        self.assertIn('Offering 0000:af:00.0 (10ee:50f0), the management '
+                      'function of a Xilinx card (function 0)',
+                      self.logger.output)
+
 
 class TestMdev(testtools.TestCase):
 
