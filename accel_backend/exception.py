@@ -405,6 +405,17 @@ class NovaPCISpecWithheld(AccelBackendError):
                'of these ids stay withheld until it parses)')
 
 
+class NoIOMMU(AccelBackendError):
+    """Functions a passthrough driver would offer have no IOMMU group: the
+    host's IOMMU is off, vfio-pci cannot assign them, and they are
+    reported unhealthy.  Recorded as the host's status, never raised."""
+    status = 503
+    code = 'accel.discovery.no_iommu'
+    msg_fmt = ('%(addresses)s: no IOMMU group (the IOMMU is off: enable '
+               'VT-d or AMD-Vi in the firmware and intel_iommu=on or '
+               'amd_iommu=on on the kernel command line); not offered')
+
+
 class DatabaseOptionUnsupported(AccelBackendError):
     """A ``[database]`` option oslo.db offers that accel_backend does not
     honour is set (``accel_backend.db.api``): refused at start rather

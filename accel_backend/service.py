@@ -200,9 +200,13 @@ class Service:
                 self._record(host_status.FAILING, e)
                 raise
         problems = drivers_mod.config_problems(self.drivers)
+        no_iommu = drivers_mod.without_iommu(self.drivers)
         if problems:
             self._record(host_status.DEGRADED, exception.NovaPCISpecWithheld(
                 problems='; '.join(problems)))
+        elif no_iommu:
+            self._record(host_status.DEGRADED, exception.NoIOMMU(
+                addresses=', '.join(no_iommu)))
         else:
             self._record(host_status.OK)
         return reported

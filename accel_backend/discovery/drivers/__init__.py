@@ -74,6 +74,13 @@ def config_problems(drivers):
                    for p in getattr(drv, 'config_problems', ())})
 
 
+def without_iommu(drivers):
+    """PCI addresses the drivers' last pass found without an IOMMU group
+    (sorted list; a driver says so with a ``no_iommu`` set)."""
+    return sorted({a for drv in drivers
+                   for a in getattr(drv, 'no_iommu', ())})
+
+
 def discover_all(drivers):
     """Run every driver; a device reported by two drivers goes to the
     first one (in ``enabled_drivers`` order), with a warning, and of two

@@ -11,6 +11,10 @@ from accel_backend.discovery import pci_ids
 from accel_backend.discovery import sysfs
 
 LOG = logging.getLogger(__name__)
+#: The health reason of a function without an IOMMU group.
+NO_IOMMU = ('no IOMMU group: the host\'s IOMMU is off (VT-d/AMD-Vi in the '
+            'firmware, intel_iommu=on or amd_iommu=on on the kernel command '
+            'line); vfio-pci cannot assign the function')
 CLEANING_METHODS = ('flr', 'command', 'none')
 
 
@@ -75,6 +79,8 @@ class PCIDriverBase:
                                             CLEANING_METHODS))
         self.health_check = conf.discovery.health_check
         self._no_reset_warned = set()
+        #: Addresses the last pass found without an IOMMU group.
+        self.no_iommu = set()
         self._ids = None
         self._slots = None
         self._groups = iommu.Groups([])
@@ -89,6 +95,7 @@ class PCIDriverBase:
         """Every PCI function under the sysfs root (a new pass: the slots
         are read again)."""
         self._slots = None
+        self.no_iommu = set()
         found = sysfs.scan(self.root)
         self._groups = iommu.Groups(found)
         return found
@@ -107,10 +114,15 @@ class PCIDriverBase:
 
     def health(self, fn):
         """``(health, reason)`` of a function from what sysfs shows: a
-        function whose IOMMU group holds an endpoint the host uses cannot
-        be assigned (``iommu.Groups.blocker``), one with fatal AER errors
-        is broken."""
+        function without an IOMMU group (the host's IOMMU is off: vfio-pci
+        cannot assign it, every boot onto it would fail in QEMU; recorded
+        in ``no_iommu``), or whose IOMMU group holds an endpoint the host
+        uses (``iommu.Groups.blocker``), cannot be assigned; one with
+        fatal AER errors is broken."""
         if self.assigns_iommu_group:
+            if fn.iommu_group is None:
+                self.no_iommu.add(fn.address)
+                return drivers.UNHEALTHY, NO_IOMMU
             blocker = self._groups.blocker(fn)
             if blocker:
                 return drivers.UNHEALTHY, blocker

@@ -287,6 +287,42 @@ class TestFPGAManagementAndUserFunctions(RealServerTest):
                           '0000:d8:00.1'], sorted(self.providers()))
 
 
+class TestNoIOMMU(RealServerTest):
+    """A host whose IOMMU is off: the recorded ``gpu-server`` tree with
+    every ``iommu_group`` link removed, which is what Linux shows when no
+    IOMMU is enabled (no ``/sys/kernel/iommu_groups`` entries).  vfio-pci
+    cannot assign such a function: it is unhealthy, held back, and the
+    host's discovery is degraded with the reason."""
+
+    GPU = '0000:17:00.0'
+
+    def setUp(self):
+        super().setUp()
+        for name in os.listdir(self.root):
+            link = os.path.join(self.root, name, 'iommu_group')
+            if os.path.lexists(link):
+                os.unlink(link)
+
+    def test_devices_unhealthy_not_offered_and_host_degraded(self):
+        svc = self.make_service()
+        svc.report_pass()
+        # Reported, fully reserved: the scheduler finds no GPU.
+        self.assertEqual((1, 1), self.reserved(self.GPU))
+        self.assertEqual([], self.candidates('resources=PGPU:1'))
+        dev = self.call(svc, '/v2/devices/%s' % test_lifecycle.device_uuid(
+            self.GPU)).json
+        self.assertEqual('unhealthy', dev['status'])
+        self.assertIn('no IOMMU group', dev['status_reason'])
+        resp = webob.Request.blank(
+            '/healthcheck', headers={'Accept': 'application/json'}
+        ).get_response(svc.app)
+        self.assertEqual(503, resp.status_int)
+        reasons = ' '.join(resp.json['reasons'])
+        self.assertIn('host compute1: discovery degraded: 0000:17:00.0',
+                      reasons)
+        self.assertIn('the IOMMU is off', reasons)
+
+
 class TestNovaConfigFailsClosed(RealServerTest):
     """Nova's ``[pci] device_spec`` on a server: a line that does not
     parse withholds the devices of the ids it names and the health check
