@@ -158,7 +158,8 @@ class Service:
             deps = host_sync.sync(
                 session, self.conf.host, found,
                 max_removal_share=self.conf.discovery.max_removal_share,
-                force=force, health_changes=changes)
+                force=force, health_changes=changes,
+                aer_recovery_passes=self.conf.discovery.aer_recovery_passes)
             reported = [records.ProviderRecord(
                 rp_uuid=d.rp_uuid, address=d.device.address,
                 resource_class=d.resource_class, total=d.num_accelerators,

@@ -145,8 +145,16 @@ DISCOVERY_OPTS = [
                help='fake driver: number of accelerators of the fake '
                     'device.'),
     cfg.BoolOpt('health_check', default=True,
-                help='Mark a device unhealthy when sysfs shows fatal PCIe '
-                     'AER errors (``aer_dev_fatal``).'),
+                help='Mark a device unhealthy when sysfs shows new fatal '
+                     'PCIe AER errors (``aer_dev_fatal`` grew since the '
+                     'last discovery pass).'),
+    cfg.IntOpt('aer_recovery_passes', default=3, min=1,
+               help='Discovery passes in a row without a new fatal PCIe '
+                    'AER error after which a device that had one is '
+                    'offered again (the kernel\'s AER recovery often '
+                    'brings it back; the count itself only grows until '
+                    'the next reboot). With ``report_interval`` seconds '
+                    'between passes.'),
     cfg.StrOpt('pci_slots_path',
                help='Directory of the physical PCI slots (one entry per '
                     'slot with an ``address`` file). Default: ``slots`` '

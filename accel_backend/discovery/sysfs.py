@@ -222,6 +222,41 @@ def fatal_aer_errors(root, address):
     return None
 
 
+def config_space_gone(root, address):
+    """True when the function answers config reads with all ones.
+
+    A function that fell off the bus (a link down, a GPU that hung) still
+    has its sysfs directory and its ``vendor`` file, which the kernel
+    cached at enumeration; a read of its config space (the ``config``
+    file, PCI Local Bus specification: a read no function claims returns
+    all ones) gives ``0xffffffff`` for the vendor and device ids.
+
+    :returns: bool; False when ``config`` cannot be read (recorded trees
+        without it, or no permission: nothing is concluded).
+    """
+    try:
+        with open(os.path.join(root, address, 'config'), 'rb') as f:
+            head = f.read(4)
+    except OSError:
+        return False
+    return head == b'\xff\xff\xff\xff'
+
+
+def link(root, address):
+    """The PCIe link of a function: ``(current, maximum)``, each a
+    ``(speed, width)`` of the sysfs ``current_link_speed`` /
+    ``current_link_width`` and ``max_link_speed`` / ``max_link_width``
+    text (e.g. ``('16.0 GT/s PCIe', '16')``); None when the files are
+    absent (not a PCIe function, or a recorded tree without them)."""
+    base = os.path.join(root, address)
+    values = [_read(os.path.join(base, name)) for name in (
+        'current_link_speed', 'current_link_width', 'max_link_speed',
+        'max_link_width')]
+    if None in values:
+        return None
+    return (values[0], values[1]), (values[2], values[3])
+
+
 def slots(slots_root):
     """Physical slots: ``{"DDDD:BB:SS": slot name}`` from
     ``<slots_root>/<name>/address`` (``/sys/bus/pci/slots``, filled by the

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from accel_backend.db import models
+from accel_backend.discovery import aer
 from accel_backend.discovery import removal
 from accel_backend.objects import attribute as attribute_obj
 from accel_backend.objects import device as device_obj
@@ -29,7 +30,7 @@ def _dep_ids(hostname, address, subname):
 
 
 def sync(session, hostname, discovered, max_removal_share=1.0,
-         force=False, health_changes=None):
+         force=False, health_changes=None, aer_recovery_passes=3):
     """Make the rows of ``hostname`` equal to ``discovered``.
 
     New devices are inserted, changed ones updated, vanished ones deleted
@@ -53,6 +54,8 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
     :param health_changes: a list that gets, for each device whose health
         verdict changed, a dict of the ``DevicePayload`` fields
         (``accel_backend.notifications``), to notify after the commit.
+    :param aer_recovery_passes: passes without a new fatal AER error
+        before a device is healthy again (``discovery.aer``).
     :returns: list of ``models.Deployable`` present on the host.
     :raises MassRemovalRefused: more would be deleted; nothing changed.
     """
@@ -82,17 +85,22 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
             session.add(dev)
         dev.type, dev.vendor, dev.model = (first.device_type,
                                            first.vendor_id, first.model)
-        dev.std_board_info = first.std_board_info
+        board = dict(first.std_board_info or {})
+        aer_reason = aer.verdict(dev.std_board_info, board,
+                                 aer_recovery_passes)
+        dev.std_board_info = board
         if dev.status == device_obj.MISSING:
             dev.status = device_obj.ENABLED
-        unhealthy = [i for i in items if i.health != device_obj.HEALTHY]
-        health = device_obj.UNHEALTHY if unhealthy else device_obj.HEALTHY
+        reasons = [i.health_reason for i in items
+                   if i.health != device_obj.HEALTHY] + [
+                       r for r in (aer_reason,) if r]
+        health = device_obj.UNHEALTHY if reasons else device_obj.HEALTHY
         if health != dev.health and health == device_obj.UNHEALTHY:
             LOG.warning('Device %s on %s is unhealthy: %s', address,
-                        hostname, unhealthy[0].health_reason)
+                        hostname, reasons[0])
         elif health != dev.health and dev.health is not None:
             LOG.info('Device %s on %s is healthy again', address, hostname)
-        reason = unhealthy[0].health_reason if unhealthy else None
+        reason = reasons[0] if reasons else None
         if health_changes is not None and dev.health is not None and (
                 health, reason) != (dev.health, dev.health_reason):
             health_changes.append(dict(

@@ -5,6 +5,7 @@ import os
 from oslo_log import log as logging
 
 from accel_backend.discovery import drivers
+from accel_backend.discovery import aer
 from accel_backend.discovery import iommu
 from accel_backend.discovery import nova_pci
 from accel_backend.discovery import pci_ids
@@ -79,6 +80,7 @@ class PCIDriverBase:
                                             CLEANING_METHODS))
         self.health_check = conf.discovery.health_check
         self._no_reset_warned = set()
+        self._slow_link_warned = set()
         #: Addresses the last pass found without an IOMMU group.
         self.no_iommu = set()
         self._ids = None
@@ -117,8 +119,10 @@ class PCIDriverBase:
         function without an IOMMU group (the host's IOMMU is off: vfio-pci
         cannot assign it, every boot onto it would fail in QEMU; recorded
         in ``no_iommu``), or whose IOMMU group holds an endpoint the host
-        uses (``iommu.Groups.blocker``), cannot be assigned; one with
-        fatal AER errors is broken."""
+        uses (``iommu.Groups.blocker``), or that answers config reads
+        with all ones, cannot be assigned.  Fatal AER errors are judged
+        on the new ones by ``discovery.aer`` (the count goes in
+        ``std_board_info``)."""
         if self.assigns_iommu_group:
             if fn.iommu_group is None:
                 self.no_iommu.add(fn.address)
@@ -126,12 +130,35 @@ class PCIDriverBase:
             blocker = self._groups.blocker(fn)
             if blocker:
                 return drivers.UNHEALTHY, blocker
-        if self.health_check:
-            fatal = sysfs.fatal_aer_errors(self.root, fn.address)
-            if fatal:
-                return drivers.UNHEALTHY, (
-                    '%d fatal PCIe AER errors (aer_dev_fatal)' % fatal)
+        if sysfs.config_space_gone(self.root, fn.address):
+            return drivers.UNHEALTHY, (
+                'the function answers config reads with 0xffffffff: it '
+                'fell off the bus')
         return drivers.HEALTHY, None
+
+    def link(self, fn):
+        """The function's PCIe link as text for ``std_board_info``
+        (``16.0 GT/s PCIe x16``, with ``(max ...)`` when it runs below its
+        maximum), or None when sysfs does not show it.
+
+        A link narrower than its maximum trained badly (a riser, a slot,
+        a bad seat): logged as a warning, once.  A lower speed alone is
+        not: GPUs lower their link speed while idle to save power.
+        """
+        found = sysfs.link(self.root, fn.address)
+        if found is None:
+            return None
+        (speed, width), (max_speed, max_width) = found
+        text = '%s x%s' % (speed, width)
+        if (speed, width) == (max_speed, max_width):
+            return text
+        if width != max_width and fn.address not in self._slow_link_warned:
+            self._slow_link_warned.add(fn.address)
+            LOG.warning('%s: the PCIe link of %s trained narrower than its '
+                        'maximum: x%s, not x%s (a riser, a slot or a bad '
+                        'seat); it is offered, slower', self.name,
+                        fn.address, width, max_width)
+        return '%s (max %s x%s)' % (text, max_speed, max_width)
 
     def cleaning_of(self, fn):
         """The cleaning step of ``fn``: ``[cleaning] methods`` of this
@@ -166,6 +193,13 @@ class PCIDriverBase:
         filled in (keywords override or add)."""
         health, reason = self.health(fn)
         info = board_info(fn)
+        trained = self.link(fn)
+        if trained:
+            info['link'] = trained
+        if self.health_check:
+            fatal = sysfs.fatal_aer_errors(self.root, fn.address)
+            if fatal is not None:
+                info[aer.TOTAL] = fatal
         slot = self.slot(fn)
         if slot is not None:
             info['slot'] = slot

@@ -407,7 +407,7 @@ class TestCleaning(ServiceTestBase):
 class TestHealthAndRemoval(ServiceTestBase):
 
     def test_unhealthy_device_reserved_and_shown(self):
-        svc = self.make_service()
+        svc = self.make_service(self.make_conf(aer_recovery_passes='2'))
         svc.discover_and_report()
         bad = '0000:ca:00.0'
         aer = os.path.join(self.root, bad, 'aer_dev_fatal')
@@ -418,10 +418,16 @@ class TestHealthAndRemoval(ServiceTestBase):
         self.assertEqual((0, 1), self.reserved(GPU))
         view = self.device_view(svc, bad)
         self.assertEqual('unhealthy', view['status'])
-        self.assertIn('fatal PCIe AER', view['status_reason'])
+        self.assertIn('1 new fatal PCIe AER', view['status_reason'])
         self.assertEqual('BindFailed', self.bind(svc, bad)[1])
-        with open(aer, 'w') as f:
-            f.write(sysfs_tree.aer_fatal_text(0))
+        # The count stays (it only grows until a reboot): one quiet pass
+        # is not enough, the second offers the device again.
+        svc.discover_and_report()
+        self.assertEqual((1, 1), self.reserved(bad))
+        self.assertIn('recovering: 1 of 2', self.device_view(
+            svc, bad)['status_reason'])
+        # The counters survive a restart of the service.
+        svc = self.make_service(self.make_conf(aer_recovery_passes='2'))
         svc.discover_and_report()
         self.assertEqual((0, 1), self.reserved(bad))
         self.assertEqual('enabled', self.device_view(svc, bad)['status'])
