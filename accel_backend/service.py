@@ -30,6 +30,7 @@ from accel_backend import audit
 from accel_backend.binding import binder as binder_mod
 from accel_backend.binding import dispatcher as dispatcher_mod
 from accel_backend import cleaning
+from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
 from accel_backend.discovery import drivers as drivers_mod
 from accel_backend import exception
@@ -121,6 +122,9 @@ class Service:
         if role != AGENT:
             self.dispatcher, self.transport = dispatcher_mod.for_service(
                 conf, role, self.binder, transport=transport)
+            # An operator's [healthcheck] backends still wins.
+            conf.set_default('backends', list(conf_mod.HEALTH_BACKENDS[
+                role]), group='healthcheck')
             self.app = wsgi.make_app(conf, self)
         elif self.transport is None:
             self.transport = transports.get_rpc_transport(conf)

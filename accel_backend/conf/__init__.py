@@ -216,6 +216,17 @@ METRICS_OPTS = [
                      'logged at start).'),
 ]
 
+#: ``[healthcheck] backends`` by default, per role
+#: (``accel_backend.service``): an API node behind a load balancer answers
+#: for itself (its database), not for a compute host's discovery or
+#: Placement, which would take every API node out at once; the embedded
+#: service is the whole cloud's accelerator side and checks all of it.
+HEALTH_BACKENDS = {
+    'embedded': ('accel_database', 'accel_placement', 'accel_discovery',
+                 'accel_audit'),
+    'api': ('accel_database',),
+}
+
 AUDIT_GROUP = cfg.OptGroup('audit', title='Periodic reconciliation')
 AUDIT_OPTS = [
     cfg.IntOpt('interval', default=600, min=0,
@@ -310,8 +321,7 @@ def register_opts(conf):
     # oslo.middleware's /healthcheck (accel_backend.api.health): our
     # checks by default; an operator's [healthcheck] backends wins.
     conf.register_opts(healthcheck_opts.HEALTHCHECK_OPTS, group='healthcheck')
-    conf.set_default('backends', ['accel_database', 'accel_placement',
-                                  'accel_discovery', 'accel_audit'],
+    conf.set_default('backends', list(HEALTH_BACKENDS['embedded']),
                      group='healthcheck')
 
 

@@ -20,6 +20,7 @@ from accel_backend import service as service_mod
 from tools.fixtures import databases
 from tests import placement_fixture
 from tests.unit.accel_backend import base
+from tests.unit.accel_backend import test_dispatch
 from tests.unit.accel_backend import test_audit
 
 NOVA_CONF_OK = """[service_user]
@@ -182,6 +183,48 @@ class AuditHealthTest(testtools.TestCase):
         nova.scope_code = 200
         svc.auditor.check_scope()
         self.assertEqual('on', audit_health()['orphan_deletion'])
+
+
+class HealthPerRoleTest(testtools.TestCase):
+    """An API node answers for itself: a compute host whose discovery is
+    refused, or a Placement that is down, does not take every API node
+    out of the load balancer; the embedded service, the whole accelerator
+    side of a one-host cloud, still reports both."""
+
+    def health(self, role):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        db_url = 'sqlite:///%s/a.sqlite' % tmp
+        db = db_api.Database(db_url)
+        db.sync()
+        with db.transaction() as session:
+            host_status.record(session, 'compute7', host_status.REFUSED,
+                               reason='bad sysfs root')
+        db.dispose()
+        kw = {}
+        if role == service_mod.API:
+            kw['transport'] = test_dispatch.fake_transport(self)
+        svc = service_mod.Service(base.make_conf(
+            self, database={'connection': db_url},
+            placement=base.placement_opts('http://placement.invalid'),
+            nova=base.NO_NOVA), role=role, **kw)
+        self.addCleanup(svc.stop)
+        resp = webob.Request.blank(
+            '/healthcheck', headers={'Accept': 'application/json'}
+        ).get_response(svc.app)
+        return resp.status_int, resp.json['reasons']
+
+    def test_api_node_checks_its_database_only(self):
+        self.useFixture(fixtures.FakeLogger())
+        self.assertEqual((200, ['database OK']),
+                         self.health(service_mod.API))
+
+    def test_embedded_service_checks_everything(self):
+        self.useFixture(fixtures.FakeLogger())
+        status, reasons = self.health(service_mod.EMBEDDED)
+        self.assertEqual(503, status)
+        text = ' '.join(reasons)
+        self.assertIn('host compute7: discovery refused', text)
+        self.assertIn('placement unreachable', text)
 
 
 class PlacementHealthTest(testtools.TestCase):
