@@ -416,6 +416,15 @@ class NoIOMMU(AccelBackendError):
                'amd_iommu=on on the kernel command line); not offered')
 
 
+class SchemaOutOfDate(AccelBackendError):
+    """The database schema is not at the revision this code needs; the
+    process refuses to start rather than run on it."""
+    status = 503
+    code = 'accel.database.schema_out_of_date'
+    msg_fmt = ('the database schema is at revision %(current)s, this '
+               'release needs %(head)s: run accel-backend-manage db sync')
+
+
 class DatabaseOptionUnsupported(AccelBackendError):
     """A ``[database]`` option oslo.db offers that accel_backend does not
     honour is set (``accel_backend.db.api``): refused at start rather

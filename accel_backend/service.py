@@ -67,9 +67,12 @@ class Service:
         one built from ``[DEFAULT] transport_url`` (tests share a
         ``fake://`` one between services).
 
-    Only the embedded role creates or upgrades the schema at start; the
-    API and the agents expect ``accel-backend-manage db sync`` to have run
-    (several processes starting at once must not race alembic).
+    Only the embedded role creates or upgrades the schema at start, and
+    only with ``[database] sync_on_startup`` (default true); otherwise,
+    and always for the API and the agents, the schema must be at this
+    code's revision (``accel-backend-manage db sync``; several processes
+    starting at once must not race alembic) or the service refuses to
+    start (``SchemaOutOfDate``).
     """
 
     def __init__(self, conf, placement_auth=None, nova_auth=None,
@@ -79,8 +82,10 @@ class Service:
         self.conf = conf
         self.role = role
         self.db = db_api.Database.from_conf(conf)
-        if role == EMBEDDED:
+        if role == EMBEDDED and conf.database.sync_on_startup:
             self.db.sync()
+        else:
+            self.db.check_schema()
         self.notifications = notifications.Notifications(conf)
         self.notifier = notifier_mod.NovaNotifier(
             notifier_mod.adapter_from_conf(conf, auth=nova_auth),

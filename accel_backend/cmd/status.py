@@ -28,9 +28,6 @@ import configparser
 import datetime
 import sys
 
-import alembic.config
-import alembic.script
-from alembic.runtime import migration
 from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_upgradecheck import common_checks
@@ -68,15 +65,9 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_schema(self):
         db = self._database()
         try:
-            with db.engine.connect() as conn:
-                current = migration.MigrationContext.configure(
-                    conn).get_current_revision()
+            current, head = db.schema_revisions()
         finally:
             db.dispose()
-        cfg_ = alembic.config.Config()
-        cfg_.set_main_option('script_location', db_api.MIGRATIONS_DIR)
-        head = alembic.script.ScriptDirectory.from_config(
-            cfg_).get_current_head()
         if current == head:
             return Result(Code.SUCCESS)
         return Result(Code.FAILURE, 'The database schema is at revision %s, '

@@ -227,6 +227,19 @@ HEALTH_BACKENDS = {
     'api': ('accel_database',),
 }
 
+#: accel_backend's own ``[database]`` options (oslo.db's are there too).
+DATABASE_OPTS = [
+    cfg.BoolOpt('sync_on_startup', default=True,
+                help='``accel-backend`` (embedded, one process): create or '
+                     'upgrade the schema when it starts (as Placement\'s '
+                     'option of that name). When false, and always for '
+                     '``accel-backend-api`` and ``accel-backend-agent``, the '
+                     'schema must already be at the revision of the '
+                     'installed code (``accel-backend-manage db sync``) or '
+                     'the process refuses to start: processes sharing a '
+                     'database never race the migrations.'),
+]
+
 AUDIT_GROUP = cfg.OptGroup('audit', title='Periodic reconciliation')
 AUDIT_OPTS = [
     cfg.IntOpt('interval', default=600, min=0,
@@ -302,6 +315,7 @@ def register_opts(conf):
     conf.register_group(_own(API_GROUP))
     conf.register_opts(API_OPTS, group=API_GROUP.name)
     db_options.set_defaults(conf, connection=DATABASE_DEFAULT)
+    conf.register_opts(DATABASE_OPTS, group='database')
     for group in (PLACEMENT_GROUP, NOVA_GROUP):
         conf.register_group(_own(group))
         ks_loading.register_session_conf_options(conf, group.name)
@@ -357,6 +371,7 @@ def list_opts():
     return [
         ('DEFAULT', DEFAULT_OPTS),
         (API_GROUP, API_OPTS),
+        ('database', DATABASE_OPTS),
         (PLACEMENT_GROUP, _ks_opts('placement')),
         (NOVA_GROUP, NOVA_OPTS + _ks_opts('nova')),
         (DISCOVERY_GROUP, DISCOVERY_OPTS),

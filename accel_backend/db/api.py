@@ -50,6 +50,8 @@ import os
 
 import alembic.command
 import alembic.config
+import alembic.script
+from alembic.runtime import migration
 from oslo_config import cfg
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -135,6 +137,12 @@ def write_lock(session):
 
 def _defaults():
     return {opt.name: opt.default for opt in db_options.database_opts}
+
+
+def _alembic_config():
+    cfg = alembic.config.Config()
+    cfg.set_main_option('script_location', MIGRATIONS_DIR)
+    return cfg
 
 
 class Database:
@@ -311,11 +319,31 @@ class Database:
 
     def sync(self):
         """Create or upgrade the schema to the newest alembic revision."""
-        cfg = alembic.config.Config()
-        cfg.set_main_option('script_location', MIGRATIONS_DIR)
+        cfg = _alembic_config()
         with self.engine.begin() as conn:
             cfg.attributes['connection'] = conn
             alembic.command.upgrade(cfg, 'head')
+
+    def schema_revisions(self):
+        """``(current, head)``: the database's alembic revision (None for
+        an empty database) and the newest one of this code (str)."""
+        with self.engine.connect() as conn:
+            current = migration.MigrationContext.configure(
+                conn).get_current_revision()
+        head = alembic.script.ScriptDirectory.from_config(
+            _alembic_config()).get_current_head()
+        return current, head
+
+    def check_schema(self):
+        """Refuse a database whose schema is not this code's.
+
+        :raises SchemaOutOfDate: not at the head revision (``db sync`` has
+            not run since the upgrade, or never).
+        """
+        current, head = self.schema_revisions()
+        if current != head:
+            raise exception.SchemaOutOfDate(current=current or 'none',
+                                            head=head)
 
     def dispose(self):
         """Close every pooled connection."""

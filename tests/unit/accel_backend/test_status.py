@@ -185,6 +185,47 @@ class AuditHealthTest(testtools.TestCase):
         self.assertEqual('on', audit_health()['orphan_deletion'])
 
 
+class SchemaAtStartTest(testtools.TestCase):
+    """Only the embedded service migrates at start, and only with
+    ``[database] sync_on_startup``; every other start checks the schema
+    and refuses an old one with one line."""
+
+    def build(self, role, db_url, **database):
+        conf = base.make_conf(
+            self, database=dict(connection=db_url, **database),
+            placement=base.placement_opts('http://placement.invalid'),
+            nova=base.NO_NOVA)
+        svc = service_mod.build_or_refuse(conf, role, 'test-%s' % role)
+        if svc is not None:
+            self.addCleanup(svc.stop)
+        return svc
+
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(fixtures.FakeLogger())
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.url = 'sqlite:///%s/a.sqlite' % tmp
+
+    def test_agent_refuses_an_empty_database(self):
+        self.assertIsNone(self.build(service_mod.AGENT, self.url))
+        self.assertIn('test-agent refuses to start: the database schema is '
+                      'at revision none, this release needs ',
+                      self.logger.output)
+        self.assertIn('run accel-backend-manage db sync', self.logger.output)
+        db = db_api.Database(self.url)
+        self.addCleanup(db.dispose)
+        self.assertEqual(None, db.schema_revisions()[0])
+
+    def test_embedded_syncs_unless_told_not_to(self):
+        self.assertIsNone(self.build(service_mod.EMBEDDED, self.url,
+                                     sync_on_startup='false'))
+        self.assertIn('refuses to start: the database schema',
+                      self.logger.output)
+        self.assertIsNotNone(self.build(service_mod.EMBEDDED, self.url))
+        # Now at head: the agent starts.
+        self.assertIsNotNone(self.build(service_mod.AGENT, self.url))
+
+
 class HealthPerRoleTest(testtools.TestCase):
     """An API node answers for itself: a compute host whose discovery is
     refused, or a Placement that is down, does not take every API node
