@@ -15,6 +15,7 @@ import routes as routes_lib
 import webob
 import webob.dec
 from oslo_log import log as logging
+from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id as request_id_mw
 from oslo_middleware import sizelimit
 
@@ -206,6 +207,9 @@ def make_app(conf, service):
     app = _JSONRequestTooLarge(app,
                                conf.oslo_middleware.max_request_body_size)
     app = _HealthcheckPath(health.make_app(conf, service), app)
+    # Behind a TLS-terminating proxy: links say https (X-Forwarded-Proto,
+    # Forwarded) when [oslo_middleware] enable_proxy_headers_parsing.
+    app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
     app = request_id_mw.RequestId(app)
     return _AfterResponse(app)
 
