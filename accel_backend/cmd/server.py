@@ -6,6 +6,7 @@ and reports devices to Placement.  Example::
     accel-backend --config-file /etc/accel-backend/accel-backend.conf
 """
 
+import ipaddress
 import sys
 
 from cheroot import wsgi as cheroot_wsgi
@@ -15,6 +16,17 @@ from accel_backend import cmd
 from accel_backend.cmd import runner
 from accel_backend import conf as conf_mod
 from accel_backend import service as service_mod
+
+LOG = logging.getLogger(__name__)
+
+
+def _local_only(host):
+    """True when ``host`` (``[api] host_ip``: an address or a host name)
+    is a loopback address."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == 'localhost'
 
 
 @cmd.one_line_errors
@@ -26,6 +38,17 @@ def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
     """
     conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
     logging.setup(conf, name)
+    if conf.api.auth_strategy == 'noauth' and \
+            not _local_only(conf.api.host_ip):
+        # noauth takes identity and roles from request headers: anyone who
+        # can reach the port is an administrator.
+        why = ('%s refuses to start: [api] auth_strategy = noauth is for '
+               'local use only, and [api] host_ip = %s serves other hosts; '
+               'set host_ip = 127.0.0.1 or auth_strategy = keystone' %
+               (name, conf.api.host_ip))
+        LOG.error('%s', why)
+        print(why, file=sys.stderr)
+        return 1
     svc = service_mod.build_or_refuse(conf, role, name)
     if svc is None:
         return 1

@@ -87,3 +87,16 @@ class OneLineErrorsTest(testtools.TestCase):
         self.assertTrue(err.startswith(
             'accel-backend-manage: the database does not answer: '), err)
         self.assertNotIn('Traceback', err)
+
+    def test_noauth_refuses_to_serve_other_hosts(self):
+        # noauth takes roles from the request's headers: with the default
+        # [api] host_ip (every address) anyone could be an administrator.
+        path = os.path.join(self.tmp, 'noauth.conf')
+        with open(path, 'w') as f:
+            f.write('[api]\nauth_strategy = noauth\n')
+        code, err = self.run_main('accel-backend', server.main,
+                                  ['--config-file', path])
+        self.assertEqual(1, code)
+        self.assertIn('accel-backend refuses to start: [api] auth_strategy '
+                      '= noauth is for local use only, and [api] host_ip = '
+                      '0.0.0.0 serves other hosts', err)
