@@ -39,6 +39,7 @@ function sudo { "$@"; }
 function echo_summary { _record echo_summary "$@"; }
 function setup_package { _record setup_package "$@"; }
 function create_service_user { _record create_service_user "$@"; }
+function get_or_add_user_project_role { _record get_or_add_user_project_role "$@"; }
 function get_or_create_service { _record get_or_create_service "$@"; }
 function get_or_create_endpoint { _record get_or_create_endpoint "$@"; }
 function recreate_database { _record recreate_database "$@"; }

@@ -175,7 +175,9 @@ class TestDevstackPlugin(unittest.TestCase):
                                                     'auth_type'))
         # The API's nova.conf keeps its compute driver choice to devstack.
         self.assertIsNone(self.value(nova, 'DEFAULT', 'compute_driver'))
-        self.assertIn('create_service_user accelerator service', calls)
+        self.assertIn('create_service_user accelerator admin', calls)
+        self.assertIn('get_or_add_user_project_role service accelerator '
+                      'service', calls)
         self.assertIn('get_or_create_service accelerator accelerator '
                       'Accelerator service (nova-accel)', calls)
         self.assertIn('get_or_create_endpoint accelerator RegionOne '

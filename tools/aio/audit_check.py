@@ -10,24 +10,26 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The audit of deleted instances in the all-in-one cloud, two projects,
-the install guide's roles.
+"""The audit of deleted instances in the all-in-one cloud, two projects.
 
-Real Keystone, Nova 34 and Placement; accel-backend runs with the
-``accelerator`` user's ``service`` role alone (``config.SERVICE_USERS``),
-as the install guide says.  ``accel-backend-manage audit
-deleted-instances --grace-period 0`` runs the audit's step (two passes in
-a row) from accel-backend's own configuration file:
+Real Keystone, Nova 34 and Placement.  accel-backend runs with the
+``accelerator`` user of the install guide ("Roles": ``service``, and
+``admin`` for its ``[nova]`` credentials, which Nova 34's external events
+need).  ``accel-backend-manage audit deleted-instances --grace-period 0``
+runs the audit's step (two passes in a row) from accel-backend's own
+configuration file, and with a second ``--config-file`` whose ``[nova]``
+is a user with the ``service`` role alone (created here), as an operator
+who gave the ``[nova]`` credentials no more than ``service`` would run it:
 
 #. the ``demo`` project (a member) boots a server with an accelerator; the
-   audit with the service role deletes nothing (Nova shows the server to
-   that role as missing, and refuses it every project) and says why;
+   audit keeps its ARQ with either credentials (administrators see the
+   server; the ``service`` role is refused every project, so that audit
+   deletes nothing and says why);
 #. the server is deleted and an ARQ is left ``Bound`` to it (created and
    bound through the API with the ``accelerator`` user's service token,
-   as a lost ``DELETE`` or an older release leaves it): with the service
-   role the audit still deletes nothing; with the administrator's
-   credentials (a second ``--config-file`` with ``[nova]``) it deletes
-   that ARQ.
+   as a lost ``DELETE`` or an older release leaves it): with the
+   ``service`` role the audit still deletes nothing; with the service's
+   own credentials it deletes that ARQ.
 
 ``run`` returns the list of problems (empty: as expected).
 """
@@ -43,6 +45,8 @@ from tools.aio import devices
 from tools.aio import services
 
 NAME = 'aio-audit'
+#: A user with the ``service`` role alone, for the refusal steps.
+SERVICE_ONLY = 'aio-audit-service-only'
 
 
 def _token(cloud, user, project, password):
@@ -95,14 +99,34 @@ class AuditCheck:
         print(out + '\n  [exit status %d]' % proc.returncode, flush=True)
         return proc.returncode, out
 
-    def admin_nova_conf(self):
-        """A configuration file whose ``[nova]`` is the administrator's."""
-        path = self.layout.path('etc', 'accel-backend', 'audit-admin.conf')
+    def service_only_conf(self):
+        """A configuration file whose ``[nova]`` is a user with the
+        ``service`` role alone in the service project (created here)."""
+        api = self.layout.auth_url
+        token = self.cloud.admin_token()
+
+        def one(kind, name):
+            got, _ = self.cloud.http('GET', '%s/%s?name=%s' % (
+                api, kind, name), token=token)
+            return got[kind][0]['id']
+        password = self.layout.passwords['service']
+        found, _ = self.cloud.http('GET', '%s/users?name=%s' % (
+            api, SERVICE_ONLY), token=token)
+        if found['users']:
+            user = found['users'][0]['id']
+        else:
+            body, _ = self.cloud.http('POST', api + '/users', {'user': {
+                'name': SERVICE_ONLY, 'password': password,
+                'domain_id': one('domains', config.DOMAIN)}}, token=token)
+            user = body['user']['id']
+        self.cloud.http('PUT', '%s/projects/%s/users/%s/roles/%s' % (
+            api, one('projects', config.SERVICE_PROJECT), user,
+            one('roles', 'service')), token=token)
+        path = self.layout.path('etc', 'accel-backend', 'audit-service.conf')
         ini = config.Ini()
         ini.update('nova', dict(
             config.service_credentials(self.layout, 'accelerator'),
-            username='admin', project_name='admin',
-            password=self.layout.passwords['admin']))
+            username=SERVICE_ONLY))
         with open(path, 'w') as f:
             f.write(ini.render())
         return path
@@ -158,12 +182,18 @@ class AuditCheck:
         (arq,) = self.arqs(server['id'])
         self.expect(arq['state'] == arq_states.BOUND,
                     'the demo project\'s server has a Bound ARQ')
-        print('\n== the audit with the accelerator user\'s service role',
+        service_only = self.service_only_conf()
+        print('\n== the audit with the service\'s own credentials',
               flush=True)
         code, out = self.audit()
+        self.expect(code == 0 and 'deleted 0 ARQs' in out,
+                    'the live server of another project is seen alive')
+        print('\n== the audit with [nova] credentials of the service role '
+              'alone', flush=True)
+        code, out = self.audit(service_only)
         self.expect(code == 1 and '403' in out,
-                    'with the service role the audit refuses to delete '
-                    '(exit status 1, Nova\'s 403 named)')
+                    'with the service role alone the audit refuses to '
+                    'delete (exit status 1, Nova\'s 403 named)')
         self.expect([a['state'] for a in self.arqs(server['id'])] ==
                     [arq_states.BOUND], 'the live server of another project '
                     'keeps its Bound ARQ')
@@ -175,21 +205,20 @@ class AuditCheck:
         self.expect(not left and not allocations,
                     'Nova deleted the server\'s ARQ and allocations')
         orphan = self.orphan(server['id'], arq['device_rp_uuid'])
-        code, out = self.audit()
+        code, out = self.audit(service_only)
         self.expect(code == 1 and [a['uuid'] for a in self.arqs(
-            server['id'])] == [orphan], 'with the service role even the '
-            'deleted server\'s ARQ is kept')
-        print('\n== the audit with the administrator\'s [nova] credentials',
+            server['id'])] == [orphan], 'with the service role alone even '
+            'the deleted server\'s ARQ is kept')
+        print('\n== the audit with the service\'s own credentials',
               flush=True)
-        code, out = self.audit(self.admin_nova_conf())
+        code, out = self.audit()
         self.expect(code == 0 and 'deleted 1 ARQs of 1 instances' in out
                     and server['id'] in out,
-                    'with an administrator\'s credentials the audit deletes '
-                    'the ARQ of the deleted server')
+                    'with the service\'s credentials the audit deletes the '
+                    'ARQ of the deleted server')
         self.expect(self.arqs(server['id']) == [],
                     'no ARQ is left for the deleted server')
-        os.unlink(self.layout.path('etc', 'accel-backend',
-                                   'audit-admin.conf'))
+        os.unlink(service_only)
 
 
 def run(cloud):

@@ -26,13 +26,17 @@ DOMAIN = 'Default'
 #: makes their tokens service tokens (accel_backend binds ARQs only for a
 #: request whose ``X-Service-Token`` has it; Nova accepts
 #: ``os-server-external-events`` from it); ``admin`` lets them read what
-#: they act on in every project.  ``accelerator`` has exactly the roles
-#: of the install guide ("Roles"): ``service`` alone.
+#: they act on in every project.  ``accelerator`` has the roles of the
+#: install guide ("Roles"): ``service`` validates tokens and reports to
+#: Placement; ``admin`` is for its ``[nova]`` credentials, as Nova 34
+#: finds the instances of ``os-server-external-events`` with the caller's
+#: project unless it is an administrator (with ``service`` alone every
+#: event for another project's server is answered 404 and dropped).
 SERVICE_USERS = {
     'nova': ('admin', 'service'),
     'placement': ('admin', 'service'),
     'glance': ('admin', 'service'),
-    'accelerator': ('service',),
+    'accelerator': ('admin', 'service'),
     'neutron': ('admin', 'service'),
 }
 #: Catalog: ``(service name, service type, path after host:port, port key)``.
