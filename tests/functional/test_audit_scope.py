@@ -19,9 +19,10 @@ harness turns into a request context (``X-Auth-User``,
 ``X-Auth-Project-Id``, ``X-Roles``; ``base._give_requests_a_token``), so a
 credential set is a user, a project and roles:
 
-* the install guide's ``accelerator`` service user: role ``service`` in
-  the ``service`` project;
-* an administrator: the harness's ``admin`` user.
+* ``[nova]`` credentials of the ``service`` role alone (an operator who
+  gave them no more) in the ``service`` project;
+* an administrator's, which the install guide asks for (``admin``: Nova's
+  external events and this audit need it).
 
 A server of project B is booted with a GPU.  With the ``service`` role
 Nova answers 404 for it (it is not the caller's project) and 403 to
