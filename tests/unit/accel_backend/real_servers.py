@@ -177,8 +177,11 @@ def write(name, root):
     TREES[name](root)
     doc = ' '.join(TREES[name].__doc__.split())
     with open(os.path.join(root, 'README.md'), 'w') as f:
-        f.write('Written by `tests/unit/accel_backend/real_servers.py` '
-                '(`%s`) in the kernel\'s format. %s\n' % (
+        f.write('Generated, not recorded from a host: written by '
+                '`tests/unit/accel_backend/real_servers.py` (`%s`) in the '
+                'format of the kernel\'s sysfs ABI (Documentation/ABI/'
+                'testing/sysfs-bus-pci) and, for vGPU types, of NVIDIA\'s '
+                'vGPU user guide. %s\n' % (
                     TREES[name].__name__, doc))
 
 
