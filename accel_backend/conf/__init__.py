@@ -106,8 +106,15 @@ DISCOVERY_OPTS = [
                     '/usr/share/hwdata/pci.ids that exists, else a built-in '
                     'table.'),
     cfg.BoolOpt('nvidia_include_vfs', default=False,
-                help='nvidia_gpu driver: also report SR-IOV virtual '
-                     'functions (each as a PGPU of its own).'),
+                deprecated_for_removal=True,
+                deprecated_reason='An NVIDIA SR-IOV virtual function is '
+                                  'no whole GPU: it is useless to a guest '
+                                  'until a vGPU type is set on it, which '
+                                  'the mdev driver does. The nvidia_gpu '
+                                  'driver never reports VFs; true is '
+                                  'ignored, with a warning.',
+                help='Ignored (nvidia_gpu driver): NVIDIA VFs are offered '
+                     'only as vGPUs, through the mdev driver.'),
     cfg.ListOpt('fpga_ids',
                 default=['10ee:5000', '10ee:5001', '10ee:5004', '10ee:5005',
                          '10ee:500c', '10ee:500d', '10ee:5020', '10ee:5021',

@@ -86,6 +86,7 @@ class PCIDriverBase:
         self._ids = None
         self._slots = None
         self._groups = iommu.Groups([])
+        self._vfs = {}
 
     @property
     def pci_ids(self):
@@ -100,7 +101,21 @@ class PCIDriverBase:
         self.no_iommu = set()
         found = sysfs.scan(self.root)
         self._groups = iommu.Groups(found)
+        self._vfs = {}
+        for fn in found:
+            if fn.physfn:
+                self._vfs.setdefault(fn.physfn, []).append(fn.address)
         return found
+
+    def vfs_of(self, fn):
+        """Addresses of the SR-IOV VFs of ``fn`` that the last pass
+        (``functions()``) saw enabled (list, [] for a VF or a PF without
+        VFs).  A PF whose VFs are enabled is never assigned whole: the
+        guest would own the device its VFs live on, and a function level
+        reset of the PF, which vfio-pci does at open and close, resets
+        its VFs too (PCI-SIG, Single Root I/O Virtualization and Sharing
+        specification)."""
+        return list(self._vfs.get(fn.address, ()))
 
     @property
     def config_problems(self):

@@ -15,7 +15,8 @@ class GenericPCIDriver(base.PCIDriverBase):
     resource class and one attach handle (the function's address).  SR-IOV
     virtual functions are reported only when a spec asks for them
     (``device_spec.DeviceSpec.takes_vf``), with the ``CUSTOM_PCI_VF``
-    trait, and their PF is then withheld.  Functions Nova's PCI
+    trait.  A PF whose VFs are enabled is never reported whole
+    (``PCIDriverBase.vfs_of``), whether its VFs are.  Functions Nova's PCI
     passthrough claims are refused (``PCIDriverBase``).
 
     :param conf: accel_backend ``ConfigOpts``.
@@ -52,12 +53,12 @@ class GenericPCIDriver(base.PCIDriverBase):
         chosen = [(fn, spec) for fn, spec in
                   ((fn, self._spec_for(fn, by_address)) for fn in functions)
                   if spec is not None and not self.refused(fn)]
-        pfs_of_vfs = {fn.physfn for fn, _ in chosen if fn.physfn}
         found = []
         for fn, spec in chosen:
-            if fn.address in pfs_of_vfs:
-                LOG.debug('Skipping %s: its SR-IOV VFs are reported',
-                          fn.address)
+            vfs = self.vfs_of(fn)
+            if vfs:
+                LOG.debug('Skipping %s: its %d SR-IOV VFs are enabled',
+                          fn.address, len(vfs))
                 continue
             found.append(self.deployable(
                 fn, device_type=spec.device_type,

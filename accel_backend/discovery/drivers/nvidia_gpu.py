@@ -4,6 +4,7 @@ from oslo_log import log as logging
 
 from accel_backend.discovery.drivers import base
 from accel_backend.discovery import pci_ids
+from accel_backend.discovery import sysfs
 
 LOG = logging.getLogger(__name__)
 VENDOR = '10de'
@@ -13,15 +14,24 @@ CLASSES = ('0300', '0302')
 
 
 class NvidiaGPUDriver(base.PCIDriverBase):
-    """Every NVIDIA display/3D controller is one PGPU.
+    """Every NVIDIA display/3D controller that is a whole GPU is one PGPU.
 
     Traits: ``CUSTOM_NVIDIA_<PRODUCT>`` from the pci.ids name (``TU104GL
     [Tesla T4]`` -> ``CUSTOM_NVIDIA_T4``; unknown products get
     ``CUSTOM_NVIDIA_<product id>``), vendor/product and NUMA traits. The
-    device record's ``model`` is the human-readable pci.ids name.  SR-IOV
-    virtual functions are skipped unless ``[discovery]
-    nvidia_include_vfs``; a PF whose VFs are enabled is then left out (its
-    VFs are the units).
+    device record's ``model`` is the human-readable pci.ids name.
+
+    Never reported (NVIDIA's vGPU user guide: a GPU
+    runs either passthrough or vGPU):
+
+    * an SR-IOV virtual function: an NVIDIA VF is a vGPU slot, useless to
+      a guest until a vGPU type is set on it (the ``mdev`` driver);
+    * a physical function with VFs enabled (``sriov-manage -e`` leaves
+      the PF on the host's ``nvidia`` driver, serving its VFs);
+    * a physical function with mediated devices on it or on its VFs
+      (``mdev_supported_types/<type>/devices`` not empty): guests use it.
+
+    ``[discovery] nvidia_include_vfs`` is deprecated and ignored.
 
     :param conf: accel_backend ``ConfigOpts``.
     """
@@ -30,7 +40,12 @@ class NvidiaGPUDriver(base.PCIDriverBase):
 
     def __init__(self, conf):
         super().__init__(conf)
-        self.include_vfs = conf.discovery.nvidia_include_vfs
+        if conf.discovery.nvidia_include_vfs:
+            LOG.warning('[discovery] nvidia_include_vfs is deprecated and '
+                        'ignored: the nvidia_gpu driver never reports an '
+                        'SR-IOV VF (a VF is a vGPU slot; enable the mdev '
+                        'driver and its vGPU type to offer VFs)')
+        self._withheld_logged = set()
 
     def product_trait(self, product_id):
         """The ``CUSTOM_NVIDIA_<PRODUCT>`` trait of a GPU (os-traits'
@@ -47,20 +62,37 @@ class NvidiaGPUDriver(base.PCIDriverBase):
         token = pci_ids.product_token(name) if name else None
         return 'CUSTOM_NVIDIA_%s' % (token or product_id.upper())
 
+    def _in_vgpu_use(self, fn, vfs):
+        """Why the PF ``fn`` is not a whole GPU now (str), or None.
+
+        :param vfs: addresses of ``fn``'s VFs present in sysfs (list).
+        """
+        if vfs:
+            return 'its %d SR-IOV VFs are enabled (vGPU mode)' % len(vfs)
+        for address in [fn.address] + vfs:
+            if any(t.created for t in sysfs.mdev_types(self.root, address)):
+                return 'mediated devices (vGPUs) exist on it'
+        return None
+
+    def _withhold(self, fn, reason):
+        log = LOG.debug if fn.address in self._withheld_logged else LOG.info
+        self._withheld_logged.add(fn.address)
+        log('nvidia_gpu: not offering %s as a whole GPU: %s', fn.address,
+            reason)
+
     def discover(self):
         """:returns: list of ``DiscoveredDeployable``, sorted by address."""
         gpus = [fn for fn in self.functions()
                 if fn.vendor_id == VENDOR and fn.class_code[:4] in CLASSES]
-        parents = {fn.physfn for fn in gpus if fn.physfn}
         found = []
         for fn in gpus:
-            if fn.physfn and not self.include_vfs:
+            if fn.physfn:
                 LOG.debug('Skipping %s: SR-IOV VF of %s', fn.address,
                           fn.physfn)
                 continue
-            if self.include_vfs and fn.address in parents:
-                LOG.info('Skipping %s: its SR-IOV VFs are reported',
-                         fn.address)
+            reason = self._in_vgpu_use(fn, self.vfs_of(fn))
+            if reason:
+                self._withhold(fn, reason)
                 continue
             if self.refused(fn):
                 continue

@@ -93,19 +93,31 @@ class TestNvidiaGPU(testtools.TestCase):
                                   for d in found})
 
     def test_no_numa_no_trait(self):
-        (pf,) = load(self, 'nvidia_gpu', base.SRIOV_GPU).discover()
+        # Recorded: the H200 guest shows numa_node -1.
+        (pf,) = load(self, 'nvidia_gpu', base.H200_VM).discover()
         self.assertIsNone(pf.std_board_info['numa_node'])
         self.assertFalse([t for t in pf.traits if 'NUMA' in t])
 
-    def test_vfs_when_configured(self):
-        found = load(self, 'nvidia_gpu', base.GPU_SERVER,
-                     discovery={'nvidia_include_vfs': 'true'}).discover()
-        # The PFs with VFs give way to their VFs; the others stay.
-        self.assertEqual(['0000:17:00.4', '0000:17:00.5', '0000:65:00.4',
-                          '0000:65:00.5', '0000:ca:00.0', '0000:e3:00.0'],
-                         [d.address for d in found])
-        self.assertEqual('0000:17:00.0',
-                         found[0].std_board_info['physfn'])
+    def test_vfs_never_and_pfs_with_vfs_withheld(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        # The PF serves two VFs: neither it nor they are whole GPUs, and
+        # the deprecated flag changes nothing.
+        for flag in ('false', 'true'):
+            self.assertEqual([], load(
+                self, 'nvidia_gpu', base.SRIOV_GPU,
+                discovery={'nvidia_include_vfs': flag}).discover())
+        self.assertIn('nvidia_include_vfs is deprecated and ignored',
+                      logger.output)
+        self.assertIn('not offering 0000:81:00.0 as a whole GPU: its 2 '
+                      'SR-IOV VFs are enabled', logger.output)
+        # A100s in vGPU mode (VFs on, vGPU types on the VFs).
+        self.assertEqual([], load(self, 'nvidia_gpu',
+                                  base.A100_VGPU_VFS).discover())
+
+    def test_pf_with_mdevs_withheld(self):
+        # T4 0000:41:00.0 holds two vGPUs; 0000:c1:00.0 holds none.
+        found = load(self, 'nvidia_gpu', base.T4_MDEV_IN_USE).discover()
+        self.assertEqual(['0000:c1:00.0'], [d.address for d in found])
 
     def test_pci_ids_file_names_the_product(self):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,

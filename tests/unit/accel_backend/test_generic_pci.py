@@ -89,20 +89,26 @@ class TestGenericPCI(testtools.TestCase):
                           'CUSTOM_PCI_PRODUCT_8086_1572',
                           'CUSTOM_NUMA_NODE_0'}, set(nic.traits))
 
-    def test_sriov_vfs_skipped(self):
-        found = self._discover(
+    def test_sriov_vfs_and_their_pf_skipped(self):
+        # The PF serves two VFs: neither is a whole function to assign.
+        self.assertEqual([], self._discover(
             root=base.SRIOV_GPU,
             specs=[{'vendor_id': '10de', 'product_id': '20b5',
-                    'traits': ['CUSTOM_NVIDIA_A100']}])
-        self.assertEqual(['0000:81:00.0'], [d.address for d in found])
-        pf = found[0]
-        self.assertIsNone(pf.numa_node)
-        self.assertEqual({'class': '030200', 'iommu_group': '60',
+                    'traits': ['CUSTOM_NVIDIA_A100']}]))
+
+    def test_recorded_gpu_board_info(self):
+        (gpu,) = self._discover(
+            root=base.H200_VM,
+            specs=[{'vendor_id': '10de', 'product_id': '2335',
+                    'traits': ['CUSTOM_NVIDIA_H200']}])
+        self.assertIsNone(gpu.numa_node)
+        self.assertEqual({'class': '030200', 'iommu_group': None,
                           'numa_node': None, 'driver': 'nvidia',
-                          'reset_method': 'none'},
-                         pf.std_board_info)
-        self.assertFalse([t for t in pf.traits if 'NUMA' in t])
-        self.assertIn('CUSTOM_PCI_PRODUCT_10DE_20B5', pf.traits)
+                          'reset_method': 'flr',
+                          'link': '32.0 GT/s PCIe x16'},
+                         gpu.std_board_info)
+        self.assertFalse([t for t in gpu.traits if 'NUMA' in t])
+        self.assertIn('CUSTOM_PCI_PRODUCT_10DE_2335', gpu.traits)
 
     def test_sriov_vfs_skipped_even_when_spec_names_them(self):
         found = self._discover(
