@@ -46,6 +46,7 @@ import time
 import unittest
 
 import tests  # noqa: F401  (chooses Nova's threading mode first)
+
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.libvirt import base as libvirt_base
 

@@ -170,7 +170,8 @@ def write(results_dir, meta, results, plots=True):
                 for op in ('arq_list_by_instance', 'device_list_by_host',
                            'device_profile_by_name', 'device_profile_by_uuid',
                            'arq_list_all'):
-                    L.append(sections.stats_row('%s ARQs: %s' % (n, op), step[op]))
+                    L.append(sections.stats_row('%s ARQs: %s' % (n, op),
+                                                step[op]))
         ag = s['agent']
         L += ['', '### Agent: report of %s GPUs to Placement'
               % ag.get('devices', 64), '']

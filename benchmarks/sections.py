@@ -59,7 +59,8 @@ def roundtrip_md(rt):
          'recorded sysfs tree of %s GPUs, reporting to a real Placement '
          '(gunicorn, SQLite, noauth2); events go to a Nova stub in a '
          'process of its own (cheroot, keep-alive) that timestamps their '
-         'arrival (CLOCK_MONOTONIC, the clock of the timing client). Trial: POST ARQs for a profile '
+         'arrival (CLOCK_MONOTONIC, the clock of the timing client). '
+         'Trial: POST ARQs for a profile '
          'asking for N GPUs, one PATCH binding all N to distinct devices, '
          'clock stops when the last event arrives; create+bind+event is '
          'timed from the POST, PATCH->event from the PATCH. Floor of each '
@@ -200,7 +201,7 @@ def flow_md(fl):
             stats_row('  of which a_c', c['a_c']),
             stats_row('  of which PUT', c['put']),
             stats_row('accelerator part (total - Placement)',
-                       c['accel_part']), '',
+                      c['accel_part']), '',
             'total / Placement part: %s of p50s; per trial p50 %.2f, p95 '
             '%.2f (n=%d); goal <= %.2f.' % (
                 _x(c['ratio_p50']), r['p50'], r['p95'], r['n'],

@@ -342,8 +342,8 @@ def _compare(args, workdir, log, stack, t0, started):
     log('wrote %s' % args.out)
     ours_5xx = [r for r in results if r[3] == 'OURS-5XX']
     unjustified = [r[0][0] for r in results
-                   if r[3] in ('CYBORG-5XX', 'DIFFERS', 'STATE')
-                   and r[0][0] not in doc.JUSTIFICATIONS]
+                   if r[3] in ('CYBORG-5XX', 'DIFFERS', 'STATE') and
+                   r[0][0] not in doc.JUSTIFICATIONS]
     if unjustified:
         log('differences without a justification: %s' % unjustified)
     return 1 if ours_5xx else 0

@@ -28,6 +28,7 @@ import sys
 import unittest
 
 import tests  # noqa: F401  (chooses Nova's threading mode first)
+
 from lxml import etree
 
 from tests.functional import base

@@ -23,13 +23,13 @@ for bad input; unexpected exceptions are logged and answered 500 with
 code ``accel.internal_error``).
 """
 
-import routes as routes_lib
-import webob
-import webob.dec
 from oslo_log import log as logging
 from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id as request_id_mw
 from oslo_middleware import sizelimit
+import routes as routes_lib
+import webob
+import webob.dec
 
 from accel_backend.api import context as context_mod
 from accel_backend.api import health

@@ -29,9 +29,9 @@ import collections
 import concurrent.futures
 import threading
 
+from oslo_log import log as logging
 import sqlalchemy as sa
 import tenacity
-from oslo_log import log as logging
 
 from accel_backend.binding import claim
 from accel_backend.binding import failure

@@ -196,8 +196,8 @@ def claim(session, wanted):
         # Providers with nothing free left are done; the others had a
         # handle taken under them and try again.
         need = {k: n for k, n in need.items()
-                if n > 0 and len(free.get(k, [])) > len(chosen[k])
-                or n > 0 and set(chosen[k]) - set(claimed)}
+                if n > 0 and len(free.get(k, [])) > len(chosen[k]) or
+                n > 0 and set(chosen[k]) - set(claimed)}
     if not any(got.values()):
         return {}
     unread = [i for v in got.values() for i in v if loaded[i] is None]

@@ -34,8 +34,8 @@ every ``Target``, never through ``set_transport_defaults``, so nothing
 global changes (Nova may run in the same process in tests).
 """
 
-import oslo_messaging as messaging
 from oslo_log import log as logging
+import oslo_messaging as messaging
 
 from accel_common import rpc_server
 

@@ -85,15 +85,15 @@ def _discovery_status(conf):
         db.dispose()
     for r in rows:
         print('%s\t%s\t%s\t%s' % (r['host'], r['state'], r['updated_at'],
-                                   r['reason'] or ''))
+                                  r['reason'] or ''))
     return 0 if all(r['state'] == host_status.OK for r in rows) else 1
 
 
 def _audit_deleted_instances(conf):
     from accel_backend import audit
+    from accel_backend import notifications
     from accel_backend.nova import notifier
     from accel_backend.nova import orphans
-    from accel_backend import notifications
     from accel_backend.placement import client as pclient
     host = conf.host
     grace = conf.category.grace_period

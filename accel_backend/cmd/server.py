@@ -65,11 +65,11 @@ def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
     if svc is None:
         return 1
     server = cheroot_wsgi.Server((conf.api.host_ip, conf.api.port), svc.app,
-                                numthreads=conf.api.workers,
-                                request_queue_size=conf.api.backlog)
+                                 numthreads=conf.api.workers,
+                                 request_queue_size=conf.api.backlog)
     return runner.run(conf, runner.Command(
         svc, '%s listening on %s:%s' % (name, conf.api.host_ip,
-                                         conf.api.port), server=server))
+                                        conf.api.port), server=server))
 
 
 if __name__ == '__main__':

@@ -38,8 +38,11 @@ DEFAULT_OPTS = [
 ]
 
 API_GROUP = cfg.OptGroup('api', title='REST API server')
+# Listening on every address is the intended default of [api] host_ip
+# (see its help).
+_EVERY_ADDRESS = '0.0.0.0'  # nosec B104
 API_OPTS = [
-    cfg.HostAddressOpt('host_ip', default='0.0.0.0',
+    cfg.HostAddressOpt('host_ip', default=_EVERY_ADDRESS,
                        help='Address the API server (``accel-backend``, '
                             '``accel-backend-api``) listens on; the '
                             'default, every IPv4 address, is what the '

@@ -62,8 +62,8 @@ import os
 
 import alembic.command
 import alembic.config
-import alembic.script
 from alembic.runtime import migration
+import alembic.script
 from oslo_config import cfg
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc

@@ -125,10 +125,10 @@ def exclusive(deployables):
             log = LOG.debug if dep.address in _WARNED else LOG.warning
             _WARNED.add(dep.address)
             log('Device %s shares IOMMU group %s with device %s: '
-                        'a group goes to one guest, so only %s is '
-                        'reported (enable ACS or use a slot with its own '
-                        'group to offer both)', dep.address, group,
-                        first[group], first[group])
+                'a group goes to one guest, so only %s is '
+                'reported (enable ACS or use a slot with its own '
+                'group to offer both)', dep.address, group,
+                first[group], first[group])
             continue
         kept.append(dep)
     return kept

@@ -24,10 +24,10 @@ restarted service finds ``BindStarted`` ARQs and ARQs with a
 
 import collections
 
+from oslo_utils import uuidutils
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm as sa_orm
-from oslo_utils import uuidutils
 
 from accel_backend.db import api as db_api
 from accel_backend.db import models

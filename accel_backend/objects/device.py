@@ -29,8 +29,8 @@ import uuid
 import sqlalchemy as sa
 
 from accel_backend.db import models
-from accel_backend import exception
 from accel_backend.discovery import drivers as discovery_drivers
+from accel_backend import exception
 from accel_backend.objects import lookup
 from accel_backend import utils
 

@@ -16,8 +16,8 @@ Wire view (Cyborg v2): ``{"uuid", "name", "description", "groups",
 "created_at", "updated_at", "links"}``.
 """
 
-import sqlalchemy as sa
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from accel_backend.db import models
 from accel_backend import exception

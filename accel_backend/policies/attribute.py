@@ -55,6 +55,7 @@ rules = [
 
 
 def list_rules():
-    """The attribute rules (list of ``oslo_policy.policy.DocumentedRuleDefault``)
-    for ``accel_backend.policies.list_rules``."""
+    """The attribute rules (list of
+    ``oslo_policy.policy.DocumentedRuleDefault``) for
+    ``accel_backend.policies.list_rules``."""
     return rules

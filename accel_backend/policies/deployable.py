@@ -48,6 +48,7 @@ rules = [
 
 
 def list_rules():
-    """The deployable rules (list of ``oslo_policy.policy.DocumentedRuleDefault``)
-    for ``accel_backend.policies.list_rules``."""
+    """The deployable rules (list of
+    ``oslo_policy.policy.DocumentedRuleDefault``) for
+    ``accel_backend.policies.list_rules``."""
     return rules

@@ -35,11 +35,11 @@ Exit status: 0 done (the summary is printed as JSON), 1 refused or failed
 
 import sys
 
+import nova.conf
 from nova import config as nova_config
 from nova import context as nova_context
 from nova import objects
 from nova import rpc as nova_rpc
-import nova.conf
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_serialization import jsonutils

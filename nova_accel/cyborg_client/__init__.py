@@ -32,9 +32,9 @@ from nova_accel.cyborg_client.exception import ARQUnbindFailed
 from nova_accel.cyborg_client.exception import DeviceProfileAmbiguous
 from nova_accel.cyborg_client.exception import DeviceProfileNotFound
 from nova_accel.cyborg_client.exception import InvalidDeviceProfile
-from nova_accel.cyborg_client.request_groups import device_count
 from nova_accel.cyborg_client.request_groups import (
     device_profile_request_groups)
+from nova_accel.cyborg_client.request_groups import device_count
 from nova_accel.cyborg_client.request_groups import match_arqs_to_providers
 from nova_accel.cyborg_client.request_groups import requester_id
 

@@ -47,13 +47,12 @@ imports nothing of :mod:`nova_accel.virt`): ``virtapi``
 ``accel_unplug(instance, arqs)``, each all or nothing.
 """
 
-from nova.compute import task_states
 from nova.compute import vm_states
+import nova.conf
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
 from nova import utils as nova_utils
-import nova.conf
 from oslo_log import log as logging
 from oslo_utils import excutils
 

@@ -25,12 +25,12 @@ Both return a dict (see :class:`nova_accel.hotplug.manager.HotplugManager`)
 and are synchronous: the caller waits up to its timeout.
 """
 
-import oslo_messaging as messaging
+import nova.conf
 from nova import context as nova_context
 from nova import objects
 from nova import rpc as nova_rpc
-import nova.conf
 from oslo_log import log as logging
+import oslo_messaging as messaging
 
 from accel_common import rpc_server
 from nova_accel import conf as accel_conf

@@ -21,7 +21,8 @@ candidates already name the device; every host gets the same weight).
 Enable it in nova.conf of the scheduler::
 
     [filter_scheduler]
-    weight_classes = nova.scheduler.weights.all_weighers,nova_accel.scheduler.weighers.AcceleratorHostReservationWeigher
+    weight_classes = nova.scheduler.weights.all_weighers,
+        nova_accel.scheduler.weighers.AcceleratorHostReservationWeigher
     [nova_accel]
     accelerator_host_reservation_weight_multiplier = 1.0
 

@@ -70,6 +70,7 @@ accel_conf.register_opts(CONF)
 PCI = 'PCI'
 MDEV = 'MDEV'
 
+
 def _compose_pci(arq):
     try:
         address = pci.from_handle_info(arq.get('attach_handle_info'))

@@ -46,8 +46,8 @@ Use them before Nova's driver in the bases:
 import functools
 
 from nova.compute import task_states
-from nova import exception as nova_exception
 from nova.compute import vm_states
+from nova import exception as nova_exception
 from nova.virt.libvirt import config as vconfig
 from oslo_log import log as logging
 from oslo_utils import excutils

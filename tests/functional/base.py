@@ -23,9 +23,9 @@ import os
 import threading
 
 import fixtures
-from lxml import etree
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
+from lxml import etree
 from wsgi_intercept import interceptor
 
 from nova import conf as nova_conf
@@ -51,7 +51,7 @@ def hostdev_addresses(xml):
             './devices/hostdev[@type="pci"]/source/address'):
         out.append('%04x:%02x:%02x.%x' % tuple(
             int(addr.get(k), 16) for k in ('domain', 'bus', 'slot',
-                                            'function')))
+                                           'function')))
     return out
 
 

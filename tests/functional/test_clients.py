@@ -159,8 +159,8 @@ class ClientsTestCase(testtools.TestCase):
         ``cli._Base.__call__``."""
         spare = user_run('accelerator', 'arq', 'create', name)
         user_run('accelerator', 'arq', 'delete', spare['uuid'], fmt=None)
-        self.accel.request('GET', '/v2/accelerator_requests/'
-                           + spare['uuid'], expect=(404,))
+        self.accel.request('GET', '/v2/accelerator_requests/' +
+                           spare['uuid'], expect=(404,))
         admin_run('accelerator', 'device', 'profile', 'delete', name,
                   fmt=None)
         self.accel.request('GET', '/v2/device_profiles/' + dp_uuid,
@@ -291,8 +291,8 @@ class TestOpenStackClientCommands(ClientsTestCase):
 
         # The server is deleted: Nova deletes its ARQs with its service
         # token; the user deletes an ARQ that holds no device.
-        self.accel.request('DELETE', '/v2/accelerator_requests?instance='
-                           + instance, expect=(204,), service_token=True)
+        self.accel.request('DELETE', '/v2/accelerator_requests?instance=' +
+                           instance, expect=(204,), service_token=True)
         self.accel.request('GET', '/v2/accelerator_requests/' + arq['uuid'],
                            expect=(404,))
         self.assert_cli_deletes(self.user_osc, self.osc, name, dp['uuid'])
@@ -353,8 +353,8 @@ class TestCyborgClientCommands(ClientsTestCase):
                             arq['uuid'])
         self.assert_refused(self.cyborg, 'accelerator', 'arq', 'delete',
                             arq['uuid'])
-        self.accel.request('DELETE', '/v2/accelerator_requests?instance='
-                           + instance, expect=(204,), service_token=True)
+        self.accel.request('DELETE', '/v2/accelerator_requests?instance=' +
+                           instance, expect=(204,), service_token=True)
         self.assert_cli_deletes(self.cyborg, self.cyborg, name, dp['uuid'])
 
     def test_devices_and_deployables(self):

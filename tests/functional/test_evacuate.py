@@ -39,8 +39,8 @@ import fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 
 from accel_backend import conf as accel_conf
-from accel_backend import service as accel_service
 from accel_backend.objects import device as device_obj
+from accel_backend import service as accel_service
 from accel_backend import transports
 from wsgi_intercept import interceptor
 

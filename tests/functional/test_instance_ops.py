@@ -291,7 +291,6 @@ class RejectedOpsTest(InstanceOpsTestBase):
         self._assert_rejected({'suspend': {}})
 
 
-
 class UnboundBehindNovasBackTest(InstanceOpsTestBase):
     """The ARQ was unbound in the accelerator service behind Nova's back
     (an operator, a device taken out): starting the guest again must not

@@ -109,6 +109,7 @@ class MultiDeviceTest(base.AccelServersTestBase):
         self.assertEqual([], self.arqs_of(server['id']))
         self.assertEqual({}, self.allocations(server['id']))
         self.assertEqual({a: 0 for a in self.rps}, self.gpu_usages())
+
         # Placement's own answer for the granular group Nova sends (the
         # suffix is the requester id) and for two groups of one.
         def candidates(query):

@@ -64,7 +64,6 @@ class TwoComputesTestBase(base.AccelServersTestBase):
                     self.assertLess(time.monotonic(), deadline)
                     time.sleep(0.02)
 
-
     def start_compute(self, hostname='compute1', host_info=None, **kwargs):
         if host_info is None and 'connection' not in kwargs:
             host_info = fakelibvirt.HostInfo(

@@ -119,8 +119,8 @@ class _Layout(testtools.TestCase):
     @staticmethod
     def pip(venv, *args):
         return _run([os.path.join(venv, 'bin', 'python'), '-m', 'pip',
-                     'install', '--quiet', '--disable-pip-version-check']
-                    + list(args))
+                     'install', '--quiet', '--disable-pip-version-check'] +
+                    list(args))
 
     def install_shim_and_check(self, venv):
         """Run the install step, check it, and load the driver in a fresh
@@ -188,7 +188,6 @@ class EditableLayoutTest(_Layout):
         self.assertEqual(os.path.join(src, 'nova', '__init__.py'),
                          got['nova'])
 
-
     def devstack_install(self, venv):
         """devstack/plugin.sh ``stack install`` with a real
         setup_package (editable install of the bundle) and $PYTHON."""
@@ -216,8 +215,8 @@ class DistPackagesLayoutTest(_Layout):
         # dist-packages).
         dist = os.path.join(self.tmp, 'dist-packages')
         _run([sys.executable, '-m', 'pip', 'install', '--quiet',
-              '--disable-pip-version-check', '--target', dist, NOVA]
-             + PINS)
+              '--disable-pip-version-check', '--target', dist, NOVA] +
+             PINS)
         venv = self.venv('venv')
         site = glob.glob(os.path.join(venv, 'lib', 'python3*',
                                       'site-packages'))[0]

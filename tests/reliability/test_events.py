@@ -25,9 +25,9 @@ import uuid
 from testtools import content
 
 from tests import reliability
-from tests import waiting
 from tests.reliability import fixtures as rel_fixtures
 from tests.reliability import test_crash
+from tests import waiting
 
 GPUS = 8
 

@@ -42,9 +42,9 @@ import testtools
 import webob
 
 import accel_backend
+from accel_backend.api import schemas
 from accel_backend.api.schemas import arq as arq_schema
 from accel_backend.api.schemas import device_profile as dp_schema
-from accel_backend.api import schemas
 from accel_backend import exception
 from tests import reliability
 from tests.reliability import fixtures as rel_fixtures

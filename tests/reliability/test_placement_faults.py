@@ -91,7 +91,7 @@ class TestPlacementFaults(placement_fixture.PlacementTestCase):
             self.runs.append('ok')
             return self.runs
         self.fail('no successful report in %d runs: %s' % (max_runs,
-                                                            self.runs))
+                                                           self.runs))
 
     def assert_reconciled(self):
         # Requests the reporter timed out on may still be running.

@@ -228,7 +228,8 @@ class TestPresentation(testtools.TestCase):
         md = '\n'.join(sections.upstream_md(up))
         self.assertIn('First trial of each block of 10 (the other '
                       "service's block ran just before), patch_to_event "
-                      'p50: accel_backend 4.5 ms, Cyborg 17 61.0 ms (n=30, 30)', md)
+                      'p50: accel_backend 4.5 ms, Cyborg 17 61.0 ms '
+                      '(n=30, 30)', md)
         # Results files of turns by single trials have neither.
         self.assertFalse([r for r in summary.summary_rows(
             {'upstream': _upstream()}) if 'first trial' in r[1]])

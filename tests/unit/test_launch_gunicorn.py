@@ -46,10 +46,11 @@ class _Gunicorn(process.Process):
         with open(os.path.join(self.dir, 'ka_app.py'), 'w') as f:
             f.write(APP)
         self.port = process.free_port()
-        self.start_process('gunicorn', gunicorn.argv(
-            process.venv_program('gunicorn'), 'ka_app:application',
-            self.port, options=['--chdir', self.dir,
-                                '--no-control-socket']),
+        self.start_process(
+            'gunicorn', gunicorn.argv(
+                process.venv_program('gunicorn'), 'ka_app:application',
+                self.port, options=['--chdir', self.dir,
+                                    '--no-control-socket']),
             dict(os.environ), 'http://127.0.0.1:%d/' % self.port, self.dir)
 
 

@@ -212,8 +212,8 @@ class AuditCheck:
         print('\n== the audit with the service\'s own credentials',
               flush=True)
         code, out = self.audit()
-        self.expect(code == 0 and 'deleted 1 ARQs of 1 instances' in out
-                    and server['id'] in out,
+        self.expect(code == 0 and 'deleted 1 ARQs of 1 instances' in out and
+                    server['id'] in out,
                     'with the service\'s credentials the audit deletes the '
                     'ARQ of the deleted server')
         self.expect(self.arqs(server['id']) == [],

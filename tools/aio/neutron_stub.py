@@ -25,9 +25,9 @@ Usage: ``python -m tools.aio.neutron_stub PORT``.
 
 import json
 import re
+import socketserver
 import sys
 from wsgiref import simple_server
-import socketserver
 
 _LIST = re.compile(r'^/v2\.0/([a-z_-]+)(\.json)?$')
 

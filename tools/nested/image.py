@@ -51,7 +51,8 @@ mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot /lower || {
     echo "nested: cannot mount the machine's root over 9p"; poweroff -f; }
 mount -t tmpfs -o size=512m tmpfs /rw
 mkdir -p /rw/upper /rw/work
-mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot
+mount -t overlay overlay \
+    -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot
 echo "nested: stage 1 done, running $stage2"
 exec switch_root /newroot /bin/sh "$stage2"
 '''
@@ -66,7 +67,9 @@ mount -t sysfs sysfs /sys
 echo "guest: boot $(cat /proc/sys/kernel/random/boot_id)"
 list() {
     for d in /sys/bus/pci/devices/*; do
-        echo "guest-pci $(basename $d) $(cat $d/vendor):$(cat $d/device) numa=$(cat $d/numa_node 2>/dev/null)"
+        echo "guest-pci $(basename $d)" \
+            "$(cat $d/vendor):$(cat $d/device)" \
+            "numa=$(cat $d/numa_node 2>/dev/null)"
     done
 }
 echo "guest: PCI functions"

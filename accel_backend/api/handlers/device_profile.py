@@ -14,8 +14,8 @@
 
 from oslo_utils import uuidutils
 
-from accel_backend.api.schemas import device_profile as schema
 from accel_backend.api import schemas
+from accel_backend.api.schemas import device_profile as schema
 from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import device_profile as dp_obj

@@ -37,6 +37,7 @@ _PROFILE = {
 
 CREATE = {'type': 'array', 'minItems': 1, 'maxItems': 1, 'items': _PROFILE}
 
+
 def check_groups(groups):
     """Semantic checks of device profile groups: the rules of
     :mod:`accel_common.device_profile`, shared with nova_accel.

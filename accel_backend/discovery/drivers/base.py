@@ -16,8 +16,8 @@ import os
 
 from oslo_log import log as logging
 
-from accel_backend.discovery import drivers
 from accel_backend.discovery import aer
+from accel_backend.discovery import drivers
 from accel_backend.discovery import iommu
 from accel_backend.discovery import nova_pci
 from accel_backend.discovery import pci_ids

@@ -102,7 +102,7 @@ class TestRelease(fx.BinderTestBase):
         for _ in range(5):
             (arq,) = self.new_arqs()
             instance, _ = self.start(arq, self.af)
-            errors, barrier = [], threading.Barrier(2)
+            barrier = threading.Barrier(2)
 
             def delete():
                 barrier.wait()

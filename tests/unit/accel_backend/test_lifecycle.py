@@ -594,9 +594,9 @@ class TestMdevAndFake(ServiceTestBase):
 class TestMigration(testtools.TestCase):
 
     def test_0003_marks_handles_in_use_bound(self):
+        from accel_backend.db import api as db_api
         import alembic.command
         import alembic.config
-        from accel_backend.db import api as db_api
         tmp = self.useFixture(fixtures.TempDir()).path
         db = db_api.Database('sqlite:///%s/a.sqlite' % tmp)
         self.addCleanup(db.dispose)

@@ -102,6 +102,7 @@ LEGACY_DEFAULTS = {
     'accelerator:attribute:get_one': 'rule:admin_api',
 }
 
+
 def ctx(roles=(), project_id=None, service_roles=(), enforcer=None,
         system_scope=None):
     return context_mod.RequestContext(
@@ -311,7 +312,6 @@ class ContextTest(testtools.TestCase):
                           c.service_roles))
         empty = context_mod.from_environ({'HTTP_X_PROJECT_ID': ''}, False)
         self.assertIsNone(empty.project_id)
-
 
 
 class SampleGeneratorTest(testtools.TestCase):

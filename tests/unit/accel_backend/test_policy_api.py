@@ -25,8 +25,8 @@ from oslo_utils import uuidutils
 
 from accel_backend.api import routes
 from accel_backend.objects import arq as arq_obj
-from accel_backend import policy
 from accel_backend.policies import arq as arq_obj_policy
+from accel_backend import policy
 from tests.unit.accel_backend import policy_fixtures as fx
 
 
@@ -352,7 +352,6 @@ class AllProjectsAskedOnlyForOthersTest(fx.AppTestBase):
         self.assertEqual(2, self.rules.count(arq_obj_policy.ALL_PROJECTS))
         self.call('GET', '/v2/accelerator_requests/%s' % theirs, fx.ADMIN,
                   status=200)
-
 
 
 class OwnProjectCheckedOnceTest(fx.AppTestBase):

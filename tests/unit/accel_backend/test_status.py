@@ -29,11 +29,11 @@ from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import host_status
 from accel_backend import service as service_mod
-from tools.fixtures import databases
 from tests import placement_fixture
 from tests.unit.accel_backend import base
-from tests.unit.accel_backend import test_dispatch
 from tests.unit.accel_backend import test_audit
+from tests.unit.accel_backend import test_dispatch
+from tools.fixtures import databases
 
 NOVA_CONF_OK = """[service_user]
 send_service_user_token = true
@@ -226,7 +226,7 @@ class SchemaAtStartTest(testtools.TestCase):
         self.assertIn('run accel-backend-manage db sync', self.logger.output)
         db = db_api.Database(self.url)
         self.addCleanup(db.dispose)
-        self.assertEqual(None, db.schema_revisions()[0])
+        self.assertIsNone(db.schema_revisions()[0])
 
     def test_embedded_syncs_unless_told_not_to(self):
         self.assertIsNone(self.build(service_mod.EMBEDDED, self.url,

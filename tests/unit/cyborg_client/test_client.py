@@ -31,8 +31,8 @@ import requests
 import testtools
 
 from nova_accel import cyborg_client
-from nova_accel.cyborg_client import transport
 from nova_accel.cyborg_client import exception
+from nova_accel.cyborg_client import transport
 from tests.unit.cyborg_client import fake_accel
 
 objects.register_all()

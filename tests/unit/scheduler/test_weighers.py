@@ -17,8 +17,8 @@ import time
 import types
 from urllib import parse
 
-from keystoneauth1 import exceptions as ks_exc
 import fixtures
+from keystoneauth1 import exceptions as ks_exc
 import nova.conf
 from nova.scheduler import weights as nova_weights
 import testtools

@@ -23,9 +23,9 @@ from nova import exception as nova_exception
 from nova.virt import fake as nova_fake
 import testtools
 
-from nova_accel.virt import hotplug as hotplug_driver
 from nova_accel.hotplug import state
 from nova_accel.virt import fake
+from nova_accel.virt import hotplug as hotplug_driver
 from tests.unit.virt import base
 
 NODE = 'node1'
