@@ -109,6 +109,7 @@ class TestNovaPCICoexistence(testtools.TestCase):
         spec = json.dumps({'address': '0000:81:00.0'})
         self.assertEqual((['0000:81:00.0', '0000:81:00.4', '0000:81:00.5'],
                           []), claimed([spec], base.SRIOV_GPU))
+
     def test_list_value_and_devname_ignored(self):
         # A netdev no host has (Nova resolves devname on the host).
         spec = json.dumps([{'devname': 'nosuchnic9'},
