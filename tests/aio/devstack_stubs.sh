@@ -48,3 +48,25 @@ function stop_process { _record stop_process "$@"; }
 function define_plugin { _record define_plugin "$@"; }
 function plugin_requires { _record plugin_requires "$@"; }
 function enable_service { _record enable_service "$@"; }
+
+# devstack's semantics (functions-common): true when any of the named
+# services is in the comma-separated $ENABLED_SERVICES.
+function is_service_enabled {
+    local service
+    for service in "$@"; do
+        [[ ,${ENABLED_SERVICES}, =~ ,${service}, ]] && return 0
+    done
+    return 1
+}
+
+# devstack's lib/rpc_backend: the transport_url of the cloud's RabbitMQ.
+function iniset_rpc_backend {
+    _record iniset_rpc_backend "$@"
+    iniset "$2" "${3:-DEFAULT}" transport_url "rabbit://stackrabbit:secret@192.0.2.10:5672/"
+}
+
+# What devstack's start_nova_compute (lib/nova) does to nova-cpu.conf
+# after the post-config phase: copy nova.conf over it.
+function devstack_start_nova_compute_conf {
+    cp "$NOVA_CONF" "$NOVA_CPU_CONF"
+}

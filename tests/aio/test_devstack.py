@@ -58,7 +58,8 @@ class TestDevstackPlugin(unittest.TestCase):
         bindir = os.path.join(self.tmp, 'bin')
         os.makedirs(bindir)
         # Programs the plugin runs (not devstack functions).
-        for prog in ('accel-backend', 'accel-backend-manage'):
+        for prog in ('accel-backend', 'accel-backend-agent',
+                     'accel-backend-manage'):
             path = os.path.join(bindir, prog)
             with open(path, 'w') as f:
                 f.write('#!/bin/sh\necho "%s $*" >> %s\n' % (
@@ -90,6 +91,9 @@ class TestDevstackPlugin(unittest.TestCase):
             # devstack's $PYTHON: the Python with Nova and this bundle (the
             # test's own, where tox installed the shim already).
             'PYTHON': sys.executable,
+            # A single-node devstack with nova-accel's API and tempest.
+            'ENABLED_SERVICES': 'key,n-api,n-cpu,n-cond,n-sch,placement-api,'
+                                'rabbit,mysql,tempest,accel-api',
         }
 
     def devstack(self, *phases, **env):
@@ -106,6 +110,14 @@ class TestDevstackPlugin(unittest.TestCase):
                               env=full_env, capture_output=True, text=True)
         self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
         return self.recorded()
+
+    def run_bash(self, *lines, **env):
+        """Run ``lines`` after the stubs, in the test's environment."""
+        script = ['set -eu', 'source "$STUB_DIR/devstack_stubs.sh"']
+        proc = subprocess.run(['bash', '-c', '\n'.join(script + list(lines))],
+                              env=dict(self.env, **env),
+                              capture_output=True, text=True)
+        self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
 
     def recorded(self):
         if not os.path.exists(self.calls):
@@ -125,7 +137,9 @@ class TestDevstackPlugin(unittest.TestCase):
     def test_settings(self):
         calls = self.devstack()
         self.assertIn('define_plugin nova-accel', calls)
-        self.assertIn('plugin_requires nova-accel placement', calls)
+        # Placement is devstack's own service, no plugin to require.
+        self.assertFalse([c for c in calls
+                          if c.startswith('plugin_requires')])
         self.assertIn('enable_service accel-api', calls)
 
     def test_post_config_writes_accel_backend_conf(self):
@@ -159,21 +173,25 @@ class TestDevstackPlugin(unittest.TestCase):
                  if k == 'device_spec']
         self.assertEqual([T4, FPGA], specs)
 
-    def test_no_device_specs_no_discovery_section(self):
+    def test_no_device_specs_no_device_spec_lines(self):
         self.devstack('stack post-config')
         conf = self.ini(os.path.join(self.conf_dir, 'accel-backend.conf'))
-        self.assertNotIn('discovery', conf)
+        self.assertEqual(['enabled_drivers'],
+                         [k for k, _ in conf['discovery']])
 
     def test_post_config_points_nova_at_the_backend(self):
         calls = self.devstack('stack post-config',
+                              'stack extra',
                               NOVA_ACCEL_ARQ_BINDING_TIMEOUT='120')
-        nova = self.ini(self.nova_conf)
+        # devstack's start_nova_compute then copies nova.conf over
+        # nova-cpu.conf: what nova-compute reads must survive it.
+        self.run_bash('devstack_start_nova_compute_conf')
         cpu = self.ini(self.nova_cpu_conf)
         self.assertEqual('accel.LibvirtDriver',
                          self.value(cpu, 'DEFAULT', 'compute_driver'))
         self.assertEqual('120', self.value(cpu, 'DEFAULT',
                                            'arq_binding_timeout'))
-        for conf in (nova, cpu):
+        for conf in (self.ini(self.nova_conf), cpu):
             self.assertEqual('accelerator',
                              self.value(conf, 'cyborg', 'service_type'))
             self.assertEqual('RegionOne',
@@ -185,8 +203,6 @@ class TestDevstackPlugin(unittest.TestCase):
                                                 'username'))
             self.assertEqual('password', self.value(conf, 'service_user',
                                                     'auth_type'))
-        # The API's nova.conf keeps its compute driver choice to devstack.
-        self.assertIsNone(self.value(nova, 'DEFAULT', 'compute_driver'))
         self.assertIn('create_service_user accelerator admin', calls)
         self.assertIn('get_or_add_user_project_role service accelerator '
                       'service', calls)
@@ -194,6 +210,44 @@ class TestDevstackPlugin(unittest.TestCase):
                       'Accelerator service (nova-accel)', calls)
         self.assertIn('get_or_create_endpoint accelerator RegionOne '
                       'http://192.0.2.10:6666/v2', calls)
+
+    def test_default_discovery_offers_the_fake_fpgas(self):
+        # What the tempest scenarios ask for by default (FPGA).
+        self.devstack('stack post-config')
+        conf = self.ini(os.path.join(self.conf_dir, 'accel-backend.conf'))
+        self.assertEqual('generic_pci,fake',
+                         self.value(conf, 'discovery', 'enabled_drivers'))
+        self.assertEqual('local', self.value(conf, 'binding', 'mode'))
+        self.assertIsNone(self.value(conf, 'DEFAULT', 'transport_url'))
+
+    def test_compute_node_runs_the_agent(self):
+        calls = self.devstack(
+            'stack post-config', 'stack extra',
+            ENABLED_SERVICES='n-cpu,placement-client,accel-agent',
+            ACCEL_BACKEND_BINDING_MODE='rpc')
+        conf_path = os.path.join(self.conf_dir, 'accel-backend.conf')
+        conf = self.ini(conf_path)
+        self.assertEqual('rpc', self.value(conf, 'binding', 'mode'))
+        self.assertEqual('rabbit://stackrabbit:secret@192.0.2.10:5672/',
+                         self.value(conf, 'DEFAULT', 'transport_url'))
+        self.assertIn('run_process accel-agent %s --config-file %s' % (
+            os.path.join(self.tmp, 'bin', 'accel-backend-agent'),
+            conf_path), calls)
+        # The API node owns the accounts, the catalog and the schema.
+        self.assertFalse([c for c in calls if c.startswith((
+            'create_service_user', 'get_or_create_endpoint',
+            'recreate_database', 'accel-backend-manage',
+            'run_process accel-api'))])
+        self.run_bash('devstack_start_nova_compute_conf')
+        self.assertEqual('accel.LibvirtDriver', self.value(
+            self.ini(self.nova_cpu_conf), 'DEFAULT', 'compute_driver'))
+
+    def test_nothing_when_no_service_is_enabled(self):
+        calls = self.devstack('stack install', 'stack post-config',
+                              ENABLED_SERVICES='key,n-api')
+        self.assertFalse([c for c in calls if not c.startswith((
+            'define_plugin', 'enable_service'))])
+        self.assertFalse(os.path.exists(self.conf_dir))
 
     def test_test_config_writes_tempest_conf(self):
         group = json.dumps({'resources:PGPU': '1',
