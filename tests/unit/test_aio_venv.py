@@ -37,9 +37,9 @@ class StampTest(testtools.TestCase):
                          venv.bundle_requirements(repo))
         before = venv.stamp(repo)
         self.assertEqual(before, venv.stamp(repo))
-        self.write_setup_cfg(repo, ['cheroot>=10.0', 'fastjsonschema>=2.16',
+        self.write_setup_cfg(repo, ['cheroot>=10.0', 'microversion-parse>=1.0',
                                     'jsonschema>=4.0'])
         self.assertNotEqual(before, venv.stamp(repo))
 
     def test_this_bundle_is_read(self):
-        self.assertIn('fastjsonschema>=2.16', venv.bundle_requirements())
+        self.assertIn('jsonschema>=4.0', venv.bundle_requirements())

@@ -13,20 +13,29 @@
 """JSON schemas of request bodies, with the semantic checks JSON schema
 cannot express; ``validate`` turns failures into 400s.
 
-Two libraries check a body: fastjsonschema's compiled validator decides
-whether it is valid, and only for a body it refuses does jsonschema find
-the error to report (and have the last word).  jsonschema alone walks
-every node through its generic keyword functions: measured on the 2-core
-benchmark machine, thread CPU of one bind PATCH body, 93 us for one ARQ
-and 5.8 ms for 100; fastjsonschema's 4 us and 0.23 ms.
-``tests/unit/accel_backend/test_schemas.py`` checks that the two agree on
-every schema here, over a corpus of valid and broken bodies.
+One validator, jsonschema, with a format checker, as openstack/placement
+does (``placement/schemas/common.py`` and ``placement/util.py``,
+Placement 13): ``"format": "uuid"`` accepts what
+``oslo_utils.uuidutils.is_uuid_like`` accepts (with or without hyphens,
+any case), so a schema that says uuid checks it.
 """
 
-import fastjsonschema
 import jsonschema
+from oslo_utils import uuidutils
 
 from accel_backend import exception
+
+#: Formats ``validate`` checks; any other ``format`` is an annotation.
+FORMAT_CHECKER = jsonschema.FormatChecker(formats=())
+
+
+@FORMAT_CHECKER.checks('uuid')
+def _is_uuid(instance):
+    """True for a UUID string; non-strings are left to ``type``."""
+    if not isinstance(instance, str):
+        return True
+    return uuidutils.is_uuid_like(instance)
+
 
 # {id(schema): (schema, validator)}; the schema is kept so its id is not
 # reused by another object.
@@ -34,16 +43,12 @@ _VALIDATORS = {}
 
 
 def _validator(schema):
-    """A checked, compiled validator for ``schema`` (dict), made once:
-    ``(jsonschema validator, fastjsonschema validate function)``.
+    """A checked validator for ``schema`` (dict), made once.
 
     ``schema`` must be a module-level constant: validators are kept by
-    the schema object's identity for the life of the process.
-
-    ``jsonschema.validate`` checks the schema itself (``check_schema``)
-    and builds a validator on every call: 2 to 2.8 ms of every POST and
-    PATCH, measured on the benchmark machine (issue 15).  The schemas are
-    module constants, so each is checked and compiled once here.
+    the schema object's identity for the life of the process, so each
+    schema is checked (``check_schema``) once, not on every request as
+    ``jsonschema.validate`` does.
 
     :raises jsonschema.SchemaError: the schema itself is invalid.
     """
@@ -52,11 +57,9 @@ def _validator(schema):
         return known[1]
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    # Formats are annotations only, as for jsonschema without a
-    # FormatChecker.
-    pair = (cls(schema), fastjsonschema.compile(schema, use_formats=False))
-    _VALIDATORS[id(schema)] = (schema, pair)
-    return pair
+    validator = cls(schema, format_checker=FORMAT_CHECKER)
+    _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
 
 
 def validate(schema, body):
@@ -67,13 +70,8 @@ def validate(schema, body):
     :param body: the decoded request body.
     :raises SchemaValidationError: with the failing path and reason.
     """
-    validator, fast = _validator(schema)
-    try:
-        fast(body)
-        return
-    except fastjsonschema.JsonSchemaException:
-        pass
-    error = jsonschema.exceptions.best_match(validator.iter_errors(body))
+    error = jsonschema.exceptions.best_match(
+        _validator(schema).iter_errors(body))
     if error is not None:
         where = '/'.join(str(p) for p in error.absolute_path)
         raise exception.SchemaValidationError(
