@@ -81,8 +81,9 @@ class LocalDispatcher:
         rest (``Binder.finish``)."""
         self.binder.finish(outcomes)
 
-    def bind(self, arqs_by_host):
-        """:param arqs_by_host: ``{hostname: [arq_uuid, ...]}``."""
+    def bind(self, arqs_by_host, request_id=None):
+        """:param arqs_by_host: ``{hostname: [arq_uuid, ...]}``;
+        ``request_id`` is for the RPC dispatcher's agents."""
         uuids = [u for host in sorted(arqs_by_host, key=str)
                  for u in arqs_by_host[host]]
         self.binder.submit(uuids)
@@ -113,9 +114,11 @@ class RpcDispatcher:
 
     binds_in_transaction = False
 
-    def bind(self, arqs_by_host):
+    def bind(self, arqs_by_host, request_id=None):
         """Cast per host; raises ``BindDispatchFailed`` for the first host
-        whose cast failed (the other hosts were still cast to)."""
+        whose cast failed (the other hosts were still cast to).
+        ``request_id``: the API request's id, sent to the agents that
+        take it (agent RPC 1.1)."""
         failed = None
         for host in sorted(arqs_by_host, key=str):
             uuids = list(arqs_by_host[host])
@@ -125,7 +128,7 @@ class RpcDispatcher:
                 self.local_binder.submit(uuids)
                 continue
             try:
-                self.agent_api.bind(host, uuids)
+                self.agent_api.bind(host, uuids, request_id=request_id)
             except Exception as e:
                 LOG.error('Cannot cast the binding of ARQs %s to host %s: '
                           '%s', uuids, host, e)
@@ -167,7 +170,8 @@ def for_service(conf, role, binder, transport=None):
     if transport is None:
         transport = transports.get_rpc_transport(conf)
     api = rpc.AgentAPI(transport, conf.binding.agent_topic,
-                       retry=conf.binding.cast_retry)
+                       retry=conf.binding.cast_retry,
+                       version_cap=conf.upgrade_levels.agent)
     if role == 'embedded':
         return RpcDispatcher(api, conf.host, binder), transport
     return RpcDispatcher(api), transport

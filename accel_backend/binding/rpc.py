@@ -17,15 +17,26 @@ Every ``accel-backend-agent`` (and an embedded ``accel-backend`` with
 (default ``accel-agent``) with ``server`` = its ``[DEFAULT] host``, in the
 exchange ``accel_backend``; the API casts to the server named by the ARQ's
 ``hostname``, so a request reaches the agent of the host Nova bound the ARQ
-to.  Methods (namespace ``accel_agent``, version 1.0), all casts:
+to.  Methods (namespace ``accel_agent``), all casts:
 
-* ``bind(ctxt, arq_uuids)``: bind these ``BindStarted`` ARQs (the API has
-  committed ``BindStarted`` before casting; the agent claims the attach
-  handle, commits ``Bound``/``BindFailed`` with a pending event and
-  delivers it to Nova).  Idempotent: an ARQ no longer ``BindStarted``, or
-  of another host, is skipped.
+* ``bind(ctxt, arq_uuids, request_id=None)``: bind these ``BindStarted``
+  ARQs (the API has committed ``BindStarted`` before casting; the agent
+  claims the attach handle, commits ``Bound``/``BindFailed`` with a
+  pending event and delivers it to Nova).  Idempotent: an ARQ no longer
+  ``BindStarted``, or of another host, is skipped.  ``request_id`` (1.1)
+  is the API request's ``req-<uuid>``, which the agent logs so that one
+  bind can be followed from the API's log into the agent's.
 * ``clean(ctxt)``: look for released devices to clean now (instead of at
   the next ``[cleaning] poll_interval``).
+
+Versions: 1.0 ``bind(arq_uuids)``, ``clean()``; 1.1 ``bind`` takes
+``request_id``.  A minor version only adds optional arguments or methods,
+so an agent serves every older 1.x sender.  The sender sends the newest
+version the receivers serve: during a rolling upgrade, cap it with
+``[upgrade_levels] agent`` (``1.0`` while agents of a 1.0 release
+remain); an agent of 1.0 refuses a 1.1 message (oslo.messaging's
+``UnsupportedVersion``, logged by the agent) and the ARQs then wait in
+``BindStarted`` for the audit.
 
 The transport is ``[DEFAULT] transport_url`` (``rabbit://...`` in
 production, ``fake://`` in unit tests), built by
@@ -43,7 +54,8 @@ LOG = logging.getLogger(__name__)
 
 EXCHANGE = 'accel_backend'
 NAMESPACE = 'accel_agent'
-VERSION = '1.0'
+#: The newest version of the agent API; see the module docstring.
+VERSION = '1.1'
 
 
 class AgentEndpoint:
@@ -59,11 +71,12 @@ class AgentEndpoint:
         self.binder = binder
         self.cleaner = cleaner
 
-    def bind(self, ctxt, arq_uuids):
+    def bind(self, ctxt, arq_uuids, request_id=None):
         """RPC cast ``bind``: queue ``arq_uuids`` (list of str) on this
         host's binder; returns at once (the binder commits and tells
-        Nova)."""
-        LOG.info('Bind request for ARQs %s', ', '.join(arq_uuids))
+        Nova).  ``request_id`` (str, 1.1): the API request's id, logged."""
+        LOG.info('Bind request for ARQs %s (API request %s)',
+                 ', '.join(arq_uuids), request_id or 'not sent')
         self.binder.submit(list(arq_uuids))
 
     def clean(self, ctxt):
@@ -90,6 +103,12 @@ def stop_server(server):
     rpc_server.stop(server, 'agent')
 
 
+def _newer(version, than):
+    """True when ``version`` (``'M.N'``) is above ``than``."""
+    return (tuple(int(p) for p in version.split('.')) >
+            tuple(int(p) for p in than.split('.')))
+
+
 class AgentAPI:
     """Client side: the API casts to the agent of a host.
 
@@ -98,23 +117,42 @@ class AgentAPI:
     :param topic: ``[binding] agent_topic``.
     :param retry: reconnection attempts before a cast raises (int; None
         retries forever).
+    :param version_cap: ``[upgrade_levels] agent`` (str ``1.N``) or None
+        for ``VERSION``.
+    :raises ValueError: a cap newer than ``VERSION`` (this release cannot
+        speak it).
     """
 
-    def __init__(self, transport, topic, retry=2):
+    def __init__(self, transport, topic, retry=2, version_cap=None):
+        if version_cap is not None and _newer(version_cap, VERSION):
+            raise ValueError(
+                '[upgrade_levels] agent = %s: this release speaks agent RPC '
+                'up to %s' % (version_cap, VERSION))
         target = messaging.Target(exchange=EXCHANGE, topic=topic,
                                   namespace=NAMESPACE, version=VERSION)
-        self.client = messaging.get_rpc_client(transport, target)
+        self.client = messaging.get_rpc_client(transport, target,
+                                               version_cap=version_cap)
         self.retry = retry
+        if version_cap:
+            LOG.info('Agent RPC capped at version %s ([upgrade_levels] '
+                     'agent)', version_cap)
 
-    def bind(self, host, arq_uuids):
-        """Cast ``bind`` to the agent of ``host``.
+    def bind(self, host, arq_uuids, request_id=None):
+        """Cast ``bind`` to the agent of ``host``: version 1.1 with
+        ``request_id`` where the cap allows, else 1.0 without it.
 
         :raises oslo_messaging.MessagingException: the message could not be
             handed to the broker.
         """
-        self.client.prepare(server=host, retry=self.retry).cast(
-            {}, 'bind', arq_uuids=list(arq_uuids))
+        kwargs = {'arq_uuids': list(arq_uuids)}
+        version = '1.0'
+        if self.client.can_send_version('1.1'):
+            version = '1.1'
+            kwargs['request_id'] = request_id
+        self.client.prepare(server=host, retry=self.retry,
+                            version=version).cast({}, 'bind', **kwargs)
 
     def clean(self, host):
-        """Cast ``clean`` to the agent of ``host``."""
-        self.client.prepare(server=host, retry=self.retry).cast({}, 'clean')
+        """Cast ``clean`` (1.0) to the agent of ``host``."""
+        self.client.prepare(server=host, retry=self.retry,
+                            version='1.0').cast({}, 'clean')

@@ -27,6 +27,8 @@ from oslo_db import options as db_options
 from oslo_log import log as logging
 from oslo_middleware.healthcheck import opts as healthcheck_opts
 
+from accel_backend.conf import upgrade_levels
+
 DEFAULT_OPTS = [
     cfg.StrOpt('host', default=socket.gethostname(),
                sample_default='<hostname>',
@@ -354,6 +356,8 @@ def register_opts(conf):
     conf.register_opts(AUDIT_OPTS, group=AUDIT_GROUP.name)
     conf.register_group(_own(METRICS_GROUP))
     conf.register_opts(METRICS_OPTS, group=METRICS_GROUP.name)
+    conf.register_group(_own(upgrade_levels.GROUP))
+    conf.register_opts(upgrade_levels.OPTS, group=upgrade_levels.GROUP.name)
     # oslo.middleware's /healthcheck (accel_backend.api.health): our
     # checks by default; an operator's [healthcheck] backends wins.
     conf.register_opts(healthcheck_opts.HEALTHCHECK_OPTS, group='healthcheck')
@@ -401,4 +405,5 @@ def list_opts():
         (CLEANING_GROUP, CLEANING_OPTS),
         (AUDIT_GROUP, AUDIT_OPTS),
         (METRICS_GROUP, METRICS_OPTS),
+        (upgrade_levels.GROUP, upgrade_levels.OPTS),
     ]

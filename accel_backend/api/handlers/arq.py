@@ -232,7 +232,7 @@ def update(req, arq_uuid=None):
     if outcomes is not None:
         util.after_response(req, lambda: svc.dispatcher.bound(outcomes))
     else:
-        svc.dispatcher.bind(started)
+        svc.dispatcher.bind(started, request_id=ctx.request_id)
     return util.response(202)
 
 

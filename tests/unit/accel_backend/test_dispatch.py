@@ -120,7 +120,7 @@ class TestRpcDispatcher(testtools.TestCase):
 
     def test_failed_cast_is_a_503_after_casting_the_others(self):
         api = mock.Mock()
-        api.bind.side_effect = lambda host, uuids: (
+        api.bind.side_effect = lambda host, uuids, request_id=None: (
             (_ for _ in ()).throw(messaging.MessageDeliveryFailure('down'))
             if host == 'node1' else None)
         disp = dispatcher_mod.RpcDispatcher(api)
@@ -128,8 +128,9 @@ class TestRpcDispatcher(testtools.TestCase):
                                 {'node1': ['a1'], 'node2': ['b1']})
         self.assertEqual(503, err.status)
         self.assertIn('node1', err.detail)
-        api.bind.assert_has_calls([mock.call('node1', ['a1']),
-                                   mock.call('node2', ['b1'])])
+        api.bind.assert_has_calls([
+            mock.call('node1', ['a1'], request_id=None),
+            mock.call('node2', ['b1'], request_id=None)])
 
 
 class TestLocalDispatcher(testtools.TestCase):

@@ -1,0 +1,118 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS,
+#    WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+#    See the License for the specific language governing permissions and
+#    limitations under the License.
+"""Agent RPC versions during a rolling upgrade, over oslo.messaging's
+``fake://`` transport with real RPC servers and clients: a new API capped
+by ``[upgrade_levels] agent`` reaches an agent of the previous release
+(1.0), an uncapped one does not, and a new agent serves an old API."""
+
+import fixtures
+from oslo_config import cfg
+import oslo_messaging as messaging
+import testtools
+
+from accel_backend.binding import dispatcher as dispatcher_mod
+from accel_backend.binding import rpc
+from tests.unit.accel_backend import base
+from tests.unit.accel_backend import test_dispatch
+
+TOPIC = 'accel-agent'
+
+
+class PreviousReleaseEndpoint:
+    """The agent endpoint of a release that serves 1.0 only, as it was:
+    ``bind(ctxt, arq_uuids)`` and ``clean(ctxt)``."""
+
+    target = messaging.Target(namespace=rpc.NAMESPACE, version='1.0')
+
+    def __init__(self, binder):
+        self.binder = binder
+
+    def bind(self, ctxt, arq_uuids):
+        self.binder.submit(list(arq_uuids))
+
+    def clean(self, ctxt):
+        pass
+
+
+class TestRollingUpgrade(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(fixtures.FakeLogger())
+        self.transport = test_dispatch.fake_transport(self)
+        self.old = test_dispatch.RecordingBinder()
+        server = messaging.get_rpc_server(
+            self.transport, messaging.Target(
+                exchange=rpc.EXCHANGE, topic=TOPIC, server='old-node'),
+            [PreviousReleaseEndpoint(self.old)], executor='threading')
+        server.start()
+        self.addCleanup(rpc.stop_server, server)
+        self.new = test_dispatch.RecordingBinder()
+        self.submitted_with = []
+        real_bind = rpc.AgentEndpoint.bind
+
+        def bind(endpoint, ctxt, arq_uuids, request_id=None):
+            self.submitted_with.append(request_id)
+            return real_bind(endpoint, ctxt, arq_uuids,
+                             request_id=request_id)
+        self.useFixture(fixtures.MockPatchObject(rpc.AgentEndpoint, 'bind',
+                                                 bind))
+        server = rpc.start_server(self.transport, TOPIC, 'new-node',
+                                  self.new)
+        self.addCleanup(rpc.stop_server, server)
+
+    def api(self, cap=None):
+        conf = base.make_conf(self, DEFAULT={'transport_url': 'fake://'},
+                              upgrade_levels={'agent': cap} if cap else {})
+        return rpc.AgentAPI(self.transport, TOPIC,
+                            version_cap=conf.upgrade_levels.agent)
+
+    def test_capped_api_reaches_the_previous_release(self):
+        disp = dispatcher_mod.RpcDispatcher(self.api(cap='1.0'))
+        disp.bind({'old-node': ['a1'], 'new-node': ['b1']},
+                  request_id='req-1')
+        self.assertTrue(test_dispatch.wait_for(lambda: self.old.got()))
+        self.assertEqual(['a1'], self.old.got())
+        # The new agent gets 1.0 too: no request id.
+        self.assertTrue(test_dispatch.wait_for(lambda: self.new.got()))
+        self.assertEqual([None], self.submitted_with)
+
+    def test_uncapped_api_is_refused_by_the_previous_release(self):
+        disp = dispatcher_mod.RpcDispatcher(self.api())
+        disp.bind({'old-node': ['a1'], 'new-node': ['b1']},
+                  request_id='req-2')
+        self.assertTrue(test_dispatch.wait_for(lambda: self.new.got()))
+        self.assertEqual(['req-2'], self.submitted_with)
+        # oslo.messaging's dispatcher refuses the 1.1 message.
+        self.assertTrue(test_dispatch.wait_for(
+            lambda: 'UnsupportedVersion' in self.logger.output))
+        self.assertEqual([], self.old.got())
+
+    def test_new_agent_serves_the_previous_api(self):
+        # What a 1.0 API sends: bind without request_id.
+        client = messaging.get_rpc_client(self.transport, messaging.Target(
+            exchange=rpc.EXCHANGE, topic=TOPIC, namespace=rpc.NAMESPACE,
+            version='1.0'))
+        client.prepare(server='new-node').cast({}, 'bind', arq_uuids=['c1'])
+        self.assertTrue(test_dispatch.wait_for(lambda: self.new.got()))
+        self.assertEqual(['c1'], self.new.got())
+        self.assertIn('(API request not sent)', self.logger.output)
+
+    def test_cap_above_this_release_is_refused(self):
+        self.assertRaisesRegex(ValueError, r'speaks agent RPC up to 1\.1',
+                               self.api, cap='1.7')
+
+    def test_cap_that_is_no_version_is_a_configuration_error(self):
+        conf = base.make_conf(self, DEFAULT={'transport_url': 'fake://'},
+                              upgrade_levels={'agent': 'queens'})
+        self.assertRaises(cfg.ConfigFileValueError,
+                          lambda: conf.upgrade_levels.agent)
