@@ -26,7 +26,7 @@ the function off ``vfio-pci`` and free in Placement.
 It brings up a cloud of its own, so none may be up (``tools.aio`` keeps
 one): ``test_cloud``'s class takes its cloud down before this module
 runs (``stestr --concurrency 1`` runs modules in order).  Measured on 2
-cores: see the README's ``nested`` row.
+cores: see the contributor guide, "The nested compute node".
 """
 
 import json
