@@ -34,7 +34,9 @@ oslo.service 4.8.0 handles them for such a service:
   values; the others keep theirs, with a warning from oslo.config) and
   launches the same, still running, command again, so that oslo.service's
   signal handlers are installed anew.  The process goes on: a logrotate
-  ``kill -HUP`` does not stop it.  Log files need no reopening: oslo.log
+  ``kill -HUP`` does not stop it, nor does a second one during the
+  reload (it is held, and the files are read once more).  Log files need
+  no reopening: oslo.log
   writes them through ``logging.handlers.WatchedFileHandler``, which
   reopens a file that was moved away at its next record.
 
@@ -155,6 +157,14 @@ def run(conf, command):
         mutable options and the command goes on.
     :raises: what ``command.start()`` raises (after stopping what started).
     """
+    pending = []
+
+    def hup_during_reload(signo, frame):
+        # oslo.service put SIGHUP back to its default, which ends the
+        # process, before raising SignalExit: a second logrotate kill -HUP
+        # before the relaunch installs its handlers must not.
+        pending.append(signo)
+
     try:
         while True:
             try:
@@ -164,9 +174,14 @@ def run(conf, command):
                 if e.signo != signal.SIGHUP:
                     LOG.info('Signal %d: stopping', e.signo)
                     break
-            conf.mutate_config_files()
-            LOG.info('SIGHUP: configuration files read again, mutable '
-                     'options updated; going on')
+                signal.signal(signal.SIGHUP, hup_during_reload)
+            while True:
+                del pending[:]
+                conf.mutate_config_files()
+                LOG.info('SIGHUP: configuration files read again, mutable '
+                         'options updated; going on')
+                if not pending:
+                    break
     finally:
         command.stop()
     return 1 if command.failed else 0

@@ -49,6 +49,11 @@ CHILD = textwrap.dedent('''\
     conf(['--config-file', config_file])
     logging.setup(conf, 'child')
     record = open(record_path, 'a', buffering=1)
+    if mode == 'slowreload':
+        def slow(conf, changed):
+            record.write('reloading\\n')
+            time.sleep(1.5)
+        conf.register_mutate_hook(slow)
 
 
     class Svc:
@@ -167,6 +172,23 @@ class RunnerTest(testtools.TestCase):
         # The signal handlers are in place again: SIGTERM is graceful.
         self.assertEqual(0, self.stopped(proc, signal.SIGTERM))
         self.assertEqual('start\nstop\n', self.text(self.record))
+
+    def test_sighup_during_a_reload_is_held_not_fatal(self):
+        # Two logrotate runs close together: the second SIGHUP comes
+        # while the first reload reads the files (a slow mutate hook).
+        port = _free_port()
+        proc = self.spawn(mode='slowreload', port=port)
+        self.wait_for(self.log, 'child started', proc)
+        self.configure(True)
+        proc.send_signal(signal.SIGHUP)
+        self.wait_for(self.record, 'reloading', proc)
+        proc.send_signal(signal.SIGHUP)
+        # Read once more for the held signal, then serving again.
+        self.wait_for(self.log, 'mutable options updated', proc, count=2)
+        self.assertIsNone(proc.poll())
+        self.assertEqual(b'True', requests.get(
+            'http://127.0.0.1:%d/debug' % port, timeout=10).content)
+        self.assertEqual(0, self.stopped(proc, signal.SIGTERM))
 
     def test_sigterm_during_start_exits_without_stopping_service(self):
         proc = self.spawn(mode='block')
