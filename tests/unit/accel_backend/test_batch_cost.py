@@ -94,7 +94,8 @@ class PatchTestBase(lifecycle.ServiceTestBase):
             # As RpcDispatcher: BindStarted committed, the binding held
             # until the PATCH request has been counted.
             self.svc.dispatcher.binds_in_transaction = False
-            self.svc.dispatcher.bind = lambda started: queued.append(started)
+            self.svc.dispatcher.bind = (
+                lambda started, request_id=None: queued.append(started))
         request = self.counted(lambda: self.request(
             'PATCH', '/v2/accelerator_requests', patch, status=202))
         uuids = [u for started in queued for us in started.values()
