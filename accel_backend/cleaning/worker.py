@@ -42,11 +42,13 @@ from oslo_log import log as logging
 from sqlalchemy import event
 from sqlalchemy import orm
 
+from accel_backend.discovery import nvidia_vfio
 from accel_backend.discovery import sysfs
 from accel_backend import metrics
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import device as device_obj
 from accel_backend import utils
+from accel_common import pci
 
 LOG = logging.getLogger(__name__)
 _CLEANERS = {}
@@ -75,13 +77,20 @@ class CleaningError(Exception):
     says why.  The handle is then marked failed, out of service."""
 
 
-def run_method(method, address, sysfs_root, command=None, timeout=300):
+def run_method(method, address, sysfs_root, command=None, timeout=300,
+               handle_info=None):
     """Run one cleaning step on the PCI function ``address``.
 
+    :param handle_info: the attach handle's ``attach_info`` (dict); the
+        ``vgpu`` method cleans the VF it names, with its
+        ``vgpu_profile``.
     :returns: None on success.
     :raises CleaningError: with the reason.
     """
     if method in (None, 'none'):
+        return
+    if method == 'vgpu':
+        _recreate_vgpu(sysfs_root, handle_info)
         return
     if method == 'flr':
         if not sysfs.exists(sysfs_root, address):
@@ -114,6 +123,21 @@ def run_method(method, address, sysfs_root, command=None, timeout=300):
                 args[0], proc.returncode, ': ' + out if out else ''))
         return
     raise CleaningError('unknown cleaning method %r' % method)
+
+
+def _recreate_vgpu(sysfs_root, handle_info):
+    """The ``vgpu`` method: destroy the VF's vGPU and create a fresh one
+    of its profile (``discovery.nvidia_vfio.recreate``)."""
+    try:
+        vf = str(pci.from_handle_info(handle_info))
+        profile = handle_info['vgpu_profile']
+    except (pci.InvalidAddress, KeyError, TypeError) as e:
+        raise CleaningError('the vgpu method needs a PCI attach handle '
+                            'with a vgpu_profile: %s' % e)
+    try:
+        nvidia_vfio.recreate(sysfs_root, vf, profile)
+    except nvidia_vfio.VGPUTypeError as e:
+        raise CleaningError(str(e))
 
 
 class Cleaner:
@@ -255,6 +279,7 @@ class Cleaner:
             dep = handle.deployable
             method = dep.cleaning or 'none'
             address, rp_uuid = dep.device.address, dep.rp_uuid
+            handle_info = dict(handle.attach_info or {})
             dev = dep.device
             about = dict(uuid=dev.uuid, hostname=dev.hostname,
                          address=address, type=dev.type, vendor=dev.vendor,
@@ -268,7 +293,8 @@ class Cleaner:
                            method=method, outcome='ok') as labels:
             try:
                 run_method(method, address, self.sysfs_root,
-                           command=self.command, timeout=self.timeout)
+                           command=self.command, timeout=self.timeout,
+                           handle_info=handle_info)
             except CleaningError as e:
                 error = str(e)
                 labels['outcome'] = 'failed'

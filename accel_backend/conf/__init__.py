@@ -27,6 +27,7 @@ from oslo_db import options as db_options
 from oslo_log import log as logging
 from oslo_middleware.healthcheck import opts as healthcheck_opts
 
+from accel_backend.conf import nvidia_vgpu
 from accel_backend.conf import upgrade_levels
 
 DEFAULT_OPTS = [
@@ -202,12 +203,14 @@ CLEANING_OPTS = [
     cfg.DictOpt('methods',
                 default={'nvidia_gpu': 'flr', 'fpga': 'flr',
                          'generic_pci': 'none', 'mdev': 'none',
-                         'fake': 'none'},
+                         'nvidia_vgpu': 'vgpu', 'fake': 'none'},
                 help='Cleaning step per discovery driver once a device is '
                      'released: ``flr`` (write 1 to the function\'s sysfs '
                      '``reset``; a function the kernel offers no reset for, '
                      'no ``reset_method``, gets ``none`` with a warning), '
-                     '``command`` (run ``[cleaning] command``) or ``none`` '
+                     '``command`` (run ``[cleaning] command``), ``vgpu`` '
+                     '(nvidia_vgpu: destroy the VF\'s vGPU and create a '
+                     'fresh one of its profile) or ``none`` '
                      '(offered again at once). A function reset does not '
                      'clear a GPU\'s memory: scrub it with ``command``.'),
     cfg.StrOpt('command',
@@ -356,6 +359,8 @@ def register_opts(conf):
     conf.register_opts(AUDIT_OPTS, group=AUDIT_GROUP.name)
     conf.register_group(_own(METRICS_GROUP))
     conf.register_opts(METRICS_OPTS, group=METRICS_GROUP.name)
+    conf.register_group(_own(nvidia_vgpu.GROUP))
+    conf.register_opts(nvidia_vgpu.OPTS, group=nvidia_vgpu.GROUP.name)
     conf.register_group(_own(upgrade_levels.GROUP))
     conf.register_opts(upgrade_levels.OPTS, group=upgrade_levels.GROUP.name)
     # oslo.middleware's /healthcheck (accel_backend.api.health): our
@@ -405,5 +410,6 @@ def list_opts():
         (CLEANING_GROUP, CLEANING_OPTS),
         (AUDIT_GROUP, AUDIT_OPTS),
         (METRICS_GROUP, METRICS_OPTS),
+        (nvidia_vgpu.GROUP, nvidia_vgpu.OPTS),
         (upgrade_levels.GROUP, upgrade_levels.OPTS),
     ]

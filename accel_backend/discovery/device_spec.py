@@ -21,14 +21,22 @@ A spec is a JSON object (``[discovery] device_spec``, one per line)::
      "traits": ["CUSTOM_NVIDIA_T4"],                 # optional
      "device_type": "GPU",                           # default GPU
      "attach_handle_type": "PCI",                    # PCI | TEST_PCI
-     "vf": false}                                    # optional, see below
+     "vf": false,                                    # optional, see below
+     "managed": "yes"}                               # yes | no
 
 SR-IOV virtual functions are whole devices only on request: a spec
 matches VFs when it says ``"vf": true`` (then only VFs), or when the
 product id it names is a VF's own id, different from its PF's (QAT C62x
 VFs are ``8086:37c9``, their PF ``8086:37c8``).  ``"vf": false`` never
-matches a VF.  A PF whose VFs are reported is withheld: its VFs are the
-units.
+matches a VF.  A PF whose VFs are enabled is never reported whole
+(``drivers.base.PCIDriverBase.vfs_of``).
+
+``"managed"``, as in Nova's ``[pci] device_spec`` (Nova 34,
+``nova/pci/devspec.py``): ``"no"`` when the host prepares the function
+for VFIO itself (it stays on its driver, or an operator binds it to
+vfio-pci); its attach handles then say ``"managed": "no"`` and the
+``<hostdev>`` is ``managed='no'``, so libvirt does not detach and
+reattach it.  Default ``"yes"``.
 """
 
 import dataclasses
@@ -70,6 +78,15 @@ class DeviceSpec:
     device_type: str = 'GPU'
     attach_handle_type: str = 'PCI'
     vf: bool = None
+    managed: str = 'yes'
+
+    def handle_info(self, fn):
+        """The attach handle info of ``fn`` for this spec: its address
+        parts, with ``managed`` when ``"no"``."""
+        info = dict(fn.address_parts)
+        if self.managed == 'no':
+            info['managed'] = 'no'
+        return info
 
     def matches(self, fn):
         """True when PCI function ``fn`` (``sysfs.PCIFunction``) is ours."""
@@ -107,7 +124,7 @@ def parse(text):
         raise exception.DeviceSpecError(spec=text, reason='not an object')
     known = {'vendor_id', 'product_id', 'address', 'class',
              'resource_class', 'traits', 'device_type', 'attach_handle_type',
-             'vf'}
+             'vf', 'managed'}
     unknown = set(raw) - known
     if unknown:
         raise exception.DeviceSpecError(
@@ -153,13 +170,17 @@ def parse(text):
     if vf is not None and not isinstance(vf, bool):
         raise exception.DeviceSpecError(
             spec=text, reason='vf must be true or false')
+    managed = raw.get('managed', 'yes')
+    if managed not in ('yes', 'no'):
+        raise exception.DeviceSpecError(
+            spec=text, reason='managed must be "yes" or "no"')
     return DeviceSpec(
         vendor_id=ids['vendor_id'], product_id=ids['product_id'],
         address=raw.get('address'),
         class_prefix=(str(raw['class']).lower().replace('0x', '')
                       if raw.get('class') else None),
         resource_class=rc, traits=traits, device_type=dtype,
-        attach_handle_type=ahtype, vf=vf)
+        attach_handle_type=ahtype, vf=vf, managed=managed)
 
 
 def parse_all(texts):

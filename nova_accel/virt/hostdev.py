@@ -28,6 +28,12 @@ turns it into guest configuration.  The handle shapes (openstack-cyborg
       </source>
     </hostdev>
 
+  ``managed='no'`` when the info says ``"managed": "no"``: a function
+  that must stay on its host driver, such as an NVIDIA VF carrying a vGPU
+  of the vendor-specific VFIO framework (accel_backend's ``nvidia_vgpu``
+  driver; NVIDIA vGPU user guide).  Nova's own libvirt driver ignores the
+  key and would detach the VF from ``nvidia``.
+
 * ``MDEV``: ``attach_handle_uuid`` is the mediated device UUID (the parent
   PCI address and ``asked_type`` are in ``attach_handle_info``; creating the
   mdev is the driver's job, not this module's).  Becomes::
@@ -76,9 +82,15 @@ def _compose_pci(arq):
         address = pci.from_handle_info(arq.get('attach_handle_info'))
     except pci.InvalidAddress as e:
         raise exception.InvalidAttachHandle(arq.get('uuid'), str(e))
+    managed = arq['attach_handle_info'].get('managed', 'yes')
+    if managed not in ('yes', 'no'):
+        raise exception.InvalidAttachHandle(
+            arq.get('uuid'), 'PCI attach_handle_info managed must be "yes" '
+            'or "no", got %r' % (managed,))
     dev = vconfig.LibvirtConfigGuestHostdevPCI()
     dev.domain, dev.bus, dev.slot, dev.function = (
         value for _, value in address.libvirt_attrs())
+    dev.managed = managed
     return dev.format_dom()
 
 

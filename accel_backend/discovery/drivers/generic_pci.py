@@ -77,5 +77,5 @@ class GenericPCIDriver(base.PCIDriverBase):
                 resource_class=spec.resource_class,
                 traits=set(spec.traits) | base.pci_traits(fn),
                 attach_handles=[(spec.attach_handle_type,
-                                 fn.address_parts)]))
+                                 spec.handle_info(fn))]))
         return found

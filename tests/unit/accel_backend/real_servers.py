@@ -26,6 +26,7 @@ import os
 import shutil
 import sys
 
+from tests.unit.accel_backend import nvidia_vgpu_card
 from tests.unit.accel_backend import sysfs_tree as st
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -154,6 +155,30 @@ def a100_vgpu_vfs(root):
                                    max_instance=most)
 
 
+def h100_vgpu_vfio(root):
+    """Two H100 PCIe 80GB (10de:2331, subsystem 10de:1626) in vGPU mode
+    under NVIDIA's vendor-specific VFIO framework (vGPU 17+, kernel
+    6.8+): PF and VFs on ``nvidia``, no mdev files, each VF with
+    ``nvidia/creatable_vgpu_types`` and ``nvidia/current_vgpu_type``
+    (``nvidia_vgpu_card``).  0000:41:00.0 is unused: its four VFs list
+    every C-series profile (ids 1051-1054).  On 0000:c1:00.0 VF .4
+    carries an ``NVIDIA H100-40C`` (id 2052, 2 per card), so its free VFs
+    list that profile alone."""
+    _host_bridge(root)
+    cards = nvidia_vgpu_card.h100_cards(root)
+    for card, numa, group in zip(cards, (0, 1), (40, 80)):
+        st.write_function(root, card.pf, '10de', '2331', '030200',
+                          numa=numa, driver='nvidia', iommu_group=group,
+                          virtfns=card.vfs, sriov_totalvfs=32,
+                          subsystem=('10de', '1626'))
+        for i, vf in enumerate(card.vfs):
+            st.write_function(root, vf, '10de', '2331', '030200', numa=numa,
+                              driver='nvidia', iommu_group=group + 1 + i,
+                              physfn=card.pf, subsystem=('10de', '1626'))
+    cards[0].write_vfs()
+    cards[1].write_vfs({'0000:c1:00.4': 2052})
+
+
 def fpga_pairs(root):
     """Alveo U250 (management PF 10ee:5004 on ``xclmgmt``, user PF
     10ee:5005 on vfio-pci) and U280 (500c/500d), and an Intel PAC N3000
@@ -179,7 +204,8 @@ def fpga_pairs(root):
 
 TREES = {'gpu-audio-group': gpu_audio_group, 'switch-group': switch_group,
          'qat-vfs': qat_vfs, 't4-mdev-in-use': t4_mdev_in_use,
-         'a100-vgpu-vfs': a100_vgpu_vfs, 'fpga-pairs': fpga_pairs}
+         'a100-vgpu-vfs': a100_vgpu_vfs, 'fpga-pairs': fpga_pairs,
+         'h100-vgpu-vfio': h100_vgpu_vfio}
 
 
 def write(name, root):

@@ -56,6 +56,16 @@ class TestGenericPCI(testtools.TestCase):
                               'CUSTOM_NUMA_NODE_1'},
                              set(dep.traits))
 
+    def test_unmanaged_spec_says_so_in_its_handles(self):
+        spec = dict(base.T4_SPEC, managed='no')
+        found = self._discover(specs=(spec,))
+        self.assertEqual([('PCI', {'domain': '0000', 'bus': 'af',
+                                   'device': '00', 'function': '0',
+                                   'managed': 'no'})],
+                         found[0].attach_handles)
+        self.assertRaises(exception.DeviceSpecError, self._discover,
+                          specs=(dict(base.T4_SPEC, managed=False),))
+
     def test_no_spec_no_device(self):
         self.assertEqual([], self._discover(specs=()))
 

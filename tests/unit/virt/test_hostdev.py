@@ -50,6 +50,19 @@ class ComposePCITest(base.TestCase, base.LibvirtSchemaMixin):
                          dict(elem.find('./source/address').attrib))
         self.assertLibvirtAccepts([hostdev.to_string(elem)])
 
+    def test_pci_unmanaged(self):
+        # A function the host keeps on its own driver (an NVIDIA VF with
+        # a vGPU of the vendor-specific VFIO framework).
+        elem = hostdev.compose_hostdev(_pci(managed='no'))
+        self.assertEqual('no', elem.get('managed'))
+        self.assertLibvirtAccepts([hostdev.to_string(elem)])
+        self.assertEqual('yes', hostdev.compose_hostdev(
+            _pci(managed='yes')).get('managed'))
+
+    def test_pci_managed_must_be_yes_or_no(self):
+        self.assertRaises(exception.InvalidAttachHandle,
+                          hostdev.compose_hostdev, _pci(managed='false'))
+
     def test_pci_short_fields_are_zero_padded(self):
         elem = hostdev.compose_hostdev(_pci(domain='0', bus='3', device='2'))
         self.assertEqual({'domain': '0x0000', 'bus': '0x03', 'slot': '0x02',
