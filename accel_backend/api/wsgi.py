@@ -24,6 +24,7 @@ code ``accel.internal_error``).
 """
 
 from oslo_log import log as logging
+from oslo_middleware import cors
 from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id as request_id_mw
 from oslo_middleware import sizelimit
@@ -223,6 +224,16 @@ def make_app(conf, service):
     # Forwarded) when [oslo_middleware] enable_proxy_headers_parsing.
     app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
     app = request_id_mw.RequestId(app)
+    # Browsers (a dashboard on another origin): [cors] allowed_origin,
+    # none by default; the headers the API reads and sends, as Placement
+    # sets them (placement/deploy.py).
+    cors.set_defaults(
+        allow_headers=['X-Auth-Token', 'X-Service-Token',
+                       'X-OpenStack-Request-ID', 'OpenStack-API-Version',
+                       'Content-Type'],
+        expose_headers=['X-OpenStack-Request-ID', 'OpenStack-API-Version'],
+        allow_methods=['GET', 'POST', 'PATCH', 'PUT', 'DELETE'])
+    app = cors.CORS(app, conf)
     return _AfterResponse(app)
 
 

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""End to end: boot a server with an accelerator, delete it (issue 2)."""
+"""End to end: boot a server with an accelerator, delete it."""
 
 
 from tests.functional import base

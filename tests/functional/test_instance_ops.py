@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Every instance operation on a server with an accelerator (issue 3).
+"""Every instance operation on a server with an accelerator.
 
 For a server booted with the GPU profile each test records, before and
 after the operation:

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Accelerator-aware scheduling with two computes (issue 3).
+"""Accelerator-aware scheduling with two computes.
 
 ``compute1`` has the two GPUs accel_backend reports (its ``[DEFAULT]
 host``); ``compute2`` has none.  compute1 also has twice the RAM, so

@@ -14,7 +14,8 @@
 install guide tells operators to run it: the configuration from
 ``OS_ACCEL_BACKEND_CONFIG_DIR``, two worker processes, and behind a
 TLS-terminating proxy (``X-Forwarded-Proto``, ``[oslo_middleware]
-enable_proxy_headers_parsing``) links that say ``https://``."""
+enable_proxy_headers_parsing``) links that say ``https://``; a browser
+on the ``[cors] allowed_origin`` is let in, another is not."""
 
 import os
 import shutil
@@ -40,6 +41,8 @@ auth_strategy = noauth
 connection = sqlite:///%(tmp)s/accel.sqlite
 [oslo_middleware]
 enable_proxy_headers_parsing = true
+[cors]
+allowed_origin = https://dashboard.example.org
 [placement]
 auth_type = admin_token
 token = admin
@@ -104,6 +107,18 @@ class WSGIApplicationTest(testtools.TestCase):
         self.assertEqual(200, requests.get(
             url + '/v2/device_profiles', timeout=10,
             headers={'X-Auth-Token': 'admin'}).status_code)
+        # A browser on the configured origin, and on another one.
+        preflight = requests.options(url + '/v2/device_profiles', headers={
+            'Origin': 'https://dashboard.example.org',
+            'Access-Control-Request-Method': 'POST',
+            'Access-Control-Request-Headers': 'X-Auth-Token'}, timeout=10)
+        self.assertEqual('https://dashboard.example.org',
+                         preflight.headers['Access-Control-Allow-Origin'])
+        self.assertIn('POST', preflight.headers[
+            'Access-Control-Allow-Methods'])
+        other = requests.get(url + '/v2', timeout=10, headers={
+            'Origin': 'https://elsewhere.example.org'})
+        self.assertNotIn('Access-Control-Allow-Origin', other.headers)
         health = requests.get(url + '/healthcheck', timeout=10)
         self.assertEqual((200, 'database OK'),
                          (health.status_code, health.text.strip()))

@@ -11,7 +11,7 @@
 # under the License.
 
 """The import graph of nova_accel, accel_backend and accel_common: no two
-packages import each other (issue 17), no module and a package outside it
+packages import each other, no module and a package outside it
 import each other, and each half stays out of the other and of
 accel_common's way.
 

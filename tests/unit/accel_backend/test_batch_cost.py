@@ -11,7 +11,7 @@
 # under the License.
 
 """What a PATCH and a DELETE of many ARQs cost in SQL statements: the
-number of round trips, not the number of ARQs (issue 15); and the PATCH
+number of round trips, not the number of ARQs; and the PATCH
 that binds in its own transaction (embedded, ``[binding] mode = local``).
 
 A ``Service`` over the recorded four-GPU server, its real WSGI app and

@@ -167,7 +167,7 @@ class TestBindOne(fx.BinderTestBase):
 
     def test_batch_costs_a_fixed_number_of_statements(self):
         # The cost of binding the ARQs of a PATCH is set by round trips,
-        # not by the number of ARQs (issue 15).
+        # not by the number of ARQs.
         (one,) = self.new_arqs()
         self.start(one, self.af)
         single = self._statements(lambda: self.binder.bind_many([one]))
