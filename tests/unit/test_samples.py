@@ -15,9 +15,11 @@ configuration and policy files are what the generators write from the
 registered options and rules today (``tox -e genconfig`` regenerates
 them), the systemd units start console scripts that exist and reload with
 SIGHUP (which ``accel_backend.cmd.runner`` handles), and the Prometheus
-alerting rules name only metrics that exist."""
+alerting rules and the Grafana dashboard name only metrics that
+exist."""
 
 import configparser
+import json
 import os
 import re
 
@@ -88,7 +90,7 @@ class UnitsAndRulesTest(testtools.TestCase):
             self.assertIn('--config-file /etc/accel-backend/'
                           'accel-backend.conf', service['ExecStart'])
 
-    def test_alert_rules_name_existing_metrics(self):
+    def test_alert_rules_and_dashboard_name_existing_metrics(self):
         tmp = self.useFixture(fixtures.TempDir()).path
         db = db_api.Database('sqlite:///%s/a.sqlite' % tmp)
         self.addCleanup(db.dispose)
@@ -109,8 +111,15 @@ class UnitsAndRulesTest(testtools.TestCase):
         with open(os.path.join(ETC, 'prometheus',
                                'accel-backend-alerts.yaml')) as f:
             rules = yaml.safe_load(f)['groups'][0]['rules']
-        used = set()
-        for rule in rules:
-            used.update(re.findall(r'\b(accel_[a-z_]+)', rule['expr']))
-        self.assertGreater(len(used), 5)
-        self.assertEqual(set(), used - names)
+        with open(os.path.join(ETC, 'grafana',
+                               'accel-backend-dashboard.json')) as f:
+            panels = json.load(f)['panels']
+        for name, exprs in (
+                ('alerts', [r['expr'] for r in rules]),
+                ('dashboard', [t['expr'] for p in panels
+                               for t in p['targets']])):
+            used = set()
+            for expr in exprs:
+                used.update(re.findall(r'\b(accel_[a-z_]+)', expr))
+            self.assertGreater(len(used), 5, name)
+            self.assertEqual(set(), used - names, name)
