@@ -1,0 +1,130 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``[discovery]``: which devices the discovery drivers report, and how
+(``accel_backend.discovery``)."""
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('discovery', title='Device discovery')
+OPTS = [
+    cfg.StrOpt('sysfs_root', default='/sys/bus/pci/devices',
+               help='Directory holding one entry per PCI function, as '
+                    '/sys/bus/pci/devices does. Tests point it at a '
+                    'recorded tree.'),
+    cfg.MultiStrOpt(
+        'device_spec', default=[],
+        help='JSON object selecting PCI devices to manage, one per '
+             'option line: ``{"vendor_id": "10de", "product_id": "1eb8", '
+             '"address": "0000:af:*", "class": "0302", '
+             '"resource_class": "PGPU", "traits": ["CUSTOM_NVIDIA_T4"], '
+             '"device_type": "GPU", "attach_handle_type": "PCI"}`` '
+             '(``address`` is an optional glob, ``class`` an optional '
+             'prefix).'),
+    cfg.ListOpt('enabled_drivers', default=['generic_pci'],
+                help='Discovery drivers (entry point group '
+                     '``accel_backend.discovery.drivers``).'),
+    cfg.StrOpt('resource_provider_name',
+               help='Name of the compute node resource provider in '
+                    'Placement. Default: try [DEFAULT] host, then its '
+                    'short and fully qualified forms.'),
+    cfg.IntOpt('report_interval', default=60, min=0,
+               help='Seconds between discovery and Placement report '
+                    'runs; 0 runs it only at start.'),
+    cfg.MultiStrOpt(
+        'nova_pci_device_spec', default=[],
+        help='Nova\'s ``[pci] device_spec`` entries (same JSON syntax, one '
+             'per line): every PCI device they select belongs to Nova\'s '
+             'PCI passthrough and is refused by accel_backend\'s drivers, '
+             'with a warning. ``devname`` entries are ignored.'),
+    cfg.StrOpt('nova_config_file',
+               help='Path of a nova.conf whose ``[pci] device_spec`` (and '
+                    'older ``passthrough_whitelist``) is read as '
+                    '``nova_pci_device_spec``.'),
+    cfg.StrOpt('pci_ids_path',
+               help='pci.ids database used to name devices. Default: the '
+                    'first of /usr/share/misc/pci.ids, '
+                    '/usr/share/hwdata/pci.ids that exists, else a built-in '
+                    'table.'),
+    cfg.BoolOpt('nvidia_include_vfs', default=False,
+                deprecated_for_removal=True,
+                deprecated_reason='An NVIDIA SR-IOV virtual function is '
+                                  'no whole GPU: it is useless to a guest '
+                                  'until a vGPU type is set on it, which '
+                                  'the mdev driver does. The nvidia_gpu '
+                                  'driver never reports VFs; true is '
+                                  'ignored, with a warning.',
+                help='Ignored (nvidia_gpu driver): NVIDIA VFs are offered '
+                     'only as vGPUs, through the mdev driver.'),
+    cfg.ListOpt('fpga_ids',
+                default=['10ee:5000', '10ee:5001', '10ee:5004', '10ee:5005',
+                         '10ee:500c', '10ee:500d', '10ee:5020', '10ee:5021',
+                         '8086:09c4', '8086:09c5', '8086:0b2b', '8086:0b2c',
+                         '8086:0b30', '8086:0b31'],
+                help='fpga driver: ``vendor:product`` ids (product may be '
+                     'a glob such as ``*``) of FPGA functions; by default '
+                     'the known cards (Alveo U200/U250/U280/U50, Intel PAC '
+                     'Arria 10 / D5005 / N3000), whose management '
+                     'functions are left out unless '
+                     '``fpga_management_functions``. Function 0 of any '
+                     'other Xilinx card is its management function (XRT) '
+                     'and is offered only when an entry names its id '
+                     'exactly, with a warning: a guest holding it can '
+                     'reflash the card.'),
+    cfg.BoolOpt('fpga_management_functions', default=False,
+                help='fpga driver: also report the management functions '
+                     'of the known cards (Alveo U200/U250/U280/U50 '
+                     'management PFs 10ee:5000/5004/500c/5020, Intel PAC '
+                     'PFs 8086:09c4/0b2b/0b30). A guest given one could '
+                     'reflash the card\'s shell; by default only the user '
+                     'functions (Alveo user PFs, Intel PAC VFs) are '
+                     'accelerators.'),
+    cfg.StrOpt('mdev_resource_class', default='VGPU',
+               help='mdev driver: resource class of mediated device '
+                    'inventories (``VGPU`` or a ``CUSTOM_`` class).'),
+    cfg.ListOpt('mdev_types', default=[],
+                help='mdev driver: the enabled mdev types (e.g. '
+                     'nvidia-222), as Nova\'s ``[devices] '
+                     'enabled_mdev_types``; each physical GPU offers one '
+                     'of them (``[mdev_<type>] device_addresses``). Empty: '
+                     'no mediated device is reported, with a warning '
+                     'that names the GPUs offering types.'),
+    cfg.IntOpt('fake_total', default=16, min=1,
+               help='fake driver: number of accelerators of the fake '
+                    'device.'),
+    cfg.BoolOpt('health_check', default=True,
+                help='Mark a device unhealthy when sysfs shows new fatal '
+                     'PCIe AER errors (``aer_dev_fatal`` grew since the '
+                     'last discovery pass).'),
+    cfg.IntOpt('aer_recovery_passes', default=3, min=1,
+               help='Discovery passes in a row without a new fatal PCIe '
+                    'AER error after which a device that had one is '
+                    'offered again (the kernel\'s AER recovery often '
+                    'brings it back; the count itself only grows until '
+                    'the next reboot). With ``report_interval`` seconds '
+                    'between passes.'),
+    cfg.StrOpt('pci_slots_path',
+               help='Directory of the physical PCI slots (one entry per '
+                    'slot with an ``address`` file). Default: ``slots`` '
+                    'beside ``sysfs_root`` (``/sys/bus/pci/slots``). A '
+                    'device in a slot shows the slot\'s name (e.g. ``CPU2 '
+                    'SLOT2``) as ``slot`` in its ``std_board_info`` and '
+                    'as the deployable attribute ``slot``.'),
+    cfg.FloatOpt('max_removal_share', default=0.5, min=0.0, max=1.0,
+                 help='Largest share of a host\'s devices (and of its '
+                      'resource providers in Placement) that one discovery '
+                      'pass may remove. A pass that would remove more (a '
+                      'typo in ``sysfs_root`` or a device spec, a PCI bus '
+                      'that did not come up) removes nothing and logs '
+                      'what it kept; ``accel-backend-manage discovery sync '
+                      '--force`` removes them once. 1.0 never refuses.'),
+]
