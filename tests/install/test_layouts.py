@@ -196,6 +196,12 @@ class EditableLayoutTest(_Layout):
         script = '\n'.join([
             'set -eu',
             'function echo_summary { :; }',
+            # devstack's (functions-common): any of the named services in
+            # $ENABLED_SERVICES.
+            'ENABLED_SERVICES=key,n-cpu,accel-api',
+            'function is_service_enabled { local s; for s in "$@"; do '
+            '[[ ,$ENABLED_SERVICES, =~ ,$s, ]] && return 0; done; '
+            'return 1; }',
             # devstack's setup_package -> pip_install -e <dir>.
             'function setup_package { "$PYTHON" -m pip install --quiet '
             '--disable-pip-version-check -e "$1"; }',
