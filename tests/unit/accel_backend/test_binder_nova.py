@@ -18,7 +18,6 @@ and the binder's retries and give-ups, over the shared binder fixtures
 
 import socket
 import threading
-import time
 
 import fixtures
 from oslo_utils import uuidutils
@@ -28,6 +27,7 @@ from accel_backend.binding import binder as binder_mod
 from accel_backend.db import models
 from accel_backend.nova import notifier as notifier_mod
 from tests.unit.accel_backend import binder_fixtures as fx
+from tests import waiting
 
 
 class TestNovaNotifier(fx.NovaTestBase):
@@ -249,8 +249,4 @@ class TestBinderWithNova(fx.NovaTestBase):
                          (self.arq(first)[1], self.arq(second)[1]))
 
     def wait_for(self, check, timeout=5):
-        deadline = time.monotonic() + timeout
-        while not check():
-            self.assertLess(time.monotonic(), deadline,
-                            'not within %s s' % timeout)
-            time.sleep(0.01)
+        waiting.wait_for('condition', check, timeout, interval=0.01)

@@ -17,7 +17,6 @@ reporting to a real Placement (openstack-placement's fixture)."""
 import json
 import os
 import shutil
-import time
 
 import fixtures
 from oslo_utils import uuidutils
@@ -35,6 +34,7 @@ from tests import placement_fixture
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend import test_report
+from tests import waiting
 
 COMPUTE = 'compute1'
 GPU = '0000:17:00.0'
@@ -190,12 +190,7 @@ class ServiceTestBase(placement_fixture.PlacementTestCase):
             return f.read()
 
     def wait_for(self, predicate, timeout=15):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if predicate():
-                return
-            time.sleep(0.02)
-        self.fail('condition not met within %s s' % timeout)
+        waiting.wait_for('condition', predicate, timeout, interval=0.02)
 
 
 class TestCleaning(ServiceTestBase):

@@ -13,7 +13,6 @@
 """Unit tests of nova_accel.scheduler.weighers (Placement faked)."""
 
 import threading
-import time
 import types
 from urllib import parse
 
@@ -24,6 +23,7 @@ from nova.scheduler import weights as nova_weights
 import testtools
 
 from nova_accel.scheduler import weighers
+from tests import waiting
 
 CONF = nova.conf.CONF
 
@@ -119,11 +119,7 @@ def _spec(extra_specs=None, global_id='req-global'):
 
 
 def _wait(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError('timed out')
-        time.sleep(0.01)
+    waiting.wait_for('condition', predicate, timeout, interval=0.01)
 
 
 class WeigherTestBase(testtools.TestCase):
