@@ -124,13 +124,21 @@ class NvidiaVGPUDriver(base.PCIDriverBase):
             catalog.update(nvidia_vfio.creatable(self.root, vf.address))
         self._learn(pf.address, catalog)
         names = self._names.get(pf.address, {})
-        offered = set(names.values())
-        profile = next((p for p in self.profiles if p in offered), None)
+        # A card runs one profile at a time: the one its VFs carry, else
+        # the first enabled one it can create now.
+        carried = {names.get(nvidia_vfio.current(self.root, vf.address))
+                   for vf in vfs}
+        profile = next((p for p in self.profiles if p in carried), None)
+        if profile is None and not carried - {None}:
+            creatable = set(catalog.values())
+            profile = next((p for p in self.profiles if p in creatable),
+                           None)
         if profile is None:
             self._warn_once(pf.address, 'GPU %s offers the vGPU profiles '
                             '%s; [nvidia_vgpu] profiles enables none of '
                             'them: not offered', pf.address,
-                            sorted(offered))
+                            sorted((carried | set(catalog.values())) -
+                                   {None}))
             return None
         if self.configure:
             self._configure(pf, vfs, profile)

@@ -75,6 +75,15 @@ class TestNvidiaVendorVFIO(test_real_servers.RealServerTest):
         self.report()
         self.assertEqual((2, 0, 2), self.inv(B, 'VGPU'))
 
+    def test_a_card_keeps_the_profile_its_vfs_carry(self):
+        self.report(profiles='NVIDIA H100-20C')
+        # An operator puts 10C first: card A runs 20C, which is enabled
+        # still, so it goes on offering its four 20C vGPUs.
+        self.report(profiles='NVIDIA H100-10C,NVIDIA H100-20C')
+        self.assertEqual((4, 0, 4), self.inv(A, 'VGPU'))
+        self.assertIn(T20, self.traits(self.providers()[A]['uuid']))
+        self.assertEqual([1053] * 4, self.currents(self.cards[0]))
+
     def test_configured_vfs_only_when_told_not_to_configure(self):
         self.report(configure=False)
         self.assertEqual([0] * 4, self.currents(self.cards[0]))
