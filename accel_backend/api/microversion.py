@@ -31,26 +31,30 @@ def fmt(version):
     return '%d.%d' % version
 
 
+#: Every version served, oldest first (``microversion_parse``'s list).
+VERSIONS = ['%d.%d' % (MIN_VERSION[0], minor)
+            for minor in range(MIN_VERSION[1], MAX_VERSION[1] + 1)]
+
+
 def from_headers(headers):
-    """The requested version as a ``(major, minor)`` tuple.
+    """The requested version as a ``(major, minor)`` tuple, through
+    ``microversion_parse.extract_version`` (no header: the minimum;
+    ``latest``: the maximum).
 
     :param headers: a mapping of request headers.
     :raises NotAcceptable: malformed or out of range.
     """
-    text = microversion_parse.get_version(headers, service_type=SERVICE_TYPE)
-    if text is None:
-        return MIN_VERSION
-    if text == 'latest':
-        return MAX_VERSION
     try:
-        major, minor = (int(p) for p in text.split('.'))
-    except ValueError:
-        raise exception.NotAcceptable(version=text, min=fmt(MIN_VERSION),
-                                      max=fmt(MAX_VERSION))
-    if not MIN_VERSION <= (major, minor) <= MAX_VERSION:
-        raise exception.NotAcceptable(version=text, min=fmt(MIN_VERSION),
-                                      max=fmt(MAX_VERSION))
-    return (major, minor)
+        version = microversion_parse.extract_version(
+            headers, SERVICE_TYPE, VERSIONS)
+    except (ValueError, TypeError):
+        # microversion_parse: ValueError for a version out of range,
+        # TypeError for one that is not MAJOR.MINOR.
+        raise exception.NotAcceptable(
+            version=microversion_parse.get_version(
+                headers, service_type=SERVICE_TYPE),
+            min=fmt(MIN_VERSION), max=fmt(MAX_VERSION))
+    return (version.major, version.minor)
 
 
 def range_headers():
