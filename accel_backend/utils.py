@@ -13,7 +13,6 @@
 """Small helpers shared by the accel_backend layers."""
 
 import select
-import time
 
 
 def isotime(value):
@@ -23,25 +22,19 @@ def isotime(value):
     return value.strftime('%Y-%m-%dT%H:%M:%S+00:00')
 
 
-def wait_until_empty(lock, items, timeout, poll=0.01):
+def wait_until_empty(condition, items, timeout):
     """Block until ``items`` is empty: the ``wait_idle`` of the binder and
     the cleaner, whose worker threads remove what they finished.
 
-    :param lock: the ``threading.Lock`` under which the other threads
-        change ``items``; held only to look.
+    :param condition: the ``threading.Condition`` under which the other
+        threads change ``items`` and which they notify after removing.
     :param items: a container (a set of futures, of handle UUIDs...) that
         is empty when nothing is queued or running.
     :param timeout: seconds to wait at most (float).
-    :param poll: seconds between two looks (float).
     :returns: True when ``items`` was seen empty, False after ``timeout``.
     """
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        with lock:
-            if not items:
-                return True
-        time.sleep(poll)
-    return False
+    with condition:
+        return condition.wait_for(lambda: not items, timeout)
 
 
 def readable_while_idle(sock):

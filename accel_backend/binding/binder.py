@@ -92,7 +92,8 @@ class Binder:
             max_workers=max(4, 4 * workers),
             thread_name_prefix='accel-events')
         self._futures = set()
-        self._lock = threading.Lock()
+        # Guards _futures; notified when one is done (wait_idle).
+        self._lock = threading.Condition()
         self._inline = threading.BoundedSemaphore(inline_events) \
             if inline_events > 0 else None
 
@@ -116,6 +117,7 @@ class Binder:
     def _done(self, fut):
         with self._lock:
             self._futures.discard(fut)
+            self._lock.notify_all()
         if fut.exception() is not None:
             LOG.error('Binding task failed: %s', fut.exception(),
                       exc_info=fut.exception())

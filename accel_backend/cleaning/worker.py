@@ -170,7 +170,8 @@ class Cleaner:
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix='accel-cleaner')
         self._busy = set()
-        self._lock = threading.Lock()
+        # Guards _busy; notified when handles leave it (wait_idle).
+        self._lock = threading.Condition()
         with _CLEANERS_LOCK:
             _CLEANERS.setdefault(db.engine, []).append(self)
 
@@ -234,6 +235,7 @@ class Cleaner:
             except RuntimeError:  # shut down
                 with self._lock:
                     self._busy.difference_update(new[i:])
+                    self._lock.notify_all()
                 return new[:i]
         return new
 
@@ -245,6 +247,7 @@ class Cleaner:
         finally:
             with self._lock:
                 self._busy.discard(handle_uuid)
+                self._lock.notify_all()
 
     def clean_pending(self):
         """Clean every dirty/cleaning handle of the host now, in this
