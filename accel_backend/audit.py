@@ -73,13 +73,14 @@ from accel_backend import notifications as notifications_mod
 from accel_backend.nova import orphans
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
+from accel_common import arq_states
 
 LOG = logging.getLogger(__name__)
 
-#: States of an ARQ that must not hold an attach handle.
-_HANDLE_LESS = (arq_obj.INITIAL, arq_obj.UNBOUND, arq_obj.BIND_FAILED)
+_HANDLE_LESS = arq_states.HANDLE_LESS_STATES
 #: States of an ARQ whose instance is checked with Nova.
-_INSTANCE_STATES = (arq_obj.BOUND, arq_obj.BIND_FAILED)
+_INSTANCE_STATES = tuple(s for s in arq_states.BINDING_STATES
+                         if s in arq_states.RESOLVED_STATES)
 _utcnow = models.utcnow
 
 

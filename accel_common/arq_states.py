@@ -80,6 +80,15 @@ UNBINDABLE_STATES = tuple(s for s in STATES if (s, UNBOUND) in TRANSITIONS)
 RESOLVED_STATES = (BOUND, BIND_FAILED, DELETING)
 #: The only state in which an ARQ holds an attach handle.
 HANDLE_STATES = (BOUND,)
+#: States in which an ARQ carries a binding (``hostname``,
+#: ``device_rp_uuid``, ``instance_uuid``).
+BINDING_STATES = (BIND_STARTED, BOUND, BIND_FAILED)
+#: States that must never hold an attach handle (the audit frees one
+#: that does); BindStarted, UnbindFailed and Deleting are on their way.
+HANDLE_LESS_STATES = (INITIAL, UNBOUND, BIND_FAILED)
+#: States without any binding (never bound, or unbound): the ARQs a
+#: project member may delete (the API's ``accelerator:arq:delete``).
+UNBOUND_STATES = (INITIAL, UNBOUND)
 #: States no transition of accel_backend enters (Cyborg's, see above).
 NEVER_ENTERED = tuple(s for s in STATES
                       if s != INITIAL and

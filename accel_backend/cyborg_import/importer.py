@@ -235,8 +235,7 @@ def _match_handle(session, dep, cy_handle):
 
 def _wanted(arq, dp, group):
     """The fields an imported ARQ must have, as a dict."""
-    bound = arq['state'] in (arq_states.BIND_STARTED, arq_states.BOUND,
-                             arq_states.BIND_FAILED)
+    bound = arq['state'] in arq_states.BINDING_STATES
     return dict(
         state=arq['state'], device_profile_id=dp.id,
         device_profile_name=dp.name,

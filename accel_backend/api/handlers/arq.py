@@ -26,11 +26,12 @@ from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import bind_row
 from accel_backend.policies import arq as arq_policy
 from accel_backend import policy
+from accel_common import arq_states
 
 BIND_STATES = {'resolved': arq_obj.RESOLVED_STATES}
 # States in which an ARQ holds no device: its project may delete it;
 # deleting one in any other state needs ``accelerator:arq:delete_bound``.
-UNBOUND_STATES = (arq_obj.INITIAL, arq_obj.UNBOUND)
+UNBOUND_STATES = arq_states.UNBOUND_STATES
 
 
 def _target(arq):
