@@ -20,6 +20,7 @@ shows deployables without their integer id, so a client could not tell
 which deployable an id names).
 """
 
+import os_traits
 from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
 import sqlalchemy as sa
@@ -92,7 +93,7 @@ def discovered(resource_class, traits, slot=None, iommu_group=None):
     if iommu_group is not None:
         published[DISCOVERED_IOMMU_GROUP] = str(iommu_group)
     for index, trait in enumerate(
-            sorted(t for t in traits if t != 'OWNER_CYBORG'), start=1):
+            sorted(t for t in traits if t != os_traits.OWNER_CYBORG), start=1):
         published['%s%d' % (DISCOVERED_TRAIT_PREFIX, index)] = trait
     return published
 

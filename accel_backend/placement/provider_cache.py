@@ -39,7 +39,7 @@ from accel_backend import exception
 from accel_backend.placement import records
 
 LOG = logging.getLogger(__name__)
-OWNER_TRAIT = 'OWNER_CYBORG'
+OWNER_TRAIT = os_traits.OWNER_CYBORG
 
 
 class ProviderCache:

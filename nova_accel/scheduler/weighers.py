@@ -71,6 +71,7 @@ import nova.conf
 from nova.scheduler.client import report
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
+import os_traits
 from oslo_log import log as logging
 
 from nova_accel import conf as accel_conf
@@ -79,7 +80,7 @@ LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 accel_conf.register_opts(CONF)
 
-OWNER_TRAIT = 'OWNER_CYBORG'
+OWNER_TRAIT = os_traits.OWNER_CYBORG
 DEVICE_PROFILE_KEY = 'accel:device_profile'
 MULTIPLIER = 'accelerator_host_reservation_weight_multiplier'
 PLACEMENT_VERSION = '1.18'

@@ -14,6 +14,7 @@
 
 import os
 
+import os_traits
 from oslo_log import log as logging
 
 from accel_backend.discovery import aer
@@ -46,7 +47,7 @@ VF_TRAIT = 'CUSTOM_PCI_VF'
 def pci_traits(fn):
     """Traits every PCI deployable gets: owner, vendor/product, NUMA, and
     ``CUSTOM_PCI_VF`` for an SR-IOV virtual function."""
-    traits = {'OWNER_CYBORG',
+    traits = {os_traits.OWNER_CYBORG,
               'CUSTOM_PCI_VENDOR_%s' % fn.vendor_id.upper(),
               'CUSTOM_PCI_PRODUCT_%s_%s' % (fn.vendor_id.upper(),
                                             fn.product_id.upper())}

@@ -23,6 +23,8 @@ strings: openstack/cyborg ``cyborg/accelerator/drivers/fake.py``,
 a Cyborg fake device had bound.
 """
 
+import os_traits
+
 from accel_backend.discovery import drivers
 
 ADDRESS = '0000:0c:00.0'
@@ -48,7 +50,7 @@ class FakeDriver:
             address=ADDRESS, device_type='FPGA', vendor_id='abcd',
             product_id='0001', model='FakeDevice', driver_name=self.name,
             resource_class='FPGA',
-            traits={'OWNER_CYBORG', 'CUSTOM_FAKE_DEVICE'},
+            traits={os_traits.OWNER_CYBORG, 'CUSTOM_FAKE_DEVICE'},
             attach_handles=handles,
             deployable_name='%s_FakeDevice' % self.host,
             std_board_info={'class': 'Fake class', 'numa_node': None},

@@ -42,8 +42,8 @@ VFs that offer it; without a known maximum the GPU is not reported.
 """
 
 import fnmatch
-import re
 
+import os_traits
 from oslo_config import cfg
 from oslo_log import log as logging
 
@@ -54,9 +54,9 @@ LOG = logging.getLogger(__name__)
 
 
 def type_trait(type_id):
-    """``CUSTOM_MDEV_<TYPE>``: ``nvidia-222`` -> ``CUSTOM_MDEV_NVIDIA_222``."""
-    return 'CUSTOM_MDEV_' + re.sub(r'[^A-Z0-9]+', '_',
-                                   type_id.upper()).strip('_')
+    """``CUSTOM_MDEV_<TYPE>``: ``nvidia-222`` -> ``CUSTOM_MDEV_NVIDIA_222``
+    (``os_traits.normalize_name``)."""
+    return os_traits.normalize_name('MDEV_' + type_id)
 
 
 def register_type_opts(conf, type_ids):

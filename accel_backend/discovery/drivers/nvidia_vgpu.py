@@ -37,6 +37,7 @@ fresh one created (``cleaning.worker.run_method``).
 import json
 import os
 
+import os_traits
 from oslo_log import log as logging
 
 from accel_backend.discovery.drivers import base
@@ -48,10 +49,8 @@ CHECKPOINT = 'nvidia-vgpu-types.json'
 
 
 def profile_trait(profile):
-    """``CUSTOM_VGPU_<PROFILE>``: upper case, runs of other characters as
-    ``_`` (os-traits' custom trait syntax)."""
-    token = ''.join(c if c.isalnum() else '_' for c in profile.upper())
-    return 'CUSTOM_VGPU_' + '_'.join(p for p in token.split('_') if p)
+    """``CUSTOM_VGPU_<PROFILE>`` (``os_traits.normalize_name``)."""
+    return os_traits.normalize_name('VGPU_' + profile)
 
 
 class NvidiaVGPUDriver(base.PCIDriverBase):
