@@ -22,23 +22,17 @@ from oslo_log import log as logging
 from accel_backend import exception
 from accel_backend import keystone
 from accel_backend import metrics
+from accel_common import placement_errors
 
 LOG = logging.getLogger(__name__)
 MICROVERSION = '1.36'
 #: Placement's stable error codes (openstack-placement 16,
 #: ``placement/errors.py``) that callers tell apart.
-INVENTORY_INUSE = 'placement.inventory.inuse'
-CONCURRENT_UPDATE = 'placement.concurrent_update'
+INVENTORY_INUSE = placement_errors.INVENTORY_INUSE
+CONCURRENT_UPDATE = placement_errors.CONCURRENT_UPDATE
 
 
-def error_code(resp):
-    """The ``code`` of the first error in a Placement error response
-    (microversion >= 1.23), or None when the body has none."""
-    try:
-        errors = resp.json().get('errors') or [{}]
-    except ValueError:
-        return None
-    return errors[0].get('code')
+error_code = placement_errors.error_code
 
 
 def adapter_from_conf(conf, group='placement', auth=None):

@@ -34,12 +34,13 @@ from urllib import parse
 from oslo_log import log as logging
 import tenacity
 
+from accel_common import placement_errors
 from nova_accel.hotplug import exception
 
 LOG = logging.getLogger(__name__)
 
 VERSION = '1.36'
-CONCURRENT_UPDATE = 'placement.concurrent_update'
+CONCURRENT_UPDATE = placement_errors.CONCURRENT_UPDATE
 DEFAULT_RETRIES = 4
 
 
@@ -76,14 +77,6 @@ def candidates_query(request_groups, in_tree, group_policy='none',
     if limit:
         params.append(('limit', str(int(limit))))
     return parse.urlencode(params, safe=':,!')
-
-
-def _error_code(resp):
-    try:
-        errors = resp.json().get('errors') or [{}]
-        return errors[0].get('code')
-    except (ValueError, AttributeError, IndexError):
-        return None
 
 
 def _text(resp):
@@ -215,7 +208,7 @@ class AllocationEditor(object):
         if resp.status_code == 204:
             return payload['allocations']
         if (resp.status_code == 409 and
-                _error_code(resp) == CONCURRENT_UPDATE):
+                placement_errors.error_code(resp) == CONCURRENT_UPDATE):
             LOG.info('Allocation of %(c)s changed while trying to '
                      '%(what)s it, re-reading',
                      {'c': self.consumer, 'what': what})
