@@ -37,6 +37,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from accel_backend import exception
+from accel_common import pci
 
 LOG = logging.getLogger(__name__)
 #: Shortest quiet period (seconds) on a database whose timestamps keep
@@ -90,25 +91,15 @@ TABLES = (PROFILES, DEVICES, CPIDS, DEPLOYABLES, ATTRIBUTES, HANDLES, ARQS)
 def pci_address(info):
     """``DDDD:BB:SS.F`` (lower-case hex) of a PCI address given as
     Cyborg's JSON text or dict (hex strings, padded or not), or our
-    ``DDDD:BB:SS.F`` string; None when it is no PCI address."""
-    if isinstance(info, str) and not info.lstrip().startswith('{'):
-        try:
-            dom, bus, rest = info.split(':')
-            slot, fn = rest.split('.')
-            info = {'domain': dom, 'bus': bus, 'device': slot,
-                    'function': fn}
-        except ValueError:
-            return None
-    elif isinstance(info, str):
-        try:
-            info = json.loads(info)
-        except ValueError:
-            return None
+    ``DDDD:BB:SS.F`` string; None when it is no PCI address
+    (``accel_common.pci`` reads both)."""
     try:
-        return '%04x:%02x:%02x.%x' % tuple(
-            int(str(info[k]), 16)
-            for k in ('domain', 'bus', 'device', 'function'))
-    except (KeyError, TypeError, ValueError):
+        if isinstance(info, str) and not info.lstrip().startswith('{'):
+            return str(pci.parse(info.strip().lower()))
+        if isinstance(info, str):
+            info = json.loads(info)
+        return str(pci.from_handle_info(info))
+    except (pci.InvalidAddress, ValueError):
         return None
 
 
