@@ -16,13 +16,12 @@ ServiceSession``).
 
 Why our own code next to requests: the last leg of every binding is one
 POST of ``accelerator-request-bound`` to Nova, on the path the bind
-benchmark times (PATCH -> event).  Measured on the 2-core benchmark
-machine against the Nova stub process, 1,500 POSTs each, two alternating
-rounds: through keystoneauth1 5.18 + requests 2.34 + urllib3 2.8, p50
-0.88-0.93 ms; the same request over one kept-alive ``http.client``
-connection, 0.53-0.57 ms.  The difference is requests' per-request
-preparation (``prepare_request``, hooks, cookie handling, urllib3's pool
-and response wrapping), not the wire.
+benchmark times (PATCH -> event).  The same request over one kept-alive
+``http.client`` connection takes clearly less time than through
+keystoneauth1, requests and urllib3 (the contributor guide's "Design
+measurements"; ``tox -e bench`` times both).  The difference is
+requests' per-request preparation (``prepare_request``, hooks, cookie
+handling, urllib3's pool and response wrapping), not the wire.
 
 keystoneauth1 keeps everything it does (auth headers and re-auth on 401,
 endpoint lookup, microversion headers, retries, logging): only the

@@ -36,9 +36,9 @@ class EnvironmentOnceSession(requests.Session):
     matches hosts), so it is kept per ``(scheme, host)`` and per
     ``stream``/``verify``/``cert``: what requests would answer, read once.
     Requests given ``proxies`` of their own go requests' usual way.
-    Measured on the 2-core benchmark machine: about a fifth of the CPU of
-    one event POST to Nova through keystoneauth1 (``merge_environment_
-    settings`` 143 of 652 ms in a cProfile of 300 sends).
+    The walk was a sizeable share of the CPU of one event POST to Nova
+    through keystoneauth1 (the contributor guide's "Design
+    measurements").
 
     As keystoneauth1's own sessions (``keystoneauth1.session.
     _construct_session``), every scheme is served by its

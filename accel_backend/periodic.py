@@ -21,16 +21,16 @@ cleaner, the discovery loop).
 The schedule is futurist's ``PeriodicWorker`` (futurist 3.5.0,
 ``futurist/periodics.py``): first run one interval after start, a run
 that raises is logged and the next one comes as planned, ``stop`` wakes
-the worker at once (measured: 0.2 ms).  It is independent of
-oslo.service's process-wide backend, which matters: a library module
-cannot know which backend its process chose, and oslo.service's
-``FixedIntervalLoopingCall`` under the default (eventlet) backend in a
-process that is not monkey-patched never runs (measured with oslo.service
-4.8.0: 0 runs in 2 seconds at a 0.1-second interval; 19 with the threading
-backend).  ``import futurist`` imports eventlet when it is installed
-(without patching anything); every accel_backend process imports both
-anyway: oslo.messaging imports ``oslo_service.service``, whose threading
-backend imports futurist.
+the worker at once (the contributor guide's "Design measurements").  It
+is independent of oslo.service's process-wide backend, which matters: a
+library module cannot know which backend its process chose, and
+oslo.service's ``FixedIntervalLoopingCall`` under the default (eventlet)
+backend in a process that is not monkey-patched never runs (observed with
+oslo.service 4.8.0: 0 runs in 2 seconds at a 0.1-second interval; 19 with
+the threading backend).  ``import futurist`` imports eventlet when it is
+installed (without patching anything); every accel_backend process imports
+both anyway: oslo.messaging imports ``oslo_service.service``, whose
+threading backend imports futurist.
 
 The discovery loop of ``Service`` (5-second retries until a first
 success, then ``[discovery] report_interval``, or one pass when that is

@@ -36,12 +36,12 @@ class Enforcer(oslo_policy.Enforcer):
     call searches the configuration directories for ``[oslo_policy]
     policy_file`` and every ``policy_dirs`` entry (``ConfigOpts.
     find_file``, about 30 ``stat`` calls when the file does not exist) and
-    compares modification times.  A bind PATCH checks two or three rules.
-    Measured on the 2-core benchmark machine, one ``can()``: 160 us, of
-    which the file search 60 to 110 us; a ``GET /v2`` through the whole
-    app, 370 us, a third of it that search.  Inside ``request_scope`` (the
-    API app opens one per request) the files are looked at at the first
-    rule checked and not again, so a request that checks none (the
+    compares modification times.  A bind PATCH checks two or three rules,
+    and that search was a large share of the CPU of one ``can()`` and of
+    a whole request (the contributor guide's "Design measurements").
+    Inside ``request_scope`` (the API app opens one per request) the
+    files are looked at at the first rule checked and not again, so a
+    request that checks none (the
     version documents) does not look at all, and a changed policy file
     still applies from the next request on, as before.
     """

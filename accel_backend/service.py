@@ -303,7 +303,7 @@ class Service:
             if done_once and interval == 0:
                 return
             # A thread and an Event, not futurist or oslo.service: see
-            # accel_backend.periodic for the measured reason.
+            # accel_backend.periodic for the reason.
             self._stop.wait(interval if done_once and interval else 5)
 
     def stop(self):

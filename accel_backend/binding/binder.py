@@ -213,17 +213,14 @@ class Binder:
         this after its answer is sent: nothing waits on it), else on a
         delivery thread; retries always run on the delivery threads.
         Handing the first try to another thread costs a wake-up and a turn
-        of the GIL before the POST starts: measured on the 2-core
-        benchmark machine (p50, 3 alternating runs each), the event
-        reached Nova 0.76-0.87 ms after the PATCH's answer instead of
-        0.92-1.11 ms (400-590 back-to-back binds per run), and 0.54-0.77
-        instead of 0.90-0.97 ms in the Nova-like flow (100-120 per run).
-        The bound keeps a Nova that answers slowly ([nova] timeout) from
-        holding more API threads than that.
+        of the GIL before the POST starts, so the event reached Nova later
+        (the contributor guide's "Design measurements").  The bound keeps
+        a Nova that answers slowly ([nova] timeout) from holding more API
+        threads than that.
 
-        The event goes first (Nova's instance waits on it; the rest took
-        0.1-0.2 ms before its POST in the Nova-like flow), then metrics,
-        notifications and the "Bound" line, even when the try raises.
+        The event goes first (Nova's instance waits on it, and the rest
+        would delay its POST), then metrics, notifications and the "Bound"
+        line, even when the try raises.
 
         :returns: ``{arq_uuid: BindOutcome}``, as ``bind_many``.
         """
@@ -266,9 +263,9 @@ class Binder:
                 self.notifications.arq('accelerator.arq.bind.end', data)
         if bound:
             # Committed, so true; after the PATCH's answer and its event,
-            # so off their path (about 0.13 ms of the answer's wall time,
-            # 2,300 PATCHes on the 2-core benchmark machine).  One line
-            # for all the ARQs of the transaction (a log record: 18 us).
+            # so off their path.  One line for all the ARQs of the
+            # transaction: every log record costs CPU (the contributor
+            # guide's "Design measurements").
             LOG.info('Bound %d ARQs: %s', len(bound), '; '.join(bound))
 
     def _mine(self, arqs):

@@ -43,19 +43,20 @@ from accel_backend.objects import device as device_obj
 ROUNDS = 3
 
 
-# Built once (see ``objects.arq``: a prebuilt statement's cache key is
-# memoized; measured on the 2-core benchmark machine, thread CPU per call,
-# ``_free_handles`` of one provider on SQLite: 340 us built per call).
+# Built once (see ``objects.arq``): a prebuilt statement's cache key is
+# memoized, so ``_free_handles`` does not pay for building and keying its
+# statement on every call (the contributor guide's "Design
+# measurements").
 #
 # Every statement here is a Core statement on the tables, and the claimed
 # handles come back as Core rows of ``attach_handles`` (the binder's
 # ``objects.bind_row.BindRow`` holds one): SQLAlchemy 2.0's ORM UPDATE
 # annotates the statement at every execution
 # (``BulkORMUpdate.orm_pre_session_exec``), so its cache key, subquery
-# included, was built anew each time (measured on the 2-core benchmark
-# machine, thread CPU of one execution on SQLite: 252 us as an ORM
-# UPDATE, 136 us as Core), and loading ORM objects from the rows cost
-# more again (see ``objects.bind_row.BindRow``).
+# included, was built anew each time, which made it cost clearly more CPU
+# than the same Core UPDATE (the contributor guide's "Design
+# measurements"), and loading ORM objects from the rows cost more again
+# (see ``objects.bind_row.BindRow``).
 _HANDLES = models.AttachHandle.__table__
 _DEPLOYABLES = models.Deployable.__table__
 _DEVICES = models.Device.__table__
@@ -87,9 +88,9 @@ _CLAIM_ONE = (sa.update(_HANDLES)
                       state_reason=None))
 
 # One provider's first free handles, claimed in one statement: the bind
-# PATCH of one server's accelerators names one provider (a SELECT and an
-# UPDATE otherwise; measured on the 2-core benchmark machine, thread CPU
-# of the claim of one handle on SQLite, see ``claim``).  The UPDATE
+# PATCH of one server's accelerators names one provider, and one
+# statement costs less than a SELECT and an UPDATE (the contributor
+# guide's "Design measurements"; see ``claim``).  The UPDATE
 # checks ``_FREE_ROW`` again on the row it locks: a handle a concurrent
 # binder took after the subquery read it is not claimed, only missed.
 _FIRST_FREE = (

@@ -42,7 +42,7 @@ oslo.service 4.8.0 handles them for such a service:
 
 Why ``no_fork`` and not oslo.service's default for one worker (a
 cotyledon ``ServiceManager`` parent running the service in a forked
-child), measured with oslo.service 4.8.0 and cotyledon 2.2.0: the service
+child), observed with oslo.service 4.8.0 and cotyledon 2.2.0: the service
 then lives in a second process, and a SIGKILL of the parent, the process
 a supervisor or a test knows, makes the child run a graceful stop
 (cotyledon: "Parent process has died unexpectedly") rather than die, so a

@@ -43,7 +43,7 @@ LOG = logging.getLogger(__name__)
 #: Shortest quiet period (seconds) on a database whose timestamps keep
 #: whole seconds (Cyborg's migrations make MySQL ``DATETIME`` columns):
 #: two fingerprints less than a second apart can fall in the same second
-#: and miss a write.  Measured: with 0.3 s, 3 of 4 runs missed a writer
+#: and miss a write.  Observed: with 0.3 s, 3 of 4 runs missed a writer
 #: touching ``devices`` every 50 ms on MariaDB; 2 s always spans a second
 #: boundary with writes on both sides of it.
 WHOLE_SECONDS_QUIET_PERIOD = 2.0

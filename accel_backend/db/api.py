@@ -199,10 +199,8 @@ class Database:
         # oslo.db's thread_checkin sleeps 0 s at every connection check-in
         # so that eventlet's green threads get a turn; there is no eventlet
         # here, and on native threads it gives the GIL away at the end of
-        # every transaction.  Measured on the 2-core benchmark machine
-        # (SQLite file, p50 of 2,000, one thread): a one-SELECT
-        # transaction 265 us with it, 146 us without; an UPDATE + COMMIT
-        # 395 us with it, 239 us without.
+        # every transaction, which made short transactions clearly slower
+        # (the contributor guide's "Design measurements").
         kwargs['thread_checkin'] = False
         if sqlite:
             # Before the connection test of create_engine: its first
@@ -223,7 +221,7 @@ class Database:
             # so a transaction's first read fixes its WAL snapshot and its
             # first write fails at once with "database is locked"
             # (SQLITE_BUSY_SNAPSHOT, which the busy timeout does not wait
-            # out) when another connection committed in between: measured,
+            # out) when another connection committed in between: observed,
             # 4 tests of test_binder (a delete racing a bind, resume after
             # a crash) and test_lifecycle's restart failed so.  Transactions
             # here start at their first write, as with a plain engine; the
@@ -251,13 +249,13 @@ class Database:
         # oslo.db 18 gives SQLite files a NullPool (``_init_connection_args``
         # for sqlite): every transaction opened a connection, set the
         # pragmas and closed it, and closing the last connection of a WAL
-        # database checkpoints the log.  Measured on the 2-core benchmark
-        # machine, one UPDATE + COMMIT through ``transaction()``: 0.54 ms
-        # with the NullPool, 0.20 ms pooled (p50 of 1,000); PATCH -> event
-        # runs two such transactions.  A pooled connection only ever serves
-        # one thread at a time (``check_same_thread=False`` lets it change
-        # threads), and the pool's rollback on return ends its read
-        # snapshot.  ``:memory:`` keeps oslo.db's StaticPool.
+        # database checkpoints the log, which made every transaction
+        # clearly slower than on a pooled connection (the contributor
+        # guide's "Design measurements"); PATCH -> event runs two such
+        # transactions.  A pooled connection only ever serves one thread
+        # at a time (``check_same_thread=False`` lets it change threads),
+        # and the pool's rollback on return ends its read snapshot.
+        # ``:memory:`` keeps oslo.db's StaticPool.
         if (pool_options is not None and
                 engine_args.get('poolclass') is sa.pool.NullPool):
             engine_args.update(
@@ -320,10 +318,9 @@ class Database:
                 if self.sqlite:
                     # The write lock first, as one statement of the
                     # driver's: no read of this transaction can go stale
-                    # (see ``write_lock``).  Measured on the 2-core
-                    # benchmark machine, thread CPU of a transaction that
-                    # takes the lock and commits: 77 us, 241 to 272 us
-                    # with the no-op UPDATE of ``write_lock``.
+                    # (see ``write_lock``), for far less CPU than the
+                    # no-op UPDATE of ``write_lock`` (the contributor
+                    # guide's "Design measurements").
                     session.connection().exec_driver_sql('BEGIN IMMEDIATE')
                     session.info[WRITE_LOCKED] = True
                 return fn(session, *args, **kwargs)

@@ -14,13 +14,11 @@
 checked when the pool hands it out.
 
 oslo.db 18 builds every engine with SQLAlchemy's ``pool_pre_ping``: a
-``SELECT 1`` round trip to the server before each transaction.  Measured
-on the 2-core benchmark machine against PostgreSQL 15 on loopback, one
-INSERT + COMMIT from the pool (``benchmarks`` measure 9, ``checkout``;
-p50 of 2,000 each, alternating): 0.75 ms with the ping, 0.62 ms without,
-commits waiting for the disk; 0.57 against 0.36 ms when they do not.
-A bind PATCH and the ARQ creation before it are one transaction each,
-on the path of the 10 ms goal of create + bind + event.
+``SELECT 1`` round trip to the server before each transaction, which
+made a transaction from the pool clearly slower (the contributor guide's
+"Design measurements"; ``tox -e bench`` times both pools).  A bind PATCH
+and the ARQ creation before it are one transaction each, on the path of
+the 10 ms goal of create + bind + event.
 
 What the ping finds is found here at no cost or only when it can matter:
 

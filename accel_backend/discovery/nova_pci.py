@@ -33,9 +33,9 @@ Which parser reads a value:
   ``nova/pci/devspec.py``), wherever Nova can be imported: on the compute
   node, where the agent runs beside nova-compute, both then read a value
   the same way, quirks included.  It is imported on first use only, when
-  a spec is configured: it loads all of Nova's options (measured on a
-  loaded 2-core machine: 1.0-1.4 s, 5 s from a cold disk cache, about
-  1,800 modules, eventlet among them, imported but not monkey patched).
+  a spec is configured: it loads all of Nova's options, a slow import of
+  a great many modules, eventlet among them, imported but not monkey
+  patched (the contributor guide's "Design measurements").
   It resolves ``devname`` from the host's ``/sys/class/net``, as Nova
   does.
 * ``OwnSpec``, the same grammar and matching rules, where Nova is not
@@ -56,7 +56,7 @@ What is added to Nova's parser, and why:
   ``one_time_use = true`` against its process-wide
   ``CONF.pci.report_in_placement``, which accel_backend never loads from
   the compute node's nova.conf, so Nova's parser rejects every such spec
-  here (measured with Nova 34: ``PciConfigInvalidSpec``).  The tag does
+  here (observed with Nova 34: ``PciConfigInvalidSpec``).  The tag does
   not change what is selected.
 * Nova only selects a ``remote_managed`` device whose VPD has a card
   serial number; accel_backend does not read the VPD and assumes one,
@@ -218,7 +218,7 @@ class NovaSpec:
         try:
             self.spec = devspec.PciDeviceSpec(raw)
         # Nova's own errors, and what its parser raises on a value of
-        # the wrong type (measured: AttributeError for a vendor_id that
+        # the wrong type (observed: AttributeError for a vendor_id that
         # is a number, TypeError for a regex that is one).
         except (nova_exception.NovaException, AttributeError, TypeError,
                 ValueError, KeyError, OSError) as e:

@@ -52,28 +52,24 @@ BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 
 # The statements of the bind path, built once: SQLAlchemy memoizes the
 # cache key of a statement object, so a prebuilt statement skips building
-# and keying it on every request (measured on the 2-core benchmark
-# machine, thread CPU per call, the locked read of one ARQ on SQLite:
-# 193 us built per call, 95 us prebuilt).  ``uuids`` is an expanding
-# parameter: a list of ARQ UUIDs.
+# and keying it on every request, which cost about as much CPU as the
+# locked read itself (the contributor guide's "Design measurements").
+# ``uuids`` is an expanding parameter: a list of ARQ UUIDs.
 _UUIDS = sa.bindparam('uuids', expanding=True)
 _LOCK_ROWS = (sa.select(models.ARQ.id).where(models.ARQ.uuid.in_(_UUIDS))
               .order_by(models.ARQ.id).with_for_update())
 # One INSERT ... RETURNING of every row, not the unit of work's
-# per-object bookkeeping (measured on the 2-core benchmark machine, thread
-# CPU of creating 100 ARQs in a transaction: 6.2 ms with session.add and
-# flush, 2.9 ms with an ORM bulk insert), and a Core statement on the
-# table, built once, loaded as ``models.ARQ`` (thread CPU of the
-# transaction creating one ARQ on SQLite, p50 of 1,700: 533-542 us as an
-# ORM bulk insert built per call, 426-441 us so).
+# per-object bookkeeping, which cost far more CPU for many ARQs; and a
+# Core statement on the table, built once, loaded as ``models.ARQ``,
+# cheaper again than an ORM bulk insert built per call (the contributor
+# guide's "Design measurements").
 _INSERT = sa.select(models.ARQ).from_statement(
     sa.insert(models.ARQ.__table__).returning(*models.ARQ.__table__.c))
 #: Forget the events sent, of the ARQs whose pending event is still the
-#: one sent.  Built once, a Core statement on the table (an ORM UPDATE is
-#: annotated again at every execution, see ``binding.claim``): measured
-#: on the 2-core benchmark machine, thread CPU of the transaction that
-#: clears one event on SQLite, p50 of 2,500: 334 us built per call as an
-#: ORM UPDATE, 163 us so.
+#: one sent.  Built once, a Core statement on the table: an ORM UPDATE is
+#: annotated again at every execution (see ``binding.claim``), which made
+#: the transaction cost clearly more CPU (the contributor guide's "Design
+#: measurements").
 _FORGET_EVENTS = (
     sa.update(models.ARQ.__table__)
     .where(models.ARQ.__table__.c.uuid.in_(_UUIDS),

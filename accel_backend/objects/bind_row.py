@@ -47,11 +47,10 @@ class BindRow:
     so it needs none of the ORM's identity map, attribute history or
     flush.
 
-    Measured on the 2-core benchmark machine, thread CPU of the embedded
-    service's bind transaction of one ARQ on SQLite (p50 of 1,000 to
-    1,200, one run after the other): 1,020 us on the ``models.ARQ``
-    objects and ORM-loaded attach handles this replaced, 655 us so, 631
-    us for its statements alone.
+    Binding on Core rows costs clearly less CPU than on the
+    ``models.ARQ`` objects and ORM-loaded attach handles this replaced,
+    little more than the statements alone (the contributor guide's
+    "Design measurements").
 
     :ivar <column>: every column of ``accelerator_requests``, as read.
     :ivar attach_handle: the claimed attach handle (a Core row of

@@ -63,9 +63,8 @@ def by_column(session, column, value, not_found):
 
 #: ``by_column``'s statement per column, built once: SQLAlchemy memoizes a
 #: statement object's cache key, so a prebuilt statement is neither built
-#: nor keyed again (measured on the 2-core benchmark machine, thread CPU
-#: of a device profile lookup by name on SQLite: 123 us built per call,
-#: 58 to 66 us prebuilt).
+#: nor keyed again: building it on every call cost about as much CPU as
+#: the lookup itself (the contributor guide's "Design measurements").
 _BY_COLUMN = {}
 
 

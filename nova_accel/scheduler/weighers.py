@@ -40,9 +40,10 @@ scheduler (``AcceleratorCapacityView``), every ``[nova_accel]
 accelerator_weigher_refresh_interval`` seconds and soon after a request
 with a device profile went through; a request looks its candidate hosts
 up in the last view, a dictionary lookup per host, once per
-``weigh_objects`` (each instance of a multi-create).  Measured with a real
-Placement by ``benchmarks/weigher.py`` at 10 to 5,000 hosts against the
-request's own ``GET /allocation_candidates``.
+``weigh_objects`` (each instance of a multi-create), a small fraction of
+the request's own ``GET /allocation_candidates``: ``benchmarks/weigher.py``
+times both with a real Placement (the contributor guide's "Design
+measurements").
 
 One read, through Nova's report client and its ``[placement]``
 credentials (microversion 1.18):
@@ -179,8 +180,7 @@ class AcceleratorCapacityView:
     The thread starts at the first ``lookup`` and ends when the view is
     garbage collected (it holds only a weak reference) or ``stop`` is
     called.  A thread waiting on an ``Event`` rather than futurist or
-    oslo.service: see ``accel_backend.periodic`` for the measured
-    reason.
+    oslo.service: see ``accel_backend.periodic`` for the reason.
     """
 
     def __init__(self, counter, interval, max_age):

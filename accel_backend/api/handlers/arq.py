@@ -52,7 +52,8 @@ def _sees(ctx, project_id, everyone=None):
     """Whether the caller may see an ARQ of ``project_id``: one of its own
     project always, another's only when ``accelerator:arq:all_projects``
     passes (checked only then: Nova's binds and deletes are of the
-    caller's project, and each rule checked costs about 130 us of CPU).
+    caller's project, and every rule checked costs CPU; see the
+    contributor guide's "Design measurements").
 
     :param everyone: a ``_Everyone`` to remember that check across the
         ARQs of one request.
@@ -103,9 +104,9 @@ class _PerProject:
 
         The ARQs of that project then need no second check: the rule,
         the credentials and the target are the same, and so is the
-        answer (one of the PATCH's two checks, about 60 us of CPU on the
-        2-core benchmark machine; Nova binds the ARQs of its caller's
-        project).
+        answer (one of the PATCH's two checks saved: the contributor
+        guide's "Design measurements"; Nova binds the ARQs of its
+        caller's project).
 
         :raises Forbidden: the rule refuses the caller.
         """
