@@ -22,10 +22,40 @@
 
 Ranges are the PCI ones: domain 16 bits, bus 8, slot (device) 5,
 function 3.
+
+Address patterns (``compile_pattern``), one dialect for every option that
+selects functions by address: ``[discovery] device_spec`` ``"address"``,
+``[mdev_<type>] device_addresses`` and Nova's own ``[pci] device_spec``
+read without Nova.  It is Nova's (Nova 34, ``nova/pci/devspec.py``,
+``PciAddressGlobSpec`` and ``PciAddressRegexSpec``):
+
+* a string ``[[[domain]:]bus:][slot][.[function]]``: each field is a hex
+  number (``0x`` optional, any case, at most the field's largest value)
+  or ``*``; a field left out or empty is ``*`` (``0000:af:*`` is bus
+  ``af`` of domain 0, ``:e3:`` is bus ``e3`` of any domain,
+  ``*:ca:00.*`` every function of slot ``ca:00``).  A ``*`` stands for a
+  whole field only: ``0000:af:0*`` is not in the dialect;
+* an object ``{"domain", "bus", "slot", "function"}`` of regular
+  expressions, each matched from the start of the field's lower-case hex
+  digits, zero-padded (``0000``, ``af``, ``00``, ``0``): ``"bus": "8"``
+  selects buses 80 to 8f; a field left out matches any; other keys are
+  ignored, as Nova ignores them.
+
+Former shell globs (``fnmatch``), for the options that took them
+(``legacy_globs=True``): a string outside the dialect that only uses hex
+digits, ``:``, ``.`` and the glob characters ``* ? [ ] !`` keeps its
+shell-glob meaning over the whole ``DDDD:BB:SS.F`` text, with a
+deprecation warning; so does ``DDDD:*`` (and ``DDDD:*.F``), which the
+dialect reads as bus ``DDDD`` and the glob as domain ``DDDD``.
 """
 
 import collections
+import fnmatch
 import re
+
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
 
 #: ``(field, most hex digits, largest value)``.
 FIELDS = (('domain', 4, 0xffff), ('bus', 2, 0xff), ('slot', 2, 0x1f),
@@ -128,3 +158,159 @@ def from_handle_info(info):
             raise InvalidAddress('PCI attach_handle_info has no %r' % key)
         values.append(_field(name, info[key], key))
     return Address(*values)
+
+
+class InvalidPattern(ValueError):
+    """An address pattern outside the dialect; ``str()`` names the option,
+    the pattern and what is wrong with it."""
+
+    def __init__(self, option, pattern, reason):
+        super().__init__('%s: PCI address pattern %r: %s' %
+                         (option, pattern, reason))
+
+
+#: ``pattern`` of a field that matches any value.
+ANY = None
+#: Regular expression of a dict-form field left out.
+_REGEX_ANY = '.*'
+_GLOB_CHARS = re.compile(r'^[0-9a-fA-F:.*?\[\]!-]+$')
+# The one shape in the dialect that a shell glob read otherwise (the glob
+# matched it against the domain, the dialect against the bus).
+_AMBIGUOUS = re.compile(r'^[0-9a-f]{4}:\*(?:\.(?:\*|[0-7]))?$')
+_WARNED = set()
+#: Zero-padded lower-case hex of each field, as the object form matches
+#: it.
+_HEX_FORMAT = {'domain': '%04x', 'bus': '%02x', 'slot': '%02x',
+               'function': '%x'}
+
+
+class AddressPattern:
+    """A compiled address pattern (see the module for the dialect).
+
+    Build it with ``compile_pattern``.  Attributes: ``text`` (the pattern
+    as configured, str or dict), ``option`` (str, for messages), ``kind``
+    (``'glob'``: the string form, ``'regex'``: the object form,
+    ``'fnmatch'``: a former shell glob).
+    """
+
+    def __init__(self, text, option, kind, fields=None, glob=None):
+        self.text = text
+        self.option = option
+        self.kind = kind
+        self._fields = fields
+        self._glob = glob
+
+    def __repr__(self):
+        return 'AddressPattern(%r, kind=%r)' % (self.text, self.kind)
+
+    def matches(self, address):
+        """True when ``address`` is selected.
+
+        :param address: an ``Address`` or its sysfs spelling (str).
+        :raises InvalidAddress: ``address`` is a str that does not parse.
+        """
+        if not isinstance(address, Address):
+            address = parse(address)
+        if self.kind == 'fnmatch':
+            return self._glob.match(str(address)) is not None
+        if self.kind == 'regex':
+            return all(rx.match(_HEX_FORMAT[f] % getattr(address, f))
+                       for f, rx in self._fields.items())
+        return all(want is ANY or want == getattr(address, f)
+                   for f, want in self._fields.items())
+
+
+
+def _glob_field(option, pattern, name, raw):
+    """One field of the string form: ``ANY`` or its value (int)."""
+    raw = raw.strip()
+    if raw in ('', '*'):
+        return ANY
+    maximum = next(x for f, _, x in FIELDS if f == name)
+    m = _HEX_RE.match(raw)
+    if m is None:
+        raise InvalidPattern(option, pattern, '%s %r is neither a hex '
+                             'number nor *' % (name, raw))
+    value = int(m.group(1), 16)
+    if value > maximum:
+        raise InvalidPattern(option, pattern, '%s %r is out of range (max '
+                             '0x%x)' % (name, raw, maximum))
+    return value
+
+
+def _compile_glob(option, pattern):
+    dbs, _, func = pattern.partition('.')
+    parts = dbs.split(':') if dbs else []
+    if len(parts) > 3:
+        raise InvalidPattern(option, pattern, 'more than three fields '
+                             'before the function (domain:bus:slot.'
+                             'function)')
+    parts = [''] * (3 - len(parts)) + parts + [func]
+    fields = {name: _glob_field(option, pattern, name, raw)
+              for (name, _, _), raw in zip(FIELDS, parts)}
+    return AddressPattern(pattern, option, 'glob', fields=fields)
+
+
+def _compile_regex(option, pattern):
+    fields = {}
+    for name, _, _ in FIELDS:
+        raw = pattern.get(name, _REGEX_ANY)
+        if not isinstance(raw, str):
+            raise InvalidPattern(option, pattern, '%s must be a regular '
+                                 'expression (a string), got %r' %
+                                 (name, raw))
+        try:
+            fields[name] = re.compile(raw)
+        except re.error as e:
+            raise InvalidPattern(option, pattern, 'bad %s regular '
+                                 'expression %r: %s' % (name, raw, e))
+    return AddressPattern(pattern, option, 'regex', fields=fields)
+
+
+def _compile_fnmatch(option, pattern, why):
+    key = (option, pattern)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        LOG.warning('%s: PCI address pattern %r is read as a shell glob, '
+                    'which is deprecated (%s); write it in Nova\'s [pci] '
+                    'device_spec address syntax, domain:bus:slot.function '
+                    'with * for a whole field, or as an object of regular '
+                    'expressions', option, pattern, why)
+    return AddressPattern(pattern, option, 'fnmatch',
+                          glob=re.compile(fnmatch.translate(pattern)))
+
+
+def compile_pattern(pattern, option, legacy_globs=False):
+    """Compile an address pattern (the dialect: see the module).
+
+    Contract: the address syntax of Nova's ``[pci] device_spec`` (Nova 34,
+    ``nova/pci/devspec.py``: ``PciAddressGlobSpec`` for a string,
+    ``PciAddressRegexSpec`` for a dict).
+
+    :param pattern: str (string form) or dict (object form).
+    :param option: the option it comes from, for messages (str, e.g.
+        ``'[mdev_nvidia-222] device_addresses'``).
+    :param legacy_globs: True for the options that took shell globs:
+        those keep their meaning, with a deprecation warning logged once
+        per option and pattern (see the module).
+    :returns: ``AddressPattern``.
+    :raises InvalidPattern: outside the dialect (and, with
+        ``legacy_globs``, no former glob either), naming ``option``.
+    """
+    if isinstance(pattern, dict):
+        return _compile_regex(option, pattern)
+    if not isinstance(pattern, str):
+        raise InvalidPattern(option, pattern, 'must be a string or an '
+                             'object of regular expressions')
+    if legacy_globs and _AMBIGUOUS.match(pattern):
+        return _compile_fnmatch(option, pattern, 'as a glob %s is the '
+                                'domain; Nova reads it as the bus' %
+                                pattern.partition(':')[0])
+    try:
+        return _compile_glob(option, pattern)
+    except InvalidPattern:
+        if not (legacy_globs and _GLOB_CHARS.match(pattern) and
+                any(c in pattern for c in '*?[')):
+            raise
+    return _compile_fnmatch(option, pattern, 'a * within a field, ?, '
+                            '[...] are not in Nova\'s syntax')

@@ -15,7 +15,7 @@
 A spec is a JSON object (``[discovery] device_spec``, one per line)::
 
     {"vendor_id": "10de", "product_id": "1eb8",      # required
-     "address": "0000:af:*",                         # optional glob
+     "address": "0000:af:*",                         # optional pattern
      "class": "0302",                                # optional hex prefix
      "resource_class": "PGPU",                       # default PGPU
      "traits": ["CUSTOM_NVIDIA_T4"],                 # optional
@@ -23,6 +23,13 @@ A spec is a JSON object (``[discovery] device_spec``, one per line)::
      "attach_handle_type": "PCI",                    # PCI | TEST_PCI
      "vf": false,                                    # optional, see below
      "managed": "yes"}                               # yes | no
+
+``"address"`` is a PCI address pattern in the dialect of Nova's ``[pci]
+device_spec`` (``accel_common.pci``): a string ``domain:bus:slot.function``
+whose fields may be ``*`` or left out, or an object of per-field regular
+expressions.  Shell globs (``0000:af:0?.*``, ``0000:*:00.[01]``), which
+this key took before, still select what they did, with a deprecation
+warning.
 
 SR-IOV virtual functions are whole devices only on request: a spec
 matches VFs when it says ``"vf": true`` (then only VFs), or when the
@@ -40,7 +47,6 @@ reattach it.  Default ``"yes"``.
 """
 
 import dataclasses
-import fnmatch
 import json
 import re
 
@@ -48,9 +54,12 @@ import os_resource_classes as orc
 import os_traits
 
 from accel_backend import exception
+from accel_common import pci
 
 _CUSTOM = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
 _HEX4 = re.compile(r'^[0-9a-f]{4}$')
+#: The option an address pattern comes from, for messages.
+ADDRESS_OPTION = '[discovery] device_spec "address"'
 DEVICE_TYPES = ('GPU', 'FPGA', 'AICHIP', 'QAT', 'NIC', 'SSD', 'OTHER')
 ATTACH_TYPES = ('PCI', 'TEST_PCI')
 
@@ -67,7 +76,15 @@ def valid_trait(name):
 
 @dataclasses.dataclass(frozen=True)
 class DeviceSpec:
-    """One parsed spec; see the module docstring for the fields."""
+    """One parsed spec; see the module docstring for the fields.
+
+    ``address`` is the pattern as configured (str, or for the object form
+    its JSON text); ``address_pattern`` its compiled
+    ``accel_common.pci.AddressPattern`` (compiled from a string
+    ``address`` when not given; ``parse`` gives it for the object form).
+
+    :raises accel_common.pci.InvalidPattern: ``address`` is not a pattern.
+    """
 
     vendor_id: str
     product_id: str
@@ -79,6 +96,14 @@ class DeviceSpec:
     attach_handle_type: str = 'PCI'
     vf: bool = None
     managed: str = 'yes'
+    address_pattern: pci.AddressPattern = dataclasses.field(
+        default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.address and self.address_pattern is None:
+            # Frozen: set once, here, as dataclasses document.
+            object.__setattr__(self, 'address_pattern', pci.compile_pattern(
+                self.address, ADDRESS_OPTION, legacy_globs=True))
 
     def handle_info(self, fn):
         """The attach handle info of ``fn`` for this spec: its address
@@ -93,7 +118,8 @@ class DeviceSpec:
         if (fn.vendor_id, fn.product_id) != (self.vendor_id,
                                              self.product_id):
             return False
-        if self.address and not fnmatch.fnmatch(fn.address, self.address):
+        if self.address_pattern is not None and \
+                not self.address_pattern.matches(fn.address):
             return False
         if self.class_prefix and not fn.class_code.startswith(
                 self.class_prefix):
@@ -129,10 +155,10 @@ def parse(text):
     if unknown:
         raise exception.DeviceSpecError(
             spec=text, reason='unknown keys %s' % sorted(unknown))
-    for key in ('address', 'class'):
-        if key in raw and not isinstance(raw[key], str):
-            raise exception.DeviceSpecError(
-                spec=text, reason='%s must be a string' % key)
+    if 'class' in raw and not isinstance(raw['class'], str):
+        raise exception.DeviceSpecError(
+            spec=text, reason='class must be a string')
+    address, pattern = _address(text, raw.get('address'))
     ids = {}
     for key in ('vendor_id', 'product_id'):
         value = raw.get(key, '')
@@ -176,11 +202,28 @@ def parse(text):
             spec=text, reason='managed must be "yes" or "no"')
     return DeviceSpec(
         vendor_id=ids['vendor_id'], product_id=ids['product_id'],
-        address=raw.get('address'),
+        address=address, address_pattern=pattern,
         class_prefix=(str(raw['class']).lower().replace('0x', '')
                       if raw.get('class') else None),
         resource_class=rc, traits=traits, device_type=dtype,
         attach_handle_type=ahtype, vf=vf, managed=managed)
+
+
+def _address(text, raw):
+    """``(address text, AddressPattern)`` of a spec's ``"address"`` (both
+    None when it has none).
+
+    :raises DeviceSpecError: not a pattern (the reason names the key).
+    """
+    if raw is None or raw == '':
+        return None, None
+    try:
+        pattern = pci.compile_pattern(raw, ADDRESS_OPTION, legacy_globs=True)
+    except pci.InvalidPattern as e:
+        raise exception.DeviceSpecError(spec=text, reason=str(e))
+    if isinstance(raw, dict):
+        raw = json.dumps(raw, sort_keys=True)
+    return raw, pattern
 
 
 def parse_all(texts):

@@ -38,8 +38,9 @@ Which parser reads a value:
   patched (the contributor guide's "Design measurements").
   It resolves ``devname`` from the host's ``/sys/class/net``, as Nova
   does.
-* ``OwnSpec``, the same grammar and matching rules, where Nova is not
-  installed (accel_backend on a host without nova-compute, reading a copy
+* ``OwnSpec``, the same grammar and matching rules (the address through
+  ``accel_common.pci.compile_pattern``, whose dialect is Nova's), where
+  Nova is not installed (accel_backend on a host without nova-compute, reading a copy
   of its nova.conf).  Where it cannot tell, it selects more: a spec with
   ``devname`` selects every function of its ids, and any address spec
   also selects the VFs of the functions it names.
@@ -116,14 +117,6 @@ def _hex_or_any(value, what, maximum):
     return int(value, 16)
 
 
-def _fields(address):
-    """``{field: hex digits}`` of a function's address, as Nova compares
-    them (``0000``, ``af``, ``00``, ``0``)."""
-    a = pci.parse(address)
-    return {'domain': '%04x' % a.domain, 'bus': '%02x' % a.bus,
-            'slot': '%02x' % a.slot, 'function': '%x' % a.function}
-
-
 class OwnSpec:
     """One device spec read without Nova (see the module).
 
@@ -146,42 +139,16 @@ class OwnSpec:
         address = raw.get('address')
         if address is not None and self.devname is not None:
             raise NovaSpecError('devname and address are exclusive')
-        self.glob = self.regex = None
-        if isinstance(address, dict):
-            self.regex = {}
-            for field, _, _ in pci.FIELDS:
-                value = address.get(field, '.*')
-                if not isinstance(value, str):
-                    raise NovaSpecError('%s must be a string' % field)
-                try:
-                    self.regex[field] = re.compile(value)
-                except re.error as e:
-                    raise NovaSpecError('bad %s regex %r: %s' %
-                                        (field, value, e))
-        elif isinstance(address, str):
-            self.glob = self._parse_glob(address)
-        elif address is not None:
-            raise NovaSpecError('address must be a string or an object')
-
-    @staticmethod
-    def _parse_glob(address):
-        dbs, _, func = address.partition('.')
-        fields = dbs.split(':') if dbs else []
-        if len(fields) > 3:
-            raise NovaSpecError('bad address %r' % address)
-        fields = [''] * (3 - len(fields)) + fields + [func]
-        return {field: _hex_or_any(value.strip() or '*', field, maximum)
-                for (field, _, maximum), value in zip(pci.FIELDS, fields)}
+        self.address = None
+        if address is not None:
+            try:
+                self.address = pci.compile_pattern(
+                    address, 'Nova [pci] device_spec "address"')
+            except pci.InvalidPattern as e:
+                raise NovaSpecError(str(e))
 
     def _address_matches(self, address):
-        if self.glob is not None:
-            a = pci.parse(address)
-            return all(want is ANY or want == getattr(a, f)
-                       for f, want in self.glob.items())
-        if self.regex is not None:
-            parts = _fields(address)
-            return all(rx.match(parts[f]) for f, rx in self.regex.items())
-        return True
+        return self.address is None or self.address.matches(address)
 
     def matches(self, fn):
         """True when Nova would take PCI function ``fn``

@@ -24,10 +24,13 @@ the operator:
 
 * ``[discovery] mdev_types`` lists the enabled types (empty: no vGPU is
   reported, with a warning);
-* ``[mdev_<type>] device_addresses`` (PCI addresses, globs allowed) gives
-  a type the GPUs it applies to; a GPU matched by no list gets the first
-  enabled type that has no ``device_addresses``, else none; an address in
-  two lists is a configuration error;
+* ``[mdev_<type>] device_addresses`` (PCI address patterns in the string
+  form of Nova's ``[pci] device_spec`` address, ``accel_common.pci``:
+  ``0000:41:00.0``, ``0000:41:*``; former shell globs still work, with a
+  deprecation warning) gives a type the GPUs it applies to; a GPU matched
+  by no list gets the first enabled type that has no
+  ``device_addresses``, else none; a pattern in two lists is a
+  configuration error, and so is one outside the dialect;
 * ``[mdev_<type>] max_instances`` caps the devices of that type per GPU.
 
 Two layouts exist.  Before Ampere the PF holds ``mdev_supported_types``
@@ -41,14 +44,13 @@ its VFs, capacity the GPU's maximum for the type (``max_instances``, else
 VFs that offer it; without a known maximum the GPU is not reported.
 """
 
-import fnmatch
-
 import os_traits
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from accel_backend.discovery.drivers import base
 from accel_backend.discovery import sysfs
+from accel_common import pci
 
 LOG = logging.getLogger(__name__)
 
@@ -67,8 +69,11 @@ def register_type_opts(conf, type_ids):
         group = 'mdev_%s' % type_id
         conf.register_opt(cfg.ListOpt(
             'device_addresses', default=[],
-            help='PCI addresses (globs allowed) of the GPUs that offer '
-                 'this type (PF or VF addresses).'), group=group)
+            help='PCI addresses of the GPUs that offer this type (PF or '
+                 'VF addresses), as in the address of Nova\'s [pci] '
+                 'device_spec: domain:bus:slot.function, each field a hex '
+                 'number or *, leading fields optional (0000:41:*). Shell '
+                 'globs (0000:4?:00.0) are deprecated.'), group=group)
         conf.register_opt(cfg.IntOpt(
             'max_instances', min=1,
             help='Most devices of this type one GPU can hold.'),
@@ -88,7 +93,8 @@ class MdevDriver(base.PCIDriverBase):
 
     :param conf: accel_backend ``ConfigOpts``.
     :raises ValueError: ``[cleaning] methods`` asks for ``flr``, or one
-        address is listed for two types.
+        pattern is listed for two types, or (``InvalidPattern``, naming
+        the option) one is not an address pattern.
     """
 
     name = 'mdev'
@@ -107,6 +113,10 @@ class MdevDriver(base.PCIDriverBase):
         register_type_opts(conf, self.enabled)
         self.addresses = {t: list(conf['mdev_%s' % t].device_addresses)
                           for t in self.enabled}
+        self.patterns = {
+            t: [pci.compile_pattern(p, '[mdev_%s] device_addresses' % t,
+                                    legacy_globs=True) for p in patterns]
+            for t, patterns in self.addresses.items()}
         self.max_instances = {t: conf['mdev_%s' % t].max_instances
                               for t in self.enabled}
         seen = {}
@@ -130,8 +140,8 @@ class MdevDriver(base.PCIDriverBase):
         """The enabled type of the GPU whose functions are ``addresses``
         (its PF first, then its VFs), or None."""
         for type_id in self.enabled:
-            if any(fnmatch.fnmatch(a, p) for a in addresses
-                   for p in self.addresses[type_id]):
+            if any(p.matches(a) for a in addresses
+                   for p in self.patterns[type_id]):
                 return type_id
         return self.default_type
 
