@@ -220,7 +220,6 @@ class AddressPattern:
                    for f, want in self._fields.items())
 
 
-
 def _glob_field(option, pattern, name, raw):
     """One field of the string form: ``ANY`` or its value (int)."""
     raw = raw.strip()

@@ -40,10 +40,10 @@ Which parser reads a value:
   does.
 * ``OwnSpec``, the same grammar and matching rules (the address through
   ``accel_common.pci.compile_pattern``, whose dialect is Nova's), where
-  Nova is not installed (accel_backend on a host without nova-compute, reading a copy
-  of its nova.conf).  Where it cannot tell, it selects more: a spec with
-  ``devname`` selects every function of its ids, and any address spec
-  also selects the VFs of the functions it names.
+  Nova is not installed (accel_backend on a host without nova-compute,
+  reading a copy of its nova.conf).  Where it cannot tell, it selects
+  more: a spec with ``devname`` selects every function of its ids, and
+  any address spec also selects the VFs of the functions it names.
 
 What is added to Nova's parser, and why:
 
