@@ -16,9 +16,23 @@ nova_accel reuses Nova's own options where Nova already has them
 (``[cyborg]`` keystoneauth options, ``[DEFAULT] arq_binding_timeout``) and
 declares its own under ``[nova_accel]``.  ``list_opts()`` is the
 ``oslo.config.opts`` entry point used by ``oslo-config-generator``.
+
+This package is the one place that registers them, on import, as Nova's
+``nova/conf/__init__.py`` (Nova 34) registers Nova's: a module that reads
+an option does ``import nova_accel.conf`` and ``CONF =
+nova_accel.conf.CONF`` (``tests/unit/test_nova_accel_conf.py`` refuses
+``register_opt(s)`` calls anywhere else in ``nova_accel``).  ``CONF`` is
+oslo.config's global ``cfg.CONF``, the object Nova's ``nova.conf.CONF``
+is, so Nova's options are read through it too where ``nova.conf`` is
+imported; this package itself does not import Nova, so the documentation
+and the sample generator list the options without it.
 """
 
 from oslo_config import cfg
+
+#: The process's configuration, Nova's (``nova.conf.CONF`` is
+#: ``cfg.CONF``), with the ``[nova_accel]`` options registered.
+CONF = cfg.CONF
 
 GROUP = cfg.OptGroup(
     'nova_accel',
@@ -105,3 +119,6 @@ def register_opts(conf):
 def list_opts():
     """Return ``[(group, [opts])]`` for ``oslo-config-generator``."""
     return [(GROUP, OPTS + SCHEDULER_OPTS)]
+
+
+register_opts(CONF)

@@ -25,7 +25,8 @@ Both return a dict (see :class:`nova_accel.hotplug.manager.HotplugManager`)
 and are synchronous: the caller waits up to its timeout.
 """
 
-import nova.conf
+# Nova's own options read below ([DEFAULT] arq_binding_timeout).
+import nova.conf  # noqa: F401
 from nova import context as nova_context
 from nova import objects
 from nova import rpc as nova_rpc
@@ -33,12 +34,11 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from accel_common import rpc_server
-from nova_accel import conf as accel_conf
+import nova_accel.conf
 from nova_accel.hotplug import exception
 
 LOG = logging.getLogger(__name__)
-CONF = nova.conf.CONF
-accel_conf.register_opts(CONF)
+CONF = nova_accel.conf.CONF
 
 VERSION = '1.0'
 NAMESPACE = 'nova_accel_hotplug'

@@ -68,18 +68,16 @@ import time
 import weakref
 
 from keystoneauth1 import exceptions as ks_exc
-import nova.conf
 from nova.scheduler.client import report
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 import os_traits
 from oslo_log import log as logging
 
-from nova_accel import conf as accel_conf
+import nova_accel.conf
 
 LOG = logging.getLogger(__name__)
-CONF = nova.conf.CONF
-accel_conf.register_opts(CONF)
+CONF = nova_accel.conf.CONF
 
 OWNER_TRAIT = os_traits.OWNER_CYBORG
 DEVICE_PROFILE_KEY = 'accel:device_profile'

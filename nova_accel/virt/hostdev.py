@@ -61,17 +61,15 @@ import copy
 import uuid
 
 from lxml import etree
-import nova.conf
 from nova.virt.libvirt import config as vconfig
 from oslo_log import log as logging
 
 from accel_common import pci
-from nova_accel import conf as accel_conf
+import nova_accel.conf
 from nova_accel.virt import exception
 
 LOG = logging.getLogger(__name__)
-CONF = nova.conf.CONF
-accel_conf.register_opts(CONF)
+CONF = nova_accel.conf.CONF
 
 PCI = 'PCI'
 MDEV = 'MDEV'

@@ -23,9 +23,6 @@ import testtools
 
 import nova_accel
 from nova_accel import conf
-# The modules that read [nova_accel] options register them on import.
-from nova_accel.scheduler import weighers  # noqa: F401
-from nova_accel.virt import hostdev  # noqa: F401
 
 
 def _listed():
@@ -48,6 +45,11 @@ class ListOptsTest(testtools.TestCase):
         opt = listed['accelerator_host_reservation_weight_multiplier']
         self.assertIsInstance(opt, cfg.FloatOpt)
         self.assertEqual(1.0, opt.default)
+
+    def test_registered_on_import_on_novas_conf(self):
+        self.assertIs(nova.conf.CONF, conf.CONF)
+        self.assertEqual(
+            ['TEST_PCI'], conf.CONF.nova_accel.ignored_attach_handle_types)
 
     def test_register_is_idempotent(self):
         c = cfg.ConfigOpts()

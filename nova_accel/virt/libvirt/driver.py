@@ -30,17 +30,17 @@ across hard reboots, rebuilds and delete, comes from
 :class:`nova_accel.virt.hotplug.LibvirtHotplugMixin`.
 """
 
-import nova.conf
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_log import log as logging
 
 from nova_accel.binding import waiter
+import nova_accel.conf
 from nova_accel.virt import hostdev
 from nova_accel.virt import hotplug as hotplug_driver
 from nova_accel.virt.libvirt import numa
 
 LOG = logging.getLogger(__name__)
-CONF = nova.conf.CONF
+CONF = nova_accel.conf.CONF
 
 
 class LibvirtDriver(hotplug_driver.LibvirtHotplugMixin,

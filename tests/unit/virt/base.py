@@ -19,9 +19,8 @@ import testtools
 import nova.conf
 from nova.virt.libvirt import config as vconfig
 
-from nova_accel import conf as accel_conf
-
-accel_conf.register_opts(nova.conf.CONF)
+# Registers the [nova_accel] options the tests override.
+import nova_accel.conf  # noqa: F401
 
 PCI_ARQ = {
     'uuid': '3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e01',
