@@ -14,8 +14,8 @@
 
 ``LibvirtDriver`` and ``FakeDriver`` are imported lazily (PEP 562) so that
 ``nova_accel.virt.hostdev`` can be used without loading Nova's libvirt
-driver.  The drivers depend on :mod:`nova_accel.hotplug` (through
-:mod:`nova_accel.virt.hotplug`) and :mod:`nova_accel.binding`; neither
+driver.  The drivers depend on :mod:`nova_accel.attach` (through
+:mod:`nova_accel.virt.attach_mixins`) and :mod:`nova_accel.compute`; neither
 imports this package.
 """
 

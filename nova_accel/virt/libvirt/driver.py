@@ -27,23 +27,23 @@ so that :mod:`nova_accel.virt.hostdev` (validated addresses, ignored handle
 types from ``[nova_accel] ignored_attach_handle_types``) writes those
 elements.  Hot-adding accelerators to a running guest, and keeping them
 across hard reboots, rebuilds and delete, comes from
-:class:`nova_accel.virt.hotplug.LibvirtHotplugMixin`.
+:class:`nova_accel.virt.attach_mixins.LibvirtHotplugMixin`.
 """
 
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_log import log as logging
 
-from nova_accel.binding import waiter
+from nova_accel.compute import waiter
 import nova_accel.conf
+from nova_accel.virt import attach_mixins
 from nova_accel.virt import hostdev
-from nova_accel.virt import hotplug as hotplug_driver
 from nova_accel.virt.libvirt import numa
 
 LOG = logging.getLogger(__name__)
 CONF = nova_accel.conf.CONF
 
 
-class LibvirtDriver(hotplug_driver.LibvirtHotplugMixin,
+class LibvirtDriver(attach_mixins.LibvirtHotplugMixin,
                     libvirt_driver.LibvirtDriver):
     """``nova.virt.libvirt.LibvirtDriver`` composing accelerator hostdevs.
 
@@ -62,7 +62,7 @@ class LibvirtDriver(hotplug_driver.LibvirtHotplugMixin,
         ``Bound``.
 
         :raises ARQBindingFailed: an ARQ failed to bind (see
-            :func:`nova_accel.binding.waiter.require_bound`).
+            :func:`nova_accel.compute.waiter.require_bound`).
         """
         waiter.require_bound(instance.uuid, accel_info)
         return super().spawn(context, instance, image_meta, injected_files,

@@ -44,8 +44,8 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
-from nova_accel.hotplug import exception
-from nova_accel.hotplug import rpc as hotplug_rpc
+from nova_accel.attach import exception
+from nova_accel.attach import rpc as hotplug_rpc
 
 CONF = nova.conf.CONF
 LOG = logging.getLogger(__name__)
