@@ -21,7 +21,7 @@ someone else changed the provider, so it is re-read and the write retried.
 
 Reads are kept to a minimum: the reporter caches, per provider of ours,
 the generation, inventories and traits Placement last showed it
-(``placement.provider_cache``), and a run reads only the compute node's
+(``placement.provider_tree``), and a run reads only the compute node's
 tree (one GET: every provider with its generation).  A provider whose
 generation is the cached one is unchanged (any write to it, allocations
 included, bumps the generation), so a no-change resync costs one GET and
@@ -36,7 +36,8 @@ from accel_backend.discovery import removal
 from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.placement import client as pclient
-from accel_backend.placement import provider_cache
+from accel_backend.placement import custom_names
+from accel_backend.placement import provider_tree
 from accel_backend.placement import records
 
 LOG = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class Reporter:
     """Keeps Placement in step with the deployables of one host.
 
     Thread-safe: the periodic report, the cleaner and API actions share
-    one reporter (and its cache).
+    one reporter (and its view).
 
     :param client: ``PlacementClient``.
     :param rp_names: candidate names of the compute node RP (list of str).
@@ -57,8 +58,9 @@ class Reporter:
     :param max_removal_share: largest share (0.0 to 1.0) of our providers
         one report may delete (``discovery.removal``).
 
-    ``cache`` is the ``provider_cache.ProviderCache`` of what Placement
-    last showed; it holds ``client``.
+    ``view`` is the ``provider_tree.ProviderTreeView`` of what Placement
+    last showed; it holds ``client``.  ``custom`` is the
+    ``custom_names.CustomNames`` of what exists.
     """
 
     def __init__(self, client, rp_names, reserved_for=None,
@@ -66,7 +68,8 @@ class Reporter:
         self.max_removal_share = max_removal_share
         self.rp_names = rp_names
         self.reserved_for = reserved_for
-        self.cache = provider_cache.ProviderCache(client, rp_names)
+        self.view = provider_tree.ProviderTreeView(client, rp_names)
+        self.custom = custom_names.CustomNames()
         self._lock = threading.RLock()
         # Providers of removed devices whose DELETE got a 409 (they have
         # allocations): deleted once their usages are zero.
@@ -78,15 +81,15 @@ class Reporter:
 
     @property
     def client(self):
-        """The ``PlacementClient``: the cache's, so that reads and writes
-        always go through one client (replace ``cache.client`` to change
+        """The ``PlacementClient``: the view's, so that reads and writes
+        always go through one client (replace ``view.client`` to change
         it)."""
-        return self.cache.client
+        return self.view.client
 
     def forget(self):
         """Drop every cached view (the next report re-reads all)."""
         with self._lock:
-            self.cache.clear()
+            self.view.clear()
             self._undeletable.clear()
             self._in_use.clear()
 
@@ -104,26 +107,26 @@ class Reporter:
             created and updated first).
         """
         with self._lock:
-            root_uuid, root_name, tree = self.cache.tree()
+            root_uuid, root_name, tree = self.view.tree()
             wanted = set()
             contended = []
             for prov in providers:
                 wanted.add(prov.rp_uuid)
                 rp = tree.get(prov.rp_uuid)
                 if rp is None:
-                    self.cache.entries.pop(prov.rp_uuid, None)
+                    self.view.entries.pop(prov.rp_uuid, None)
                     if not self._create_rp(prov, root_uuid, root_name):
                         continue
                 else:
-                    cached = self.cache.entries.get(prov.rp_uuid)
+                    cached = self.view.entries.get(prov.rp_uuid)
                     if cached is None or \
                             cached.generation != rp['generation']:
-                        self.cache.refresh(prov.rp_uuid)
+                        self.view.refresh(prov.rp_uuid)
                 try:
                     self._sync_inventory(prov)
                     self._sync_traits(prov.rp_uuid,
                                       set(prov.traits) |
-                                      {provider_cache.OWNER_TRAIT})
+                                      {provider_tree.OWNER_TRAIT})
                 except exception.PlacementError as e:
                     if e.kwargs.get('status') != 409:
                         raise
@@ -137,14 +140,14 @@ class Reporter:
             ours = {rp_uuid: rp for rp_uuid, rp in tree.items()
                     if rp_uuid != root_uuid and
                     rp['name'].startswith(root_name + '_') and
-                    self.cache.is_ours(rp_uuid, rp['generation'])}
+                    self.view.is_ours(rp_uuid, rp['generation'])}
             gone = {u: rp for u, rp in ours.items() if u not in wanted}
             removal.check(root_name, 'resource providers', len(ours),
                           [rp['name'] for rp in gone.values()],
                           self.max_removal_share, force)
             for rp_uuid, rp in gone.items():
                 self._delete_rp(rp_uuid, rp['generation'])
-            entries = self.cache.entries
+            entries = self.view.entries
             for gone in set(entries) - set(tree) - wanted:
                 del entries[gone]
             if contended:
@@ -164,13 +167,13 @@ class Reporter:
             {'uuid': dep.rp_uuid, 'name': name,
              'parent_provider_uuid': root_uuid}, ok=(200, 409))
         if resp.status_code == 200:
-            self.cache.entries[dep.rp_uuid] = records.Cached(
+            self.view.entries[dep.rp_uuid] = records.Cached(
                 resp.json()['generation'], {}, set())
             return True
         # Created by an earlier run of ours that crashed before it could
         # write inventory (then the lookup finds it), or the name is
         # taken by a provider that is not ours.
-        if self.cache.refresh(dep.rp_uuid) is None:
+        if self.view.refresh(dep.rp_uuid) is None:
             LOG.error('Cannot create resource provider %s for device '
                       '%s: another provider already has that name; '
                       'the device is not reported', name, dep.address)
@@ -193,8 +196,8 @@ class Reporter:
         :raises PlacementError: failure, or conflicts ``RETRIES`` times.
         """
         url = '/resource_providers/%s/%s' % (rp_uuid, what)
-        cached = (self.cache.entries.get(rp_uuid) or
-                  self.cache.refresh(rp_uuid))
+        cached = (self.view.entries.get(rp_uuid) or
+                  self.view.refresh(rp_uuid))
         for _ in range(RETRIES):
             if cached is None:
                 return False
@@ -207,13 +210,13 @@ class Reporter:
                 done(cached, resp.json())
                 return True
             if resp.status_code == 404:
-                self.cache.entries.pop(rp_uuid, None)
+                self.view.entries.pop(rp_uuid, None)
                 return False
             if in_use is not None and pclient.error_code(resp) == \
                     pclient.INVENTORY_INUSE:
                 make_body, in_use = in_use, None
                 continue
-            cached = self.cache.refresh(rp_uuid)
+            cached = self.view.refresh(rp_uuid)
         raise exception.PlacementError(method='PUT', url=url, status=409,
                                        body='generation conflicts')
 
@@ -223,7 +226,7 @@ class Reporter:
         cached.inventories = data['inventories']
 
     def _sync_inventory(self, dep):
-        self.cache.ensure_rc(dep.resource_class)
+        self.custom.ensure_rc(self.client, dep.resource_class)
         total = dep.total
         # Placement refuses a total of 0 (e.g. an mdev type with no
         # instance left): such a provider has no inventory.
@@ -318,7 +321,7 @@ class Reporter:
             return ok
 
     def _sync_traits(self, rp_uuid, traits):
-        self.cache.ensure_traits(traits)
+        self.custom.ensure_traits(self.client, traits)
 
         def body(cached):
             if cached.traits == traits:
@@ -343,7 +346,7 @@ class Reporter:
         resp = self.client.delete('/resource_providers/%s' % rp_uuid,
                                   ok=(204, 404, 409))
         if resp.status_code != 409:
-            self.cache.entries.pop(rp_uuid, None)
+            self.view.entries.pop(rp_uuid, None)
             self._undeletable.pop(rp_uuid, None)
             return
         if rp_uuid not in self._undeletable:

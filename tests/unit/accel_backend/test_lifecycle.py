@@ -95,7 +95,7 @@ class ServiceTestBase(placement_fixture.PlacementTestCase):
         self.addCleanup(svc.stop)
         if recording:
             client = test_report.RecordingClient(svc.placement.adapter)
-            svc.placement = svc.reporter.cache.client = client
+            svc.placement = svc.reporter.view.client = client
         return svc
 
     # -- helpers ---------------------------------------------------------

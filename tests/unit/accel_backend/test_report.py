@@ -360,7 +360,7 @@ class TestComputeRP(ReporterTestBase):
         self.assertEqual([COMPUTE + '.example.org', COMPUTE], names)
         reporter = report.Reporter(self.client, names)
         self.assertEqual((self.compute_uuid, COMPUTE),
-                         reporter.cache.find_compute_rp())
+                         reporter.view.find_compute_rp())
         recs = self.two_t4s()
         reporter.report(recs)
         self.assertEqual(
@@ -375,7 +375,7 @@ class TestComputeRP(ReporterTestBase):
         reporter = report.Reporter(self.client,
                                    records.compute_rp_names(conf))
         self.assertEqual((fqdn_uuid, COMPUTE + '.example.org'),
-                         reporter.cache.find_compute_rp())
+                         reporter.view.find_compute_rp())
 
     def test_find_by_fqdn_when_host_is_short(self):
         fqdn_uuid = self.create_rp('node7.example.org')
@@ -386,7 +386,7 @@ class TestComputeRP(ReporterTestBase):
         reporter = report.Reporter(self.client,
                                    records.compute_rp_names(conf))
         self.assertEqual((fqdn_uuid, 'node7.example.org'),
-                         reporter.cache.find_compute_rp())
+                         reporter.view.find_compute_rp())
 
     def test_configured_name_only(self):
         conf = base.make_conf(

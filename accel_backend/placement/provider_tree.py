@@ -12,11 +12,13 @@
 
 """What the reporter last saw of the compute node's tree in Placement.
 
-``ProviderCache`` keeps, for ``placement.report.Reporter``: the compute
-node resource provider of the host; per provider of ours, the generation,
-inventories and traits Placement last showed (``records.Cached``); the
-providers of the tree that are not ours; and the custom resource classes
-and traits known to exist.  The compute node's tree is read in one GET
+``ProviderTreeView`` keeps, for ``placement.report.Reporter``: the
+compute node resource provider of the host; per provider of ours, the
+generation, inventories and traits Placement last showed
+(``records.Cached``); and the providers of the tree that are not ours.
+It only reads Placement: every write is the reporter's (custom resource
+classes and traits: ``placement.custom_names``).  The compute node's
+tree is read in one GET
 (every provider with its generation); a provider whose generation is the
 cached one is unchanged (any write to it, allocations included, bumps the
 generation), so only changed providers are read again.
@@ -31,7 +33,6 @@ update").
 Not thread-safe by itself: the reporter calls it under its own lock.
 """
 
-import os_resource_classes as orc
 import os_traits
 from oslo_log import log as logging
 
@@ -42,8 +43,8 @@ LOG = logging.getLogger(__name__)
 OWNER_TRAIT = os_traits.OWNER_CYBORG
 
 
-class ProviderCache:
-    """The cached view of one compute node's tree.
+class ProviderTreeView:
+    """The reporter's view of one compute node's tree.
 
     :param client: ``accel_backend.placement.client.PlacementClient``.
     :param rp_names: candidate names of the compute node RP (list of str,
@@ -62,8 +63,6 @@ class ProviderCache:
         # Providers in our tree that are not ours: uuid -> generation at
         # which their traits were read.
         self._foreign = {}
-        self._known_rcs = set(orc.STANDARDS)
-        self._known_traits = set(os_traits.get_traits())
 
     def find_compute_rp(self):
         """Look the compute node RP up by name (one GET per name tried).
@@ -81,8 +80,7 @@ class ProviderCache:
 
     def clear(self):
         """Drop the compute node RP, the entries and the providers known
-        not to be ours (the next ``tree`` looks everything up again); the
-        known resource classes and traits are kept."""
+        not to be ours (the next ``tree`` looks everything up again)."""
         self._root = None
         self.entries.clear()
         self._foreign.clear()
@@ -165,23 +163,3 @@ class ProviderCache:
             return True
         self._foreign[rp_uuid] = generation
         return False
-
-    def ensure_rc(self, rc):
-        """Create resource class ``rc`` (str) in Placement unless it is a
-        standard one or known to exist (``PUT /resource_classes/<rc>``).
-
-        :raises PlacementError: Placement failed.
-        """
-        if rc not in self._known_rcs:
-            self.client.put('/resource_classes/%s' % rc)
-            self._known_rcs.add(rc)
-
-    def ensure_traits(self, traits):
-        """Create the traits (iterable of str) that are neither standard
-        nor known to exist (``PUT /traits/<trait>`` each).
-
-        :raises PlacementError: Placement failed.
-        """
-        for trait in sorted(set(traits) - self._known_traits):
-            self.client.put('/traits/%s' % trait)
-            self._known_traits.add(trait)
