@@ -18,7 +18,7 @@
     everything in one process: the API (cheroot), the binder, discovery
     and the Placement report of ``[DEFAULT] host``, cleaning and the
     audit.  Bind requests go to the process's own binder (``[binding]
-    mode = local``, the default) or, with ``mode = rpc``, to the agent of
+    mode = inline``, the default) or, with ``mode = agents``, to the agent of
     each ARQ's host (its own host still in-process).
 ``api`` (``accel-backend-api``, ``accel_backend.cmd.api``)
     the REST API only, on the shared database (PostgreSQL); bind requests
@@ -111,7 +111,8 @@ class Service:
             max_removal_share=conf.discovery.max_removal_share)
         self.binder = self.cleaner = self.auditor = None
         self.drivers = []
-        binds_here = role == AGENT or conf.binding.mode == 'rpc'
+        mode = conf_mod.binding_mode(conf)
+        binds_here = role == AGENT or mode == 'agents'
         if role != API:
             self.binder = binder_mod.Binder(
                 self.db, self.notifier, workers=conf.binding.workers,
@@ -150,7 +151,7 @@ class Service:
             self._audit_loop = periodic.AuditLoop(self.auditor,
                                                   conf.audit.interval)
         self._serves_rpc = role == AGENT or (
-            role == EMBEDDED and conf.binding.mode == 'rpc')
+            role == EMBEDDED and mode == 'agents')
         self._owns_transport = transport is None and \
             self.transport is not None
         self._stop = threading.Event()

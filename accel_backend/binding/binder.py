@@ -12,7 +12,7 @@
 
 """The binder: claims attach handles for ARQs and delivers Nova's events.
 
-The embedded service (``[binding] mode = local``) binds in the PATCH's own
+The embedded service (``[binding] mode = inline``) binds in the PATCH's own
 transaction (``bind_locked``, then ``finish`` after the commit): the ARQs
 go ``BindStarted`` -> ``Bound`` (or ``BindFailed``) with a
 ``pending_event`` in one commit, with no worker hand-off and no second

@@ -16,11 +16,11 @@
 ``dispatcher.bind({hostname: [arq_uuid, ...]})``:
 
 ``LocalDispatcher``
-    the embedded ``accel-backend`` (``[binding] mode = local``, the
+    the embedded ``accel-backend`` (``[binding] mode = inline``, the
     default): every ARQ goes to the process's own ``Binder`` threads.
 ``RpcDispatcher``
     ``accel-backend-api`` (always) and an embedded ``accel-backend`` with
-    ``[binding] mode = rpc``: the ARQs of each host are cast over
+    ``[binding] mode = agents``: the ARQs of each host are cast over
     oslo.messaging to the agent of that host
     (``accel_backend.binding.rpc``); ARQs of the process's own host, when
     it is an agent too, go to its own binder.
@@ -33,11 +33,10 @@ re-queues them after ``[audit] grace_period``.
 
 from oslo_log import log as logging
 
+from accel_backend import conf as accel_conf
 from accel_backend import exception
 
 LOG = logging.getLogger(__name__)
-
-EMBEDDED_MODES = ('local', 'rpc')
 
 
 class BindDispatchFailed(exception.AccelBackendError):
@@ -103,7 +102,7 @@ class RpcDispatcher:
 
     :param agent_api: ``accel_backend.binding.rpc.AgentAPI``.
     :param local_host: this process's host when it also binds (embedded
-        ``mode = rpc``), else None.
+        ``mode = agents``), else None.
     :param local_binder: the binder of ``local_host``.
     """
 
@@ -163,7 +162,7 @@ def for_service(conf, role, binder, transport=None):
         transport_url``.
     :returns: ``(dispatcher, transport)``; transport None for local.
     """
-    if role == 'embedded' and conf.binding.mode == 'local':
+    if role == 'embedded' and accel_conf.binding_mode(conf) == 'inline':
         return LocalDispatcher(binder), None
     from accel_backend.binding import rpc
     from accel_backend import transports

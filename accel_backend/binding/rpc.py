@@ -13,7 +13,7 @@
 """oslo.messaging RPC between ``accel-backend-api`` and the agents.
 
 Every ``accel-backend-agent`` (and an embedded ``accel-backend`` with
-``[binding] mode = rpc``) serves the topic ``[binding] agent_topic``
+``[binding] mode = agents``) serves the topic ``[binding] agent_topic``
 (default ``accel-agent``) with ``server`` = its ``[DEFAULT] host``, in the
 exchange ``accel_backend``; the API casts to the server named by the ARQ's
 ``hostname``, so a request reaches the agent of the host Nova bound the ARQ

@@ -25,11 +25,14 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_db import options as db_options
 from oslo_log import log as logging
+from oslo_log import versionutils
 from oslo_middleware.healthcheck import opts as healthcheck_opts
 
 from accel_backend.conf import discovery
 from accel_backend.conf import nvidia_vgpu
 from accel_backend.conf import upgrade_levels
+
+LOG = logging.getLogger(__name__)
 
 DEFAULT_OPTS = [
     cfg.StrOpt('host', default=socket.gethostname(),
@@ -187,22 +190,26 @@ BINDING_GROUP = cfg.OptGroup('binding', title='ARQ binding')
 BINDING_OPTS = [
     cfg.IntOpt('workers', default=4, min=1,
                help='Threads that carry out ARQ binding.'),
-    cfg.StrOpt('mode', default='local',
-               choices=[('local', 'the embedded ``accel-backend`` binds '
-                                  'every ARQ of a PATCH in the PATCH\'s '
-                                  'own transaction (one commit; the 202 '
-                                  'means Bound or BindFailed) and sends '
-                                  'the events from its own threads'),
-                        ('rpc', 'ARQs of other hosts are cast over '
-                                'oslo.messaging (``[DEFAULT] '
-                                'transport_url``) to the '
-                                '``accel-backend-agent`` of their host; '
-                                'the ``accel-backend`` process serves its '
-                                'own host as an agent')],
+    cfg.StrOpt('mode', default='inline',
+               choices=[('inline', 'the embedded ``accel-backend`` binds '
+                                   'every ARQ of a PATCH in the PATCH\'s '
+                                   'own transaction (one commit; the 202 '
+                                   'means Bound or BindFailed) and sends '
+                                   'the events from its own threads'),
+                        ('agents', 'ARQs of other hosts are cast over '
+                                   'oslo.messaging (``[DEFAULT] '
+                                   'transport_url``) to the '
+                                   '``accel-backend-agent`` of their host; '
+                                   'the ``accel-backend`` process serves '
+                                   'its own host as an agent'),
+                        ('local', 'deprecated name of ``inline``'),
+                        ('rpc', 'deprecated name of ``agents``')],
                help='How the embedded ``accel-backend`` hands bind requests '
                     'over (``accel_backend.binding.dispatcher``). '
                     '``accel-backend-api`` always casts to the agents and '
-                    '``accel-backend-agent`` always serves the casts.'),
+                    '``accel-backend-agent`` always serves the casts. The '
+                    'values ``local`` and ``rpc`` of earlier releases are '
+                    'deprecated names of ``inline`` and ``agents``.'),
     cfg.StrOpt('agent_topic', default='accel-agent',
                help='oslo.messaging topic the agents serve (server = '
                     '``[DEFAULT] host``).'),
@@ -213,6 +220,25 @@ BINDING_OPTS = [
                     'the audit re-queues them after ``[audit] '
                     'grace_period``).'),
 ]
+
+
+#: Deprecated values of ``[binding] mode`` and the value each names.
+DEPRECATED_BINDING_MODES = {'local': 'inline', 'rpc': 'agents'}
+
+
+def binding_mode(conf):
+    """``[binding] mode`` of ``conf``: ``'inline'`` or ``'agents'``, the
+    deprecated ``local`` and ``rpc`` read as those, with a deprecation
+    warning (oslo.log's ``report_deprecated_feature``: once per process).
+    """
+    mode = conf.binding.mode
+    if mode in DEPRECATED_BINDING_MODES:
+        new = DEPRECATED_BINDING_MODES[mode]
+        versionutils.report_deprecated_feature(
+            LOG, '[binding] mode = %(old)s is deprecated; use mode = '
+            '%(new)s', {'old': mode, 'new': new})
+        return new
+    return mode
 
 
 def _own(group):

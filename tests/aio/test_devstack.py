@@ -217,17 +217,17 @@ class TestDevstackPlugin(unittest.TestCase):
         conf = self.ini(os.path.join(self.conf_dir, 'accel-backend.conf'))
         self.assertEqual('generic_pci,fake',
                          self.value(conf, 'discovery', 'enabled_drivers'))
-        self.assertEqual('local', self.value(conf, 'binding', 'mode'))
+        self.assertEqual('inline', self.value(conf, 'binding', 'mode'))
         self.assertIsNone(self.value(conf, 'DEFAULT', 'transport_url'))
 
     def test_compute_node_runs_the_agent(self):
         calls = self.devstack(
             'stack post-config', 'stack extra',
             ENABLED_SERVICES='n-cpu,placement-client,accel-agent',
-            ACCEL_BACKEND_BINDING_MODE='rpc')
+            ACCEL_BACKEND_BINDING_MODE='agents')
         conf_path = os.path.join(self.conf_dir, 'accel-backend.conf')
         conf = self.ini(conf_path)
-        self.assertEqual('rpc', self.value(conf, 'binding', 'mode'))
+        self.assertEqual('agents', self.value(conf, 'binding', 'mode'))
         self.assertEqual('rabbit://stackrabbit:secret@192.0.2.10:5672/',
                          self.value(conf, 'DEFAULT', 'transport_url'))
         self.assertIn('run_process accel-agent %s --config-file %s' % (

@@ -198,7 +198,7 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
     def hang_binding(self):
         """Make accel_backend's binder hang (a hung host agent): the PATCH
         commits ``BindStarted`` and hands the ARQs to the binder threads,
-        as it does for an agent (``[binding] mode = rpc``), and every
+        as it does for an agent (``[binding] mode = agents``), and every
         ``bind_many`` waits, up to 30 s, until the returned function is
         called (the test's cleanup calls it too).  Returns that function.
         """

@@ -17,7 +17,7 @@ Two compute nodes, compute1 and compute2, each with the recorded
 host name, so the hosts' GPUs stay apart):
 
 * compute1's accel_backend is the embedded ``Service`` of the harness
-  (the API Nova talks to), with ``[binding] mode = rpc``: it binds
+  (the API Nova talks to), with ``[binding] mode = agents``: it binds
   compute1's ARQs in-process and casts other hosts' binds over
   oslo.messaging;
 * compute2's is a second in-process ``Service`` with role ``agent`` on
@@ -73,7 +73,7 @@ class EvacuateTest(base.AccelServersTestBase):
         return text.replace(
             '[DEFAULT]\n',
             '[DEFAULT]\ntransport_url = fake://\n', 1).replace(
-            '[binding]\n', '[binding]\nmode = rpc\n', 1) + (
+            '[binding]\n', '[binding]\nmode = agents\n', 1) + (
             '[database]\nconnection = %s\n[audit]\ninterval = 0\n'
             % self.accel_db)
 

@@ -17,7 +17,7 @@ over a generated sysfs tree of 64 GPUs, and a Nova stub in this process.
 
 * Kill while binding: 72 ARQs are bound with one PATCH each (64 to a GPU
   each, 8 to a provider that does not exist); Nova answers events slowly.
-  With ``[binding] mode = rpc`` (the binder's threads bind after the
+  With ``[binding] mode = agents`` (the binder's threads bind after the
   PATCH's commit, as an agent does) at the kill some ARQs are Bound with
   their event pending and most are still BindStarted; with ``mode =
   local`` (each PATCH binds in its own transaction) every ARQ is resolved
@@ -143,7 +143,7 @@ class TestKillWhileBinding(CrashTestBase):
         # The process serves its own host as an agent: BindStarted is
         # committed by the PATCH, the binder's threads bind after it.
         rabbit = self.useFixture(rabbitmq.RabbitMQServer())
-        accel = self.start_accel(binding={'workers': 4, 'mode': 'rpc'},
+        accel = self.start_accel(binding={'workers': 4, 'mode': 'agents'},
                                  DEFAULT={'transport_url': rabbit.url})
         at_kill = self.kill_while_binding(accel, 'kill_while_binding')
         self.assertGreater(at_kill.get('BindStarted', 0), 0, at_kill)

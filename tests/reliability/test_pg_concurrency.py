@@ -20,7 +20,7 @@ deployments:
     agent binds in transactions of its own.
 ``TestPostgreSQLConcurrencyEmbedded``
     one embedded ``accel-backend`` (host ``node1``, the same 8 GPUs,
-    ``[api] workers = 8``, ``[binding] mode = local``): each bind PATCH
+    ``[api] workers = 8``, ``[binding] mode = inline``): each bind PATCH
     binds its ARQs in its own transaction, run again after a deadlock.
     A reader polling the database during the run (every 50 ms) must
     never see an ARQ ``BindStarted``: it is committed together with the
@@ -282,7 +282,7 @@ class TestPostgreSQLConcurrency(ConcurrencyTest, testtools.TestCase):
 
 @reliability.slow
 class TestPostgreSQLConcurrencyEmbedded(ConcurrencyTest, testtools.TestCase):
-    """One embedded ``accel-backend`` (``[binding] mode = local``: each
+    """One embedded ``accel-backend`` (``[binding] mode = inline``: each
     bind PATCH binds in its own transaction); all 16 client threads call
     it."""
 
@@ -296,7 +296,7 @@ class TestPostgreSQLConcurrencyEmbedded(ConcurrencyTest, testtools.TestCase):
             self.placement.endpoint, self.nova.endpoint, self.sysfs,
             [rel_fixtures.MANY_GPUS_SPEC], host=HOST, connection=self.url,
             options={'api': {'workers': API_WORKERS},
-                     'binding': {'mode': 'local'},
+                     'binding': {'mode': 'inline'},
                      'cleaning': {'poll_interval': 1},
                      'nova': {'event_retry_timeout': 20}}))
         # Called as Nova calls it: deleting Bound ARQs needs the token.

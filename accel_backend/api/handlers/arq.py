@@ -204,7 +204,7 @@ def update(req, arq_uuid=None):
     ``remove``) -> 202.  The binding ends with the
     ``accelerator-request-bound`` event to Nova.
 
-    The embedded service (``[binding] mode = local``) binds in the PATCH's
+    The embedded service (``[binding] mode = inline``) binds in the PATCH's
     own transaction: the 202 says the ARQs are ``Bound`` or ``BindFailed``
     (committed), and the events follow.  Otherwise the transaction
     commits ``BindStarted`` and the agent of each host binds after the

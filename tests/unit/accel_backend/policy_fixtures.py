@@ -61,7 +61,7 @@ class AppTestBase(testtools.TestCase):
         self.svc = service_mod.Service(conf)
         self.addCleanup(self.svc.stop)
         # The ARQs handed to the binder: in the PATCH's transaction
-        # (embedded, mode = local) or after it (submit).
+        # (embedded, mode = inline) or after it (submit).
         self.submitted = []
         self.useFixture(fixtures.MockPatchObject(
             self.svc.binder, 'submit', side_effect=self.submitted.extend))

@@ -12,7 +12,7 @@
 
 """What a PATCH and a DELETE of many ARQs cost in SQL statements: the
 number of round trips, not the number of ARQs; and the PATCH
-that binds in its own transaction (embedded, ``[binding] mode = local``).
+that binds in its own transaction (embedded, ``[binding] mode = inline``).
 
 A ``Service`` over the recorded four-GPU server, its real WSGI app and
 SQLite database; statements counted on its engine.
@@ -78,7 +78,7 @@ class PatchTestBase(lifecycle.ServiceTestBase):
 
     def boot(self, profile, gpus, in_transaction=True):
         """Create the profile's ARQs and PATCH-bind them to distinct GPUs;
-        bound in the PATCH's transaction (embedded, ``mode = local``), or
+        bound in the PATCH's transaction (embedded, ``mode = inline``), or
         after it by ``Binder.bind_many`` (what an agent runs).
 
         :returns: (instance, statements of the PATCH request, of the

@@ -12,9 +12,11 @@
 
 """accel_backend's configuration: independent ConfigOpts, list_opts."""
 
+import fixtures
 import testtools
 
 from accel_backend import conf
+from tests.unit.accel_backend import base
 
 
 class ConfTest(testtools.TestCase):
@@ -33,3 +35,15 @@ class ConfTest(testtools.TestCase):
                   for g, _ in conf.list_opts()}
         self.assertLessEqual({'DEFAULT', 'api', 'placement', 'nova',
                               'discovery', 'binding'}, groups)
+
+    def test_deprecated_binding_modes_read_as_their_new_names(self):
+        log = self.useFixture(fixtures.FakeLogger(name='accel_backend.conf'))
+        for old, new in (('local', 'inline'), ('rpc', 'agents'),
+                         ('inline', 'inline'), ('agents', 'agents')):
+            c = base.make_conf(self, binding={'mode': old})
+            self.assertEqual(new, conf.binding_mode(c))
+        self.assertIn('mode = local is deprecated; use mode = inline',
+                      log.output)
+        self.assertIn('mode = rpc is deprecated; use mode = agents',
+                      log.output)
+        self.assertNotIn('mode = inline is deprecated', log.output)

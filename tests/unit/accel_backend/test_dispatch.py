@@ -140,8 +140,16 @@ class TestLocalDispatcher(testtools.TestCase):
             {'node2': ['b1'], 'node1': ['a1', 'a2']})
         self.assertEqual(['a1', 'a2', 'b1'], binder.got())
 
-    def test_embedded_default_is_local(self):
+    def test_embedded_default_is_inline(self):
         conf = base.make_conf(self)
+        self.assertEqual('inline', conf.binding.mode)
+        disp, transport = dispatcher_mod.for_service(conf, 'embedded',
+                                                     RecordingBinder())
+        self.assertIsInstance(disp, dispatcher_mod.LocalDispatcher)
+        self.assertIsNone(transport)
+
+    def test_deprecated_local_still_binds_inline(self):
+        conf = base.make_conf(self, binding={'mode': 'local'})
         disp, transport = dispatcher_mod.for_service(conf, 'embedded',
                                                      RecordingBinder())
         self.assertIsInstance(disp, dispatcher_mod.LocalDispatcher)
@@ -280,7 +288,7 @@ class TestApiAndAgentServices(testtools.TestCase):
 
 
 class TestEmbeddedRpcMode(TestApiAndAgentServices):
-    """An embedded ``accel-backend`` with ``[binding] mode = rpc`` is the
+    """An embedded ``accel-backend`` with ``[binding] mode = agents`` is the
     API and node1's agent; node2's agent binds node2's ARQs."""
 
     def service(self, role, host):
@@ -295,7 +303,7 @@ class TestEmbeddedRpcMode(TestApiAndAgentServices):
             self, DEFAULT={'host': host, 'transport_url': 'fake://'},
             database={'connection': self.url},
             api={'auth_strategy': 'noauth'},
-            binding={'workers': '1', 'mode': 'rpc'})
+            binding={'workers': '1', 'mode': 'agents'})
 
     def test_roles(self):
         self.assertEqual('node1', self.api.binder.host)
