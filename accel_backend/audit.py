@@ -56,6 +56,8 @@ host:
 Every repair is a conditional write re-checked under the row lock, so an
 audit racing the API, the binder or the cleaner changes nothing they
 changed first.  ``Auditor.run`` returns an ``AuditReport`` and logs it.
+The repairs of attach handles are ``accel_backend.audit_handles``, each a
+transition of the handle state table (``accel_common.handle_states``).
 """
 
 import dataclasses
@@ -66,6 +68,7 @@ import time
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from accel_backend import audit_handles
 from accel_backend.binding import failure
 from accel_backend.db import api as db_api
 from accel_backend.db import models
@@ -77,15 +80,11 @@ from accel_common import arq_states
 
 LOG = logging.getLogger(__name__)
 
-_HANDLE_LESS = arq_states.HANDLE_LESS_STATES
 #: States of an ARQ whose instance is checked with Nova.
 _INSTANCE_STATES = tuple(s for s in arq_states.BINDING_STATES
                          if s in arq_states.RESOLVED_STATES)
 _utcnow = models.utcnow
-
-
-def _last_change(model):
-    return sa.func.coalesce(model.updated_at, model.created_at)
+_last_change = audit_handles.last_change
 
 
 @dataclasses.dataclass
@@ -259,71 +258,18 @@ class Auditor:
                     self.notifications.arq('accelerator.arq.delete.end',
                                            data)
 
-    # -- attach handles ---------------------------------------------------
-
-    def _host_handles(self):
-        return (sa.select(models.AttachHandle)
-                .join(models.Deployable).join(models.Device)
-                .where(models.Device.hostname == self.hostname))
+    # -- attach handles (``accel_backend.audit_handles``) ----------------
 
     def _handles(self, report):
-        held = sa.select(models.ARQ.id).where(
-            models.ARQ.attach_handle_id == models.AttachHandle.id)
         with self.db.transaction() as session:
             db_api.write_lock(session)
-            # In use, held by nobody.
-            for handle in session.scalars(self._host_handles().where(
-                    models.AttachHandle.in_use.is_(True),
-                    ~held.exists())).all():
-                # Conditional: a binder claiming it commits the claim and
-                # the ARQ together, so this sees both or neither.
-                session.refresh(handle, with_for_update=True)
-                if not handle.in_use or session.scalar(
-                        held.where(models.AttachHandle.id == handle.id)
-                        .exists().select()):
-                    continue
-                LOG.warning('Audit: attach handle %s %s is in use but no '
-                            'ARQ holds it; releasing it', handle.uuid,
-                            handle.attach_info)
-                device_obj.release_handle(session, handle)
-                report.released_handles.append(handle.uuid)
-            # Held by an ARQ that must not hold one.
-            for arq in session.scalars(
-                    sa.select(models.ARQ).where(
-                        models.ARQ.hostname.is_(None) |
-                        (models.ARQ.hostname == self.hostname),
-                        models.ARQ.attach_handle_id.isnot(None),
-                        models.ARQ.state.in_(_HANDLE_LESS))).all():
-                arq = arq_obj.get(session, arq.uuid, for_update=True)
-                if arq.state not in _HANDLE_LESS or \
-                        arq.attach_handle is None:
-                    continue
-                LOG.warning('Audit: ARQ %s is %s but holds attach handle '
-                            '%s; releasing it', arq.uuid, arq.state,
-                            arq.attach_handle.uuid)
-                report.unheld_handles.append(arq.attach_handle.uuid)
-                arq_obj.release(arq)
-            # Held by a Bound ARQ but not marked in use.
-            for arq in session.scalars(
-                    sa.select(models.ARQ)
-                    .join(models.AttachHandle,
-                          models.ARQ.attach_handle_id ==
-                          models.AttachHandle.id)
-                    .where(models.ARQ.hostname == self.hostname,
-                           models.ARQ.state == arq_obj.BOUND,
-                           models.AttachHandle.in_use.is_(False))).all():
-                result = session.execute(
-                    sa.update(models.AttachHandle)
-                    .where(models.AttachHandle.id == arq.attach_handle_id,
-                           models.AttachHandle.in_use.is_(False))
-                    .values(in_use=True, state=device_obj.BOUND,
-                            state_reason=None)
-                    .execution_options(synchronize_session=False))
-                if result.rowcount == 1:
-                    LOG.warning('Audit: attach handle %s of Bound ARQ %s '
-                                'was not marked in use; it is again',
-                                arq.attach_handle.uuid, arq.uuid)
-                    report.reclaimed_handles.append(arq.attach_handle.uuid)
+            report.released_handles.extend(
+                audit_handles.release_unheld(session, self.hostname))
+            report.unheld_handles.extend(
+                audit_handles.release_from_handle_less(session,
+                                                       self.hostname))
+            report.reclaimed_handles.extend(
+                audit_handles.reclaim(session, self.hostname))
 
     # -- ARQs ---------------------------------------------------------------
 
@@ -376,12 +322,8 @@ class Auditor:
         cutoff = _utcnow() - datetime.timedelta(
             seconds=self.cleaning_timeout + self.grace_period)
         with self.db.transaction() as session:
-            stale = {h.uuid: h.state for h in session.scalars(
-                self._host_handles().where(
-                    models.AttachHandle.in_use.is_(False),
-                    models.AttachHandle.state.in_(
-                        (device_obj.DIRTY, device_obj.CLEANING)),
-                    _last_change(models.AttachHandle) < cutoff))}
+            stale = audit_handles.stale_cleanings(session, self.hostname,
+                                                  cutoff)
         if not stale:
             return
         queued = set(self.cleaner.submit_pending()) if self.cleaner else set()
@@ -397,16 +339,9 @@ class Auditor:
             reason = ('cleaning did not finish within %d s' %
                       (self.cleaning_timeout + self.grace_period))
             with self.db.transaction() as session:
-                result = session.execute(
-                    sa.update(models.AttachHandle)
-                    .where(models.AttachHandle.uuid == handle_uuid,
-                           models.AttachHandle.in_use.is_(False),
-                           models.AttachHandle.state == device_obj.CLEANING,
-                           _last_change(models.AttachHandle) < cutoff)
-                    .values(state=device_obj.CLEAN_FAILED,
-                            state_reason=reason)
-                    .execution_options(synchronize_session=False))
-            if result.rowcount == 1:
+                failed = audit_handles.fail_hung_cleaning(
+                    session, handle_uuid, cutoff, reason)
+            if failed:
                 LOG.error('Audit: cleaning of attach handle %s hangs; '
                           'marked clean_failed (enable the device to '
                           'retry)', handle_uuid)

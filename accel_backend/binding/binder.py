@@ -31,9 +31,9 @@ import threading
 
 from oslo_log import log as logging
 import sqlalchemy as sa
-import tenacity
 
 from accel_backend.binding import claim
+from accel_backend.binding import delivery
 from accel_backend.binding import failure
 from accel_backend.db import models
 from accel_backend import metrics
@@ -44,16 +44,15 @@ from accel_backend import utils
 
 LOG = logging.getLogger(__name__)
 
-MAX_BACKOFF = 30.0
-
 #: What ``Binder.bind_many`` did to one ARQ: its new ``state``, its
 #: ``instance_uuid`` and the ``event`` status committed for Nova.
 BindOutcome = collections.namedtuple('BindOutcome',
                                      'state instance_uuid event')
 
 
-class Binder:
-    """Binds ARQs in background threads and delivers Nova events.
+class Binder(delivery.EventDelivery):
+    """Binds ARQs in background threads and delivers Nova events
+    (``binding.delivery.EventDelivery``).
 
     :param db: ``accel_backend.db.api.Database``.
     :param notifier: ``NovaNotifier`` (or anything with its ``send``).
@@ -326,90 +325,6 @@ class Binder:
 
     def _bind_and_notify(self, arq_uuids):
         self._notify(self.bind_many(arq_uuids))
-
-    def _notify(self, outcomes):
-        # The first try here, with the events just committed (as
-        # ``_pending`` would read them back: one transaction less on the
-        # way to Nova); retries on the delivery threads.
-        retry = self._send_once([
-            (o.instance_uuid, arq_uuid, o.event)
-            for arq_uuid, o in sorted(outcomes.items()) if o.event])
-        if retry and not self._stop.is_set():
-            self._spawn(self._delivery, self._deliver, sorted(retry), 1)
-
-    def _send_once(self, events):
-        """Send ``events`` (``[(instance_uuid, arq_uuid, status)]``) once
-        and forget those Nova took or dropped.
-
-        :returns: set of the ARQ UUIDs whose events are to be tried again.
-        """
-        if not events:
-            return set()
-        sent = {arq: status for _, arq, status in events}
-        done, retry = self.notifier.send(events)
-        if done:
-            self._clear({u: sent[u] for u in done if u in sent})
-        return set(retry)
-
-    def _pending(self, arq_uuids):
-        with self.db.transaction() as session:
-            rows = session.execute(
-                sa.select(models.ARQ.instance_uuid, models.ARQ.uuid,
-                          models.ARQ.pending_event)
-                .where(models.ARQ.uuid.in_(list(arq_uuids)),
-                       models.ARQ.pending_event.isnot(None))).all()
-        return [tuple(r) for r in rows]
-
-    def _clear(self, sent):
-        """Forget delivered (or abandoned) events.
-
-        :param sent: ``{arq_uuid: status}`` of the events sent; an ARQ whose
-            pending event changed since (unbound and bound again) keeps it.
-        """
-        self.db.write(arq_obj.forget_events, sent)
-
-    def _deliver(self, arq_uuids, tried=0):
-        """Send pending events until Nova took them, they are obsolete,
-        the binder stops or ``retry_timeout`` passed (then they are given
-        up); waits ``retry_interval`` seconds, doubling up to
-        ``MAX_BACKOFF``, between tries.
-
-        :param arq_uuids: list of ARQ UUIDs whose pending events to send.
-        :param tried: tries already made (``_bind_and_notify`` made one):
-            the backoff goes on from there, starting with a wait.
-        """
-        remaining = set(arq_uuids)
-        sent = {}
-
-        def send_pending():
-            if self._stop.is_set():
-                return
-            events = self._pending(remaining)
-            sent.clear()
-            sent.update((arq, status) for _, arq, status in events)
-            remaining.intersection_update(self._send_once(events))
-
-        def give_up(_retry_state):
-            LOG.error('Giving up delivering events for ARQs %s',
-                      sorted(remaining))
-            self._clear({u: sent[u] for u in remaining if u in sent})
-
-        def backoff(retry_state):
-            # After the n-th try overall: retry_interval * 2 ** (n - 1).
-            return min(MAX_BACKOFF, self.retry_interval * 2 ** (
-                retry_state.attempt_number - 1 + tried))
-
-        if tried and self._stop.wait(min(
-                MAX_BACKOFF, self.retry_interval * 2 ** (tried - 1))):
-            return
-        tenacity.Retrying(
-            retry=tenacity.retry_if_result(
-                lambda _: bool(remaining) and not self._stop.is_set()),
-            wait=backoff,
-            stop=tenacity.stop_before_delay(self.retry_timeout),
-            # stop() ends the wait at once.
-            sleep=self._stop.wait,
-            retry_error_callback=give_up)(send_pending)
 
     def stop(self, wait=True):
         """Stop retrying and wait for running tasks (bool ``wait``)."""

@@ -26,8 +26,11 @@ Databases without ``UPDATE ... RETURNING`` claim row by row, checked by
 row count.
 
 The claim is what makes "never two ARQs on one handle" hold: the UPDATE's
-``in_use = false AND state = 'available'`` condition is evaluated on the
-current row under the row's write lock, on every backend.
+``state = 'available'`` condition (the claim's sources in the state table,
+``accel_common.handle_states``) is evaluated on the current row under the
+row's write lock, on every backend.  This module is the only claimer of
+attach handles; its UPDATEs write the state and the ``in_use`` flag the
+table derives from it (``objects.device.update_values``).
 """
 
 import collections
@@ -36,6 +39,7 @@ import sqlalchemy as sa
 
 from accel_backend.db import models
 from accel_backend.objects import device as device_obj
+from accel_common import handle_states
 
 #: Claim rounds before the ARQs still without a handle fail.  Each round
 #: after the first only happens when a concurrent binder took a handle
@@ -62,8 +66,10 @@ _DEPLOYABLES = models.Deployable.__table__
 _DEVICES = models.Device.__table__
 #: The one statement of "a free handle", checked again by every claiming
 #: UPDATE on the row it locks.
-_FREE_ROW = sa.and_(_HANDLES.c.in_use.is_(False),
-                    _HANDLES.c.state == device_obj.AVAILABLE)
+_FREE_ROW = device_obj.state_clause(_HANDLES.c.state, handle_states.BOUND,
+                                    handle_states.CLAIM)
+#: What every claim writes: ``bound``, in use, no reason.
+_CLAIMED = device_obj.update_values(handle_states.BOUND, handle_states.CLAIM)
 _FREE_HANDLES = (
     sa.select(_HANDLES.c.id, _DEPLOYABLES.c.rp_uuid, _DEVICES.c.hostname)
     .join(_DEPLOYABLES, _HANDLES.c.deployable_id == _DEPLOYABLES.c.id)
@@ -80,12 +86,11 @@ _CLAIM_RETURNING = (
     sa.update(_HANDLES)
     .where(_HANDLES.c.id.in_(sa.bindparam('ids', expanding=True)),
            _FREE_ROW)
-    .values(in_use=True, state=device_obj.BOUND, state_reason=None)
+    .values(_CLAIMED)
     .returning(*_HANDLES.c))
 _CLAIM_ONE = (sa.update(_HANDLES)
               .where(_HANDLES.c.id == sa.bindparam('handle_id'), _FREE_ROW)
-              .values(in_use=True, state=device_obj.BOUND,
-                      state_reason=None))
+              .values(_CLAIMED))
 
 # One provider's first free handles, claimed in one statement: the bind
 # PATCH of one server's accelerators names one provider, and one
@@ -107,7 +112,7 @@ _FIRST_FREE = (
 _CLAIM_FIRST_FREE = (
     sa.update(_HANDLES)
     .where(_HANDLES.c.id.in_(_FIRST_FREE), _FREE_ROW)
-    .values(in_use=True, state=device_obj.BOUND, state_reason=None)
+    .values(_CLAIMED)
     .returning(*_HANDLES.c))
 _READ_HANDLES = sa.select(_HANDLES).where(
     _HANDLES.c.id.in_(sa.bindparam('ids', expanding=True)))
@@ -154,8 +159,7 @@ def claim(session, wanted):
     """Claim free attach handles for a batch of ARQs.
 
     Only ``available`` handles of enabled, healthy devices are claimed
-    (never one that is dirty or being cleaned), lowest id first, as
-    ``accel_backend.objects.device.find_free_handle`` does for one.
+    (never one that is dirty or being cleaned), lowest id first.
 
     :param session: a ``Session`` in the binder's transaction.
     :param wanted: ``{(rp_uuid, hostname): number of handles}`` (ints

@@ -68,7 +68,7 @@ def diagnose(session, keys):
     rows = session.execute(
         sa.select(models.Deployable.rp_uuid, models.Device.hostname,
                   models.Device.status, models.Device.health,
-                  models.AttachHandle.in_use, models.AttachHandle.state)
+                  models.AttachHandle.state)
         .join(models.Device, models.Deployable.device_id == models.Device.id)
         .outerjoin(models.AttachHandle, models.AttachHandle.deployable_id ==
                    models.Deployable.id)
@@ -76,9 +76,9 @@ def diagnose(session, keys):
                models.Device.hostname.in_(sorted({h for _, h in keys})))
     ).all()
     found = collections.defaultdict(list)
-    for rp, host, status, health, in_use, state in rows:
+    for rp, host, status, health, state in rows:
         if (rp, host) in keys:
-            found[(rp, host)].append((status, health, in_use, state))
+            found[(rp, host)].append((status, health, state))
     return {key: _reason(found.get(key)) for key in keys}
 
 
@@ -92,8 +92,8 @@ def _reason(rows):
         return DEVICE_MAINTAINING
     if health != device_obj.HEALTHY:
         return DEVICE_UNHEALTHY
-    if any(not in_use and state in device_obj.OUT_OF_SERVICE
-           for _, _, in_use, state in rows):
+    # Out of service states are never in use (accel_common.handle_states).
+    if any(state in device_obj.OUT_OF_SERVICE for _, _, state in rows):
         return DEVICE_NOT_CLEAN
     return NO_FREE_HANDLE
 

@@ -46,6 +46,7 @@ from accel_backend.objects import device as device_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_common import arq_states
 from accel_common import device_profile
+from accel_common import handle_states
 
 
 @dataclasses.dataclass
@@ -178,7 +179,8 @@ def _deployables(session, snap, report):
                 report.skip(what, 'resource provider %s belongs to our '
                             'deployable %s' % (cy['rp_uuid'], holder.name))
                 continue
-            if any(h.in_use for h in ours_dep.attach_handles):
+            if any(device_obj.handle_in_use(h)
+                   for h in ours_dep.attach_handles):
                 report.skip(what, 'our deployable %s is in use under '
                             'provider %s' % (ours_dep.name,
                                              ours_dep.rp_uuid))
@@ -222,9 +224,11 @@ def _match_handle(session, dep, cy_handle):
         return None, 'no attach handle %s %s on our deployable %s' % (
             cy_handle['attach_type'], cy_handle['address'], dep.name)
     handle = found[0]
-    if handle.in_use or handle.state != device_obj.AVAILABLE:
+    if handle.state not in handle_states.sources(handle_states.BOUND,
+                                                 handle_states.IMPORT):
         return None, 'our attach handle %s is %s' % (
-            handle.uuid, 'in use' if handle.in_use else handle.state)
+            handle.uuid, 'in use' if device_obj.handle_in_use(handle)
+            else handle.state)
     if handle.uuid != cy_handle['uuid'] and session.scalar(
             sa.select(models.AttachHandle.id).where(
                 models.AttachHandle.uuid == cy_handle['uuid'])):
@@ -309,9 +313,8 @@ def _arq(session, snap, arq, profiles, deps, report):
                                           handle.uuid, dep.name,
                                           arq_handle_uuid(snap, arq)))
                 handle.uuid = arq_handle_uuid(snap, arq)
-            handle.in_use = True
-            handle.state = device_obj.BOUND
-            handle.state_reason = None
+            device_obj.transition(handle, handle_states.BOUND,
+                                  handle_states.IMPORT)
             new.attach_handle = handle
         arq_obj.transition(new, state)
     # The event of this state was Cyborg's to send.

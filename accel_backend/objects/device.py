@@ -16,16 +16,19 @@ The device statuses, health verdicts and attach handle states every other
 module compares against are defined here, with what reads and changes
 them: listing and showing devices (the Cyborg v2 view of cyborg,
 ``cyborg/api/controllers/v2/devices.py``, 17.0.0), an operator's
-enable/disable, claiming and releasing attach handles, and the cleaning
-states between tenants.  Writing a host's rows from discovery is
-``objects.host_sync``; deployables (resource providers, reserved units)
-are ``objects.deployable``.  ``stable_uuid`` derives every UUID of a
+enable/disable, and the writers of attach handle states (releasing,
+the cleaning states between tenants), each checked by the state table
+``accel_common.handle_states``; claiming is ``binding.claim``.
+Writing a host's rows from discovery is ``objects.host_sync``;
+deployables (resource providers, reserved units) are
+``objects.deployable``.  ``stable_uuid`` derives every UUID of a
 host's rows from (host, PCI address, ...) so they stay the same across
 restarts and re-discovery.
 """
 
 import uuid
 
+from oslo_log import log as logging
 import sqlalchemy as sa
 
 from accel_backend.db import models
@@ -33,6 +36,7 @@ from accel_backend.discovery import drivers as discovery_drivers
 from accel_backend import exception
 from accel_backend.objects import lookup
 from accel_backend import utils
+from accel_common import handle_states
 
 _NS = uuid.UUID('6f0e3d42-3c1b-4f8e-9a57-1d1c4c0a2b7e')
 
@@ -50,26 +54,24 @@ MISSING = 'missing'
 HEALTHY = discovery_drivers.HEALTHY
 UNHEALTHY = discovery_drivers.UNHEALTHY
 
-#: Attach handle lifecycle between tenants (Triton RFD 114)::
-#:
-#:   available --claim--> bound --release--> dirty --cleaner--> cleaning
-#:   cleaning --ok--> available      cleaning --fails--> clean_failed
-#:
-#: A release goes straight to ``available`` when the deployable's
-#: cleaning step is ``none``.  Every state is committed before the work
-#: it announces, so a restarted cleaner resumes ``dirty`` and
-#: ``cleaning`` handles.  Handles that are dirty, cleaning or
-#: clean_failed are reserved in Placement
+#: Attach handle states, defined with their transitions in
+#: ``accel_common.handle_states`` (its module text has the diagram):
+#: available -> bound -> dirty -> cleaning -> available | clean_failed.
+#: Every state is committed before the work it announces, so a restarted
+#: cleaner resumes ``dirty`` and ``cleaning`` handles.  Handles that are
+#: dirty, cleaning or clean_failed are reserved in Placement
 #: (``objects.deployable.reserved_units``).
-AVAILABLE = 'available'
-BOUND = 'bound'
-DIRTY = 'dirty'
-CLEANING = 'cleaning'
-CLEAN_FAILED = 'clean_failed'
-OUT_OF_SERVICE = (DIRTY, CLEANING, CLEAN_FAILED)
+AVAILABLE = handle_states.AVAILABLE
+BOUND = handle_states.BOUND
+DIRTY = handle_states.DIRTY
+CLEANING = handle_states.CLEANING
+CLEAN_FAILED = handle_states.CLEAN_FAILED
+OUT_OF_SERVICE = handle_states.OUT_OF_SERVICE_STATES
 #: ``session.info`` key listing handle ids released in the transaction
 #: (the cleaner wakes up on commit).
 RELEASED_KEY = 'accel_backend.released_handles'
+
+LOG = logging.getLogger(__name__)
 
 
 def stable_uuid(*parts):
@@ -77,41 +79,77 @@ def stable_uuid(*parts):
     return str(uuid.uuid5(_NS, '/'.join(parts)))
 
 
-def find_free_handle(session, rp_uuid, hostname):
-    """Claim a free attach handle of the deployable behind ``rp_uuid``.
+def handle_in_use(handle):
+    """Whether an attach handle is in use (bool), from its state
+    (``accel_common.handle_states.in_use``); read this, not the
+    ``in_use`` column, which is written from the state for Cyborg's
+    schema.
 
-    Only ``available`` handles of enabled, healthy devices are claimed
-    (never one that is dirty or being cleaned).  The claim is a
-    conditional UPDATE (``in_use`` false -> true) checked by row count,
-    so two binders never get the same handle even on several API
-    workers.
-
-    :returns: the claimed ``models.AttachHandle`` or None (no deployable
-        on that RP and host, or all its handles are in use).
+    :param handle: ``models.AttachHandle`` or a row with ``state``.
     """
-    candidates = session.scalars(
-        sa.select(models.AttachHandle)
-        .join(models.Deployable)
-        .join(models.Device)
-        .where(models.Deployable.rp_uuid == rp_uuid,
-               models.Device.hostname == hostname,
-               models.Device.status == ENABLED,
-               models.Device.health == HEALTHY,
-               models.AttachHandle.in_use.is_(False),
-               models.AttachHandle.state == AVAILABLE)
-        .order_by(models.AttachHandle.id)).all()
-    for handle in candidates:
-        result = session.execute(
-            sa.update(models.AttachHandle)
-            .where(models.AttachHandle.id == handle.id,
-                   models.AttachHandle.in_use.is_(False),
-                   models.AttachHandle.state == AVAILABLE)
-            .values(in_use=True, state=BOUND, state_reason=None)
-            .execution_options(synchronize_session=False))
-        if result.rowcount == 1:
-            session.refresh(handle)
-            return handle
-    return None
+    return handle_states.in_use(handle.state)
+
+
+def in_use_clause(state=models.AttachHandle.state):
+    """SQL condition "the handle is in use", on its state column.
+
+    :param state: the ``state`` column (ORM attribute or Core column).
+    """
+    return state.in_(handle_states.IN_USE_STATES)
+
+
+def state_clause(state, target, trigger):
+    """SQL condition of a conditional UPDATE moving a handle to
+    ``target`` on ``trigger``: its state is one of the table's sources,
+    checked by the database on the row it locks.
+
+    :param state: the ``state`` column (ORM attribute or Core column).
+    :raises accel_common.handle_states.InvalidHandleTransition: the
+        trigger never leads to ``target``.
+    """
+    src = handle_states.sources(target, trigger)
+    return state == src[0] if len(src) == 1 else state.in_(src)
+
+
+def update_values(target, trigger, reason=None):
+    """The ``values()`` of a conditional UPDATE moving handles to
+    ``target`` on ``trigger`` (with ``state_clause``): ``state``, the
+    ``in_use`` derived from it and ``state_reason``.
+
+    :raises accel_common.handle_states.InvalidHandleTransition: the
+        trigger never leads to ``target``.
+    """
+    handle_states.sources(target, trigger)
+    return handle_states.columns(target, reason)
+
+
+def transition(handle, target, trigger, reason=None):
+    """Move one loaded attach handle to ``target``, writing ``state``,
+    ``in_use`` (derived) and ``state_reason`` together.
+
+    :param handle: ``models.AttachHandle``.
+    :param target: a state of ``accel_common.handle_states.STATES``.
+    :param trigger: one of ``accel_common.handle_states.TRIGGERS``.
+    :param reason: str shown with the state (a cleaning failure), or None.
+    :raises accel_common.handle_states.InvalidHandleTransition: the table
+        does not allow it; the handle is left unchanged.
+    """
+    handle_states.check(handle.state, target, trigger)
+    values = handle_states.columns(target, reason)
+    handle.state = values['state']
+    handle.in_use = values['in_use']
+    handle.state_reason = values['state_reason']
+
+
+def new_handle(**fields):
+    """A new attach handle found by discovery, ``available``.
+
+    :param fields: the other columns of ``models.AttachHandle`` (``uuid``,
+        ``attach_type``, ``attach_info``).
+    :returns: ``models.AttachHandle`` (not added to a session).
+    """
+    handle_states.check(handle_states.NEW, AVAILABLE, handle_states.DISCOVER)
+    return models.AttachHandle(**fields, **handle_states.columns(AVAILABLE))
 
 
 def list_(session, hostname=None, type_=None, vendor=None, limit=None,
@@ -154,16 +192,18 @@ def release_handle(session, handle):
     It becomes ``dirty`` (reserved in Placement until the cleaner has
     cleaned it), or ``available`` at once when its deployable needs no
     cleaning.  The handle id is noted in ``session.info`` so that the
-    cleaner wakes up when the transaction commits.
+    cleaner wakes up when the transaction commits.  A handle that was not
+    ``bound`` (a row changed by hand) is released all the same, with a
+    warning (``accel_common.handle_states``).
     """
-    handle.in_use = False
+    if not handle_in_use(handle):
+        LOG.warning('Attach handle %s is released while %s, not bound; '
+                    'released all the same', handle.uuid, handle.state)
     method = handle.deployable.cleaning if handle.deployable else None
     if method in (None, 'none'):
-        handle.state = AVAILABLE
-        handle.state_reason = None
+        transition(handle, AVAILABLE, handle_states.RELEASE)
         return
-    handle.state = DIRTY
-    handle.state_reason = None
+    transition(handle, DIRTY, handle_states.RELEASE)
     session.info.setdefault(RELEASED_KEY, set()).add(handle.id)
 
 
@@ -174,7 +214,7 @@ def handles_to_clean(session, hostname):
         sa.select(models.AttachHandle.uuid)
         .join(models.Deployable).join(models.Device)
         .where(models.Device.hostname == hostname,
-               models.AttachHandle.state.in_((DIRTY, CLEANING)))
+               models.AttachHandle.state.in_(handle_states.TO_CLEAN_STATES))
         .order_by(models.AttachHandle.id)))
 
 
@@ -194,9 +234,9 @@ def start_cleaning(session, handle_uuid):
     result = session.execute(
         sa.update(models.AttachHandle)
         .where(models.AttachHandle.uuid == handle_uuid,
-               models.AttachHandle.in_use.is_(False),
-               models.AttachHandle.state.in_((DIRTY, CLEANING)))
-        .values(state=CLEANING, state_reason=None)
+               state_clause(models.AttachHandle.state, CLEANING,
+                            handle_states.START_CLEANING))
+        .values(update_values(CLEANING, handle_states.START_CLEANING))
         .execution_options(synchronize_session=False))
     return result.rowcount == 1
 
@@ -211,8 +251,11 @@ def finish_cleaning(session, handle_uuid, error=None):
     handle = get_handle(session, handle_uuid)
     if handle is None or handle.state != CLEANING:
         return handle.deployable if handle is not None else None
-    handle.state = AVAILABLE if error is None else CLEAN_FAILED
-    handle.state_reason = error
+    if error is None:
+        transition(handle, AVAILABLE, handle_states.CLEANED)
+    else:
+        transition(handle, CLEAN_FAILED, handle_states.CLEANING_FAILED,
+                   error)
     session.flush()
     return handle.deployable
 
@@ -226,8 +269,8 @@ def retry_clean_failed(session, dev):
     n = 0
     for dep in dev.deployables:
         for handle in dep.attach_handles:
-            if handle.state == CLEAN_FAILED and not handle.in_use:
-                handle.state, handle.state_reason = DIRTY, None
+            if handle.state == CLEAN_FAILED:
+                transition(handle, DIRTY, handle_states.RETRY)
                 session.info.setdefault(RELEASED_KEY, set()).add(handle.id)
                 n += 1
     return n

@@ -82,12 +82,10 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
         by_address.setdefault(item.address, []).append(item)
     removal.check(hostname, 'devices', len(existing), [
         address for address, dev in existing.items()
-        if address not in by_address and not any(
-            h.in_use for dep in dev.deployables for h in dep.attach_handles)],
+        if address not in by_address and not _device_in_use(dev)],
         max_removal_share, force)
     present = []
     for address, items in by_address.items():
-        first = items[0]
         dev = existing.pop(address, None)
         if dev is None:
             dev = models.Device(
@@ -95,69 +93,115 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
                 hostname=hostname, address=address,
                 status=device_obj.ENABLED)
             session.add(dev)
-        dev.type, dev.vendor, dev.model = (first.device_type,
-                                           first.vendor_id, first.model)
-        board = dict(first.std_board_info or {})
-        aer_reason = aer.verdict(dev.std_board_info, board,
-                                 aer_recovery_passes)
-        dev.std_board_info = board
-        if dev.status == device_obj.MISSING:
-            dev.status = device_obj.ENABLED
-        reasons = [i.health_reason for i in items
-                   if i.health != device_obj.HEALTHY] + [
-                       r for r in (aer_reason,) if r]
-        health = device_obj.UNHEALTHY if reasons else device_obj.HEALTHY
-        if health != dev.health and health == device_obj.UNHEALTHY:
-            LOG.warning('Device %s on %s is unhealthy: %s', address,
-                        hostname, reasons[0])
-        elif health != dev.health and dev.health is not None:
-            LOG.info('Device %s on %s is healthy again', address, hostname)
-        reason = reasons[0] if reasons else None
-        if health_changes is not None and dev.health is not None and (
-                health, reason) != (dev.health, dev.health_reason):
-            health_changes.append(dict(
-                uuid=dev.uuid, hostname=hostname, address=address,
-                type=dev.type, vendor=dev.vendor, model=dev.model,
-                status=dev.status, health=health, health_reason=reason,
-                previous_health=dev.health))
-        dev.health = health
-        dev.health_reason = reason
-        deps = {d.uuid: d for d in dev.deployables}
-        for item in items:
-            dep_uuid, rp_uuid, name = _dep_ids(hostname, address,
-                                               item.subname)
-            dep = deps.pop(dep_uuid, None)
-            if dep is None:
-                dep = models.Deployable(uuid=dep_uuid, rp_uuid=rp_uuid,
-                                        name=name)
-                dev.deployables.append(dep)
-            if item.deployable_name:
-                dep.name = item.deployable_name
-            dep.driver_name = item.driver_name
-            dep.resource_class = item.resource_class
-            dep.traits = sorted(item.traits)
-            dep.cleaning = item.cleaning
-            _sync_handles(dep, hostname, item.attach_handles)
-            board = dev.std_board_info or {}
-            attribute_obj.sync_discovered(
-                dep, attribute_obj.discovered(
-                    dep.resource_class, dep.traits, board.get('slot'),
-                    board.get('iommu_group')),
-                lambda key, d=dep: device_obj.stable_uuid(
-                    'attribute', d.uuid, key))
-            dep.num_accelerators = len(dep.attach_handles)
+        _update_device(dev, hostname, items, health_changes,
+                       aer_recovery_passes)
+        present.extend(_sync_deployables(dev, hostname, items))
+    present.extend(_vanished_devices(session, hostname, existing.values()))
+    session.flush()
+    return present
+
+
+def _in_use(dep):
+    return any(device_obj.handle_in_use(h) for h in dep.attach_handles)
+
+
+def _device_in_use(dev):
+    return any(_in_use(dep) for dep in dev.deployables)
+
+
+def _update_device(dev, hostname, items, health_changes,
+                   aer_recovery_passes):
+    """Copy what discovery found of one device (``items``, its
+    ``DiscoveredDeployable``, at least one) onto ``dev``: identity, board
+    info, and the health verdict of the driver and of AER."""
+    first = items[0]
+    dev.type, dev.vendor, dev.model = (first.device_type,
+                                       first.vendor_id, first.model)
+    board = dict(first.std_board_info or {})
+    aer_reason = aer.verdict(dev.std_board_info, board,
+                             aer_recovery_passes)
+    dev.std_board_info = board
+    if dev.status == device_obj.MISSING:
+        dev.status = device_obj.ENABLED
+    reasons = [i.health_reason for i in items
+               if i.health != device_obj.HEALTHY] + [
+                   r for r in (aer_reason,) if r]
+    _set_health(dev, hostname, reasons, health_changes)
+
+
+def _set_health(dev, hostname, reasons, health_changes):
+    """Store the health verdict (``reasons``: why unhealthy, empty when
+    healthy), logging and collecting a change for ``health_changes``."""
+    health = device_obj.UNHEALTHY if reasons else device_obj.HEALTHY
+    if health != dev.health and health == device_obj.UNHEALTHY:
+        LOG.warning('Device %s on %s is unhealthy: %s', dev.address,
+                    hostname, reasons[0])
+    elif health != dev.health and dev.health is not None:
+        LOG.info('Device %s on %s is healthy again', dev.address, hostname)
+    reason = reasons[0] if reasons else None
+    if health_changes is not None and dev.health is not None and (
+            health, reason) != (dev.health, dev.health_reason):
+        health_changes.append(dict(
+            uuid=dev.uuid, hostname=hostname, address=dev.address,
+            type=dev.type, vendor=dev.vendor, model=dev.model,
+            status=dev.status, health=health, health_reason=reason,
+            previous_health=dev.health))
+    dev.health = health
+    dev.health_reason = reason
+
+
+def _sync_deployables(dev, hostname, items):
+    """Make the deployables of ``dev`` those of ``items``; one that
+    vanished is deleted unless in use.
+
+    :returns: list of the device's ``models.Deployable`` kept.
+    """
+    present = []
+    deps = {d.uuid: d for d in dev.deployables}
+    for item in items:
+        dep_uuid, rp_uuid, name = _dep_ids(hostname, dev.address,
+                                           item.subname)
+        dep = deps.pop(dep_uuid, None)
+        if dep is None:
+            dep = models.Deployable(uuid=dep_uuid, rp_uuid=rp_uuid,
+                                    name=name)
+            dev.deployables.append(dep)
+        if item.deployable_name:
+            dep.name = item.deployable_name
+        dep.driver_name = item.driver_name
+        dep.resource_class = item.resource_class
+        dep.traits = sorted(item.traits)
+        dep.cleaning = item.cleaning
+        _sync_handles(dep, hostname, item.attach_handles)
+        board = dev.std_board_info or {}
+        attribute_obj.sync_discovered(
+            dep, attribute_obj.discovered(
+                dep.resource_class, dep.traits, board.get('slot'),
+                board.get('iommu_group')),
+            lambda key, d=dep: device_obj.stable_uuid(
+                'attribute', d.uuid, key))
+        dep.num_accelerators = len(dep.attach_handles)
+        present.append(dep)
+    for dep in deps.values():
+        if _in_use(dep):
+            LOG.warning('Deployable %s on %s vanished but is in use; '
+                        'keeping it until it is released', dep.name,
+                        hostname)
             present.append(dep)
-        for dep in deps.values():
-            if any(h.in_use for h in dep.attach_handles):
-                LOG.warning('Deployable %s on %s vanished but is in use; '
-                            'keeping it until it is released', dep.name,
-                            hostname)
-                present.append(dep)
-            else:
-                dev.deployables.remove(dep)
-    for dev in existing.values():
-        if any(h.in_use for dep in dev.deployables
-               for h in dep.attach_handles):
+        else:
+            dev.deployables.remove(dep)
+    return present
+
+
+def _vanished_devices(session, hostname, devs):
+    """Delete the devices ``devs`` discovery no longer finds, but keep
+    those in use as ``missing`` until released.
+
+    :returns: list of the kept devices' ``models.Deployable``.
+    """
+    present = []
+    for dev in devs:
+        if _device_in_use(dev):
             LOG.warning('Device %s on %s vanished but is in use; keeping '
                         'it as missing until it is released', dev.address,
                         hostname)
@@ -170,7 +214,6 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
             LOG.info('Device %s on %s vanished; removing it', dev.address,
                      hostname)
             session.delete(dev)
-    session.flush()
     return present
 
 
@@ -180,12 +223,11 @@ def _sync_handles(dep, hostname, handles):
     for attach_type, info in handles:
         key = (attach_type, tuple(sorted(info.items())))
         if by_key.pop(key, None) is None:
-            dep.attach_handles.append(models.AttachHandle(
+            dep.attach_handles.append(device_obj.new_handle(
                 uuid=device_obj.stable_uuid(
                     'handle', hostname, attach_type,
                     *['%s=%s' % kv for kv in key[1]]),
-                attach_type=attach_type, attach_info=dict(info),
-                in_use=False, state=device_obj.AVAILABLE))
+                attach_type=attach_type, attach_info=dict(info)))
     for stale in by_key.values():
-        if not stale.in_use:
+        if not device_obj.handle_in_use(stale):
             dep.attach_handles.remove(stale)

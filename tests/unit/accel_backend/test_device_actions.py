@@ -24,6 +24,7 @@ from oslo_utils import uuidutils
 import testtools
 import webob
 
+from accel_backend.binding import claim
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
 from accel_backend.placement import client as pclient
@@ -131,15 +132,16 @@ class DeviceActionsTest(testtools.TestCase):
 
     def test_disabled_device_is_not_bound(self):
         self.action(AF, 'disable')
+        key = (rp_uuid(AF), COMPUTE)
         with self.svc.db.transaction() as session:
-            self.assertIsNone(device_obj.find_free_handle(
-                session, rp_uuid(AF), COMPUTE))
+            self.assertEqual({}, claim.claim(session, {key: 1}))
         self.action(AF, 'enable')
         with self.svc.db.transaction() as session:
-            handle = device_obj.find_free_handle(session, rp_uuid(AF),
-                                                 COMPUTE)
+            (handle,) = claim.claim(session, {key: 1})[key]
             self.assertEqual({'domain': '0000', 'bus': 'af', 'device': '00',
                               'function': '0'}, handle.attach_info)
+            self.assertEqual((True, device_obj.BOUND),
+                             (handle.in_use, handle.state))
 
     def test_disable_a_device_in_use(self):
         # Placement accepts reserved = total over an allocation (the
