@@ -33,6 +33,7 @@ import uuid
 import sqlalchemy as sa
 
 from accel_common import arq_states
+from accel_common import handle_states
 from benchmarks import common
 from tools.launch import accel_backend as launch_accel
 
@@ -73,7 +74,8 @@ def _populate_devices(db, models, hosts):
                                             'bus': parts[1],
                                             'device': parts[2],
                                             'function': parts[3]},
-                            'in_use': False, 'created_at': now})
+                            'created_at': now,
+                            **handle_states.columns(handle_states.AVAILABLE)})
             rps.append((host, rp, did))
     with db.transaction() as s:
         s.execute(sa.insert(models.Device), devices)
@@ -112,7 +114,7 @@ def _add_arqs(db, models, dp, rps, start, stop, instances):
         if used:
             s.execute(sa.update(models.AttachHandle)
                       .where(models.AttachHandle.id.in_(used))
-                      .values(in_use=True))
+                      .values(handle_states.columns(handle_states.BOUND)))
 
 
 def _time(client, paths, reps):
