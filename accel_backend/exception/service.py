@@ -1,0 +1,72 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Errors of the services accel_backend depends on or is run with:
+Placement, the database schema and options, and the Cyborg import."""
+
+from accel_backend.exception.base import AccelBackendError
+
+
+class PlacementError(AccelBackendError):
+    """502: Placement answered a call with an unexpected status
+    (``placement.client``), or a provider's generation kept conflicting
+    (``placement.report``).
+
+    :param method: the HTTP method (str).
+    :param url: the Placement URL (str).
+    :param status: Placement's status code (int).
+    :param body: Placement's answer, 500 characters at most (str).
+    """
+    status = 502
+    code = 'accel.placement.error'
+    msg_fmt = 'Placement call %(method)s %(url)s failed: %(status)s %(body)s'
+
+
+class ComputeNodeProviderNotFound(AccelBackendError):
+    """503: no resource provider of Placement is named
+    like this host's compute node: the device providers have no parent
+    yet.
+
+    :param names: the names tried (list of str).
+    """
+    status = 503
+    code = 'accel.placement.compute_node_not_found'
+    msg_fmt = ('No resource provider named any of %(names)s in Placement: '
+               'is nova-compute running on this host?')
+
+
+class SchemaOutOfDate(AccelBackendError):
+    """The database schema is not at the revision this code needs; the
+    process refuses to start rather than run on it."""
+    status = 503
+    code = 'accel.database.schema_out_of_date'
+    msg_fmt = ('the database schema is at revision %(current)s, this '
+               'release needs %(head)s: run accel-backend-manage db sync')
+
+
+class DatabaseOptionUnsupported(AccelBackendError):
+    """A ``[database]`` option oslo.db offers that accel_backend does not
+    honour is set (``accel_backend.db.api``): refused at start rather
+    than silently ignored."""
+
+    code = 'accel.config.database'
+    msg_fmt = ('[database] %(option)s is not supported: %(reason)s; unset '
+               'it')
+
+
+class CyborgImportRefused(AccelBackendError):
+    """``accel-backend-manage import-cyborg`` will not run: Cyborg is
+    still writing, or the source is no Cyborg 17 database
+    (``accel_backend.cyborg_import``)."""
+
+    code = 'accel.cyborg_import.refused'
+    msg_fmt = 'Cyborg import refused: %(reason)s'
