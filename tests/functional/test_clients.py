@@ -30,167 +30,32 @@ every test uses its own device profile and instance and frees the GPU it
 bound, so the tests do not depend on each other's order.
 """
 
-import time
-import uuid
 import warnings
 
-import fixtures
 from keystoneauth1 import service_token
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from openstack import connection
 from openstack import exceptions as sdk_exc
-import testtools
-from testtools import content
 
 from tests.functional.fixtures import cli
+from tests.functional.fixtures.clients import ClientsTestCase
+from tests.functional.fixtures.clients import Servers
+from tests.functional.fixtures.clients import SERVERS
+from tests.functional.fixtures.clients import T4_GROUP
 from tests.functional.fixtures import servers
-from tests import waiting
-from tools.fixtures import accel_backend as accel_fx
-from tools.fixtures import nova_stub
-from tools.fixtures import placement as placement_fx
-
-T4_GROUP = {'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}
-BIND_TIMEOUT = 15
-
-
-class _Servers(fixtures.Fixture):
-    """Placement + Nova stub + accel-backend, with the compute node RP."""
-
-    def _setUp(self):
-        self.placement = self.useFixture(placement_fx.PlacementServer())
-        self.nova = self.useFixture(nova_stub.NovaStub())
-        self.compute_rp = self.placement.create_provider(servers.HOST)
-        self.accel = self.useFixture(accel_fx.AccelBackendServer(
-            self.placement.endpoint, self.nova.endpoint,
-            servers.SYSFS_TWO_GPUS, [servers.T4_SPEC], host=servers.HOST,
-            options={'discovery': {
-                'pci_slots_path': servers.SLOTS_TWO_GPUS}}))
-        deployables = self.accel.wait_for_devices(2)
-        #: ``{pci address: deployable dict}`` of the two T4 GPUs.
-        self.gpus = {d['name'].split('_', 1)[1]: d for d in deployables}
-
-
-_SERVERS = []
 
 
 def setUpModule():
     # Once per test process: the servers take seconds to start.
-    stack = _Servers()
+    stack = Servers()
     stack.setUp()
-    _SERVERS.append(stack)
+    SERVERS.append(stack)
 
 
 def tearDownModule():
-    while _SERVERS:
-        _SERVERS.pop().cleanUp()
-
-
-class ClientsTestCase(testtools.TestCase):
-    """Uses the module's servers (``self.stack``)."""
-
-    def setUp(self):
-        super().setUp()
-        self.stack = _SERVERS[0]
-        self.accel = self.stack.accel
-        self.nova = self.stack.nova
-        self.addOnException(self._attach_server_log)
-
-    def _attach_server_log(self, exc_info):
-        self.addDetail('accel-backend.log', content.text_content(
-            self.accel.log_text()))
-
-    def new_instance(self):
-        """A server UUID the Nova stub knows; its ARQs are deleted at
-        cleanup whatever the test left."""
-        instance = str(uuid.uuid4())
-        self.nova.servers[instance] = 'vm-' + instance[:8]
-        self.addCleanup(self.accel.request, 'DELETE',
-                        '/v2/accelerator_requests?instance=' + instance,
-                        expect=(204,), service_token=True)
-        return instance
-
-    def bind_as_nova(self, arq_uuid, instance, rp_uuid):
-        """Bind as Nova does: its PATCH carries the service token."""
-        self.accel.request('PATCH', '/v2/accelerator_requests', {arq_uuid: [
-            {'path': '/hostname', 'op': 'add', 'value': servers.HOST},
-            {'path': '/device_rp_uuid', 'op': 'add', 'value': rp_uuid},
-            {'path': '/instance_uuid', 'op': 'add', 'value': instance}]},
-            expect=(202,), service_token=True)
-        self.wait_for_state(arq_uuid, 'Bound')
-
-    def assert_refused(self, run, *args):
-        """``run(*args)`` (a client command) fails with the API's 403."""
-        out = run(*args, fmt=None, expect_rc=1)
-        self.assertIn('403', out)
-
-    def profile_name(self):
-        cls, method = self.id().split('.')[-2:]
-        return '%s-%s' % (cls, method)
-
-    def wait_for_state(self, arq_uuid, state):
-        """Poll the API (not a client: fast) until the ARQ is in ``state``."""
-        deadline = time.monotonic() + BIND_TIMEOUT
-        while True:
-            current = self.accel.request(
-                'GET', '/v2/accelerator_requests/' + arq_uuid)['state']
-            if current == state:
-                return
-            if time.monotonic() > deadline:
-                self.fail('ARQ still %s, not %s, after %ss' % (
-                    current, state, BIND_TIMEOUT))
-            time.sleep(0.05)
-
-    def assert_bound_event(self, instance, arq_uuid):
-        # The event is sent after the commit that makes the ARQ Bound: a
-        # reader can see Bound first.
-        waiting.wait_for('the bound event of ARQ %s' % arq_uuid, lambda: [
-            e for e in self.nova.received() if e['tag'] == arq_uuid],
-            BIND_TIMEOUT)
-        events = [e for e in self.nova.received() if e['tag'] == arq_uuid]
-        self.assertEqual([{'name': 'accelerator-request-bound',
-                           'server_uuid': instance, 'tag': arq_uuid,
-                           'status': 'completed'}], events)
-
-    def assert_cli_deletes(self, user_run, admin_run, name, dp_uuid):
-        """Through a command set: a user creates and deletes an ARQ of
-        profile ``name`` (it holds no device), and the admin deletes the
-        profile; both are gone (404).  ``user_run``, ``admin_run``: as
-        ``cli._Base.__call__``."""
-        spare = user_run('accelerator', 'arq', 'create', name)
-        user_run('accelerator', 'arq', 'delete', spare['uuid'], fmt=None)
-        self.accel.request('GET', '/v2/accelerator_requests/' +
-                           spare['uuid'], expect=(404,))
-        admin_run('accelerator', 'device', 'profile', 'delete', name,
-                  fmt=None)
-        self.accel.request('GET', '/v2/device_profiles/' + dp_uuid,
-                           expect=(404,))
-
-    def assert_device_lists(self, run):
-        """``device list/show`` and ``deployable list/show`` through a
-        command set (``run`` as ``cli._Base.__call__``)."""
-        devices = run('accelerator', 'device', 'list')
-        self.assertEqual(2, len(devices))
-        for dev in devices:
-            self.assertEqual(('GPU', '10de', servers.HOST),
-                             (dev['type'], dev['vendor'], dev['hostname']))
-        slots = set()
-        for dev in devices:
-            shown = run('accelerator', 'device', 'show', dev['uuid'])
-            self.assertEqual(
-                (dev['uuid'], 'NVIDIA Corporation TU104GL [Tesla T4]'),
-                (shown['uuid'], shown['model']))
-            # Each card's physical slot (servers.SLOTS_TWO_GPUS).
-            slots.add(shown['std_board_info']['slot'])
-        self.assertEqual({'CPU2 SLOT3', 'CPU2 SLOT5'}, slots)
-        deployables = run('accelerator', 'deployable', 'list')
-        self.assertEqual(
-            sorted(d['uuid'] for d in self.stack.gpus.values()),
-            sorted(d['uuid'] for d in deployables))
-        gpu = self.stack.gpus['0000:af:00.0']
-        shown = run('accelerator', 'deployable', 'show', gpu['uuid'])
-        self.assertEqual((gpu['uuid'], gpu['name']),
-                         (shown['uuid'], shown['name']))
+    while SERVERS:
+        SERVERS.pop().cleanUp()
 
 
 class TestOpenStackProgram(ClientsTestCase):

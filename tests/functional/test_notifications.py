@@ -22,8 +22,8 @@ import oslo_messaging as messaging
 
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
+from tests.unit.accel_backend import audit_fixtures
 from tests.unit.accel_backend import sysfs_tree
-from tests.unit.accel_backend import test_audit
 from tests.unit.accel_backend import test_lifecycle
 from tools.fixtures import rabbitmq
 
@@ -57,8 +57,8 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
         super().setUp()
         # Nova (wsgi-intercept): accepts the binder's events, answers the
         # audit's GET /servers/<uuid>.
-        self.nova = test_audit.NovaServers()
-        self.NOVA_OPTS = test_audit.intercept_nova(self, self.nova)
+        self.nova = audit_fixtures.NovaServers()
+        self.NOVA_OPTS = audit_fixtures.intercept_nova(self, self.nova)
         self.rabbit = self.useFixture(rabbitmq.RabbitMQServer())
         self.collector = Collector()
         self.pending = []

@@ -11,14 +11,15 @@
 # under the License.
 
 """The shared fixtures' own rules (``tools.fixtures``): the Nova stub's
-answers and records, and a stop reaching a child's whole process group.
-The servers themselves are exercised by the functional, reliability and
-cyborg-import tests that run them.
+answers and records, served in this process.  The stub in a child process
+and a stop reaching a child's whole process group are
+``tests/functional/test_tools_fixtures.py``'s; the servers themselves are
+exercised by the functional, reliability and cyborg-import tests that run
+them.
 """
 
 import http.client
 import json
-import os
 import socket
 import time
 
@@ -26,7 +27,6 @@ import requests
 import testtools
 
 from tools.fixtures import nova_stub
-from tools.fixtures import process
 
 
 def _event(tag, server='s1'):
@@ -140,60 +140,3 @@ class TestNovaStubKeepAlive(testtools.TestCase):
         stub = self.useFixture(nova_stub.NovaStub())
         self.assertEqual([(200, True), (200, True)],
                          self._two_on_one_connection(stub))
-
-
-class TestNovaStubProcess(testtools.TestCase):
-    """The benchmarks' stub: ``NovaStub`` served by a child process, the
-    events it takes brought back with the child's arrival times."""
-
-    def test_events_come_back_with_the_childs_arrival_time(self):
-        stub = nova_stub.NovaStubProcess()
-        stub.setUp()
-        try:
-            self._check(stub)
-        finally:
-            stub.cleanUp()
-        # SIGTERM ended it cleanly (exit 0), not the SIGKILL that follows.
-        self.assertEqual(0, stub.proc.returncode)
-
-    def _check(self, stub):
-        self.assertNotEqual(os.getpid(), stub.proc.pid)
-        # keep-alive, as the in-process stub of the benchmarks was
-        self.assertEqual([(200, False), (200, False)],
-                         TestNovaStubKeepAlive._two_on_one_connection(stub))
-        mark = stub.mark()
-        before = time.perf_counter()
-        got = requests.post(stub.endpoint + '/os-server-external-events',
-                            json={'events': [_event('c'), _event('d')]},
-                            timeout=10)
-        after = time.perf_counter()
-        self.assertEqual(200, got.status_code)
-        seen = stub.wait_tags(['c', 'd'], since=mark, timeout=10)
-        # Stamped in the child between our send and its answer: the
-        # clock (CLOCK_MONOTONIC) is the same across processes.
-        for tag in ('c', 'd'):
-            self.assertTrue(before <= seen[tag][0] <= after,
-                            (before, seen[tag][0], after))
-        self.assertEqual(['a', 'b', 'c', 'd'],
-                         [e['tag'] for e in stub.received()])
-        self.assertRaises(AssertionError, stub.wait_tags, ['a'],
-                          since=mark, timeout=0.2)
-
-
-class TestTerminate(testtools.TestCase):
-
-    def test_stop_leaves_nothing_of_the_group(self):
-        # The shell's child is in its group, not its own session: a stop
-        # of the shell alone would leave it running.
-        with open(os.devnull, 'wb') as log:
-            proc = process.spawn(['sh', '-c', 'sleep 60 & wait'], log)
-        time.sleep(0.2)
-        self.assertTrue(process.terminate(proc, 5, group=True))
-        deadline = time.monotonic() + 5
-        while True:
-            try:
-                os.killpg(proc.pid, 0)
-            except ProcessLookupError:
-                break
-            self.assertLess(time.monotonic(), deadline, 'group left')
-            time.sleep(0.05)

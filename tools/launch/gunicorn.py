@@ -27,8 +27,8 @@ Standard library only, like the rest of :mod:`tools.launch`.
 #: (``gunicorn/workers/gthread.py``, ``murder_keepalived``): with a 2 s
 #: timeout the close and the client's next GET meet, and the client reads
 #: "Remote end closed connection without response" (the nested CI run of
-#: 2026-11-26 failed so; ``tests/unit/test_launch_gunicorn.py`` shows the
-#: idle connection kept).  75 s is longer than any client's polling
+#: 2026-11-26 failed so; ``tests/functional/test_launch_gunicorn.py``
+#: shows the idle connection kept).  75 s is longer than any client's polling
 #: interval here (the SDK's 2 s, osc_lib's 5 s) and is nginx's default.
 KEEPALIVE = 75
 

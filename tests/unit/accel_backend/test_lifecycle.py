@@ -10,9 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Device lifecycle between tenants, health, removed devices and
-Placement call counts: a ``Service`` over copies of recorded sysfs trees
-reporting to a real Placement (openstack-placement's fixture)."""
+"""Health, removed devices, Placement call counts and the mdev and fake
+drivers: a ``Service`` over copies of recorded sysfs trees reporting to a
+real Placement (openstack-placement's fixture).  The lifecycle between
+tenants is ``test_lifecycle_cleaning``'s; the other modules of services
+use ``ServiceTestBase`` from here."""
 
 import json
 import os
@@ -21,7 +23,6 @@ import shutil
 import fixtures
 from oslo_utils import uuidutils
 import sqlalchemy as sa
-import testtools
 import webob
 
 from accel_backend.db import models
@@ -191,224 +192,6 @@ class ServiceTestBase(placement_fixture.PlacementTestCase):
 
     def wait_for(self, predicate, timeout=15):
         waiting.wait_for('condition', predicate, timeout, interval=0.02)
-
-
-class TestCleaning(ServiceTestBase):
-
-    def test_release_dirty_reserved_flr_then_available(self):
-        svc = self.make_service()
-        svc.discover_and_report()
-        self.assertEqual([('available', None)], self.handle_states(svc, GPU))
-        arq, state = self.bind(svc, GPU)
-        self.assertEqual('Bound', state)
-        self.assertEqual([('bound', None)], self.handle_states(svc, GPU))
-        self.unbind(svc, arq)
-        # Not offered again: dirty, reserved in Placement, status shown.
-        self.assertEqual([('dirty', None)], self.handle_states(svc, GPU))
-        svc.discover_and_report()
-        self.assertEqual((1, 1), self.reserved(GPU))
-        self.assertEqual('dirty', self.device_view(svc, GPU)['status'])
-        _, state = self.bind(svc, GPU)
-        self.assertEqual('BindFailed', state)
-        self.assertEqual('', self.reset_file(GPU))
-
-        results = svc.cleaner.clean_pending()
-        self.assertEqual(['available'], list(results.values()))
-        self.assertEqual('1', self.reset_file(GPU))
-        self.assertEqual([('available', None)], self.handle_states(svc, GPU))
-        self.assertEqual((0, 1), self.reserved(GPU))
-        self.assertEqual('enabled', self.device_view(svc, GPU)['status'])
-        self.assertNotIn('status_reason', self.device_view(svc, GPU))
-        self.assertEqual('Bound', self.bind(svc, GPU)[1])
-
-    def test_delete_of_arq_also_dirties(self):
-        svc = self.make_service()
-        svc.discover_and_report()
-        arq, _ = self.bind(svc, GPU)
-        self.delete_arq(svc, arq)
-        self.assertEqual([('dirty', None)], self.handle_states(svc, GPU))
-        svc.cleaner.clean_pending()
-        self.assertEqual([('available', None)], self.handle_states(svc, GPU))
-
-    def test_gpu_the_kernel_cannot_reset_is_offered_again(self):
-        # No reset method (no FLR, bus reset quirked off): discovery makes
-        # its cleaning none instead of a reset that would fail after
-        # every tenant and lock it out.
-        os.unlink(os.path.join(self.root, GPU, 'reset'))
-        svc = self.make_service()
-        svc.discover_and_report()
-        for _ in range(2):
-            arq, _ = self.bind(svc, GPU)
-            self.unbind(svc, arq)
-            # Released straight to available: nothing to clean.
-            self.assertEqual({}, svc.cleaner.clean_pending())
-            self.assertEqual([('available', None)],
-                             self.handle_states(svc, GPU))
-            self.assertEqual((0, 1), self.reserved(GPU))
-        self.assertEqual('none', self.device_view(svc, GPU)[
-            'std_board_info']['reset_method'])
-
-    def test_reset_failure_keeps_the_device_out(self):
-        svc = self.make_service()
-        svc.discover_and_report()
-        arq, _ = self.bind(svc, GPU)
-        self.unbind(svc, arq)
-        os.unlink(os.path.join(self.root, GPU, 'reset'))  # no FLR support
-        self.assertEqual(['clean_failed'],
-                         list(svc.cleaner.clean_pending().values()))
-        ((state, reason),) = self.handle_states(svc, GPU)
-        self.assertEqual('clean_failed', state)
-        self.assertIn('function level reset of %s failed' % GPU, reason)
-        self.assertEqual((1, 1), self.reserved(GPU))
-        view = self.device_view(svc, GPU)
-        self.assertEqual('clean_failed', view['status'])
-        self.assertEqual(reason, view['status_reason'])
-        # Before 2.3 no status at all.
-        self.assertNotIn('status', self.call(
-            svc, '/v2/devices/%s' % device_uuid(GPU), headers=ADMIN).json)
-        # The periodic report keeps it reserved; nothing binds it.
-        svc.discover_and_report()
-        self.assertEqual((1, 1), self.reserved(GPU))
-        self.assertEqual('BindFailed', self.bind(svc, GPU)[1])
-        # Fixed by the operator: enabling the device cleans it again.
-        with open(os.path.join(self.root, GPU, 'reset'), 'w'):
-            pass
-        self.call(svc, '/v2/devices/%s/enable' % device_uuid(GPU),
-                  method='POST')
-        self.assertEqual([('dirty', None)], self.handle_states(svc, GPU))
-        self.assertEqual((1, 1), self.reserved(GPU))
-        svc.cleaner.clean_pending()
-        self.assertEqual((0, 1), self.reserved(GPU))
-        self.assertEqual('enabled', self.device_view(svc, GPU)['status'])
-
-    def test_command_method(self):
-        log = os.path.join(self.tmp, 'cleaned.log')
-        svc = self.make_service(self.make_conf(cleaning={
-            'methods': 'nvidia_gpu:command',
-            'command': "sh -c 'echo \"$0\" >> %s'" % log}))
-        svc.discover_and_report()
-        arq, _ = self.bind(svc, GPU)
-        self.unbind(svc, arq)
-        self.assertEqual(['available'],
-                         list(svc.cleaner.clean_pending().values()))
-        with open(log) as f:
-            self.assertEqual(GPU + '\n', f.read())
-        self.assertEqual('', self.reset_file(GPU))
-
-    def test_failing_command(self):
-        svc = self.make_service(self.make_conf(cleaning={
-            'methods': 'nvidia_gpu:command',
-            'command': "sh -c 'echo scrub failed on {address} >&2; "
-                       "exit 3'"}))
-        svc.discover_and_report()
-        arq, _ = self.bind(svc, GPU)
-        self.unbind(svc, arq)
-        svc.cleaner.clean_pending()
-        view = self.device_view(svc, GPU)
-        self.assertEqual('clean_failed', view['status'])
-        self.assertEqual('sh exited with status 3: scrub failed on %s' %
-                         GPU, view['status_reason'])
-        self.assertEqual((1, 1), self.reserved(GPU))
-
-    def test_none_method_offers_the_device_at_once(self):
-        svc = self.make_service(self.make_conf(cleaning={
-            'methods': 'nvidia_gpu:none'}))
-        svc.discover_and_report()
-        arq, _ = self.bind(svc, GPU)
-        self.unbind(svc, arq)
-        self.assertEqual([('available', None)], self.handle_states(svc, GPU))
-        self.assertEqual({}, svc.cleaner.clean_pending())
-        self.assertEqual('Bound', self.bind(svc, GPU)[1])
-
-    def test_release_wakes_the_running_cleaner(self):
-        # poll_interval is long: only the commit hook can wake it.
-        svc = self.make_service(self.make_conf(cleaning={
-            'poll_interval': '600'}))
-        svc.discover_and_report()
-        svc.start()
-        arq, _ = self.bind(svc, GPU)
-        self.unbind(svc, arq)
-        self.wait_for(lambda: self.handle_states(svc, GPU) ==
-                      [('available', None)])
-        self.assertEqual('1', self.reset_file(GPU))
-        self.wait_for(lambda: self.reserved(GPU) == (0, 1))
-
-    def test_devices_waiting_for_a_worker_are_reserved(self):
-        # One worker, a cleaning step that runs until the test lets it
-        # finish: the second device waits dirty, and Placement must not
-        # offer it meanwhile.
-        go = os.path.join(self.tmp, 'go')
-        svc = self.make_service(self.make_conf(cleaning={
-            'workers': '1', 'poll_interval': '600',
-            'methods': 'nvidia_gpu:command',
-            'command': "sh -c 'while [ ! -e %s ]; do sleep 0.02; done'"
-                       % go}))
-        # Runs before svc.stop (which waits for the step), also on failure.
-        self.addCleanup(lambda: open(go, 'w').close())
-        svc.discover_and_report()
-        second = '0000:ca:00.0'
-        arqs = [self.bind(svc, address)[0] for address in (GPU, second)]
-        # Only the cleaner: no report that would derive ``reserved``.
-        svc.cleaner.start()
-        for arq in arqs:
-            self.unbind(svc, arq)
-        self.wait_for(lambda: sorted(
-            self.handle_states(svc, a)[0][0] for a in (GPU, second)) ==
-            ['cleaning', 'dirty'])
-        # The cleaner reserves right after the release's commit (a
-        # Placement call that may take a moment on a loaded machine).
-        self.wait_for(lambda: [self.reserved(a) for a in (GPU, second)] ==
-                      [(1, 1), (1, 1)])
-        self.assertEqual(['cleaning', 'dirty'], sorted(
-            self.handle_states(svc, a)[0][0] for a in (GPU, second)))
-        open(go, 'w').close()
-        for address in (GPU, second):
-            self.wait_for(lambda a=address: self.handle_states(svc, a) ==
-                          [('available', None)])
-            self.wait_for(lambda a=address: self.reserved(a) == (0, 1))
-
-    def test_placement_down_while_cleaning_then_report_repairs(self):
-        svc = self.make_service()
-        svc.discover_and_report()
-        arq, _ = self.bind(svc, GPU)
-        self.unbind(svc, arq)
-        svc.discover_and_report()
-        self.assertEqual((1, 1), self.reserved(GPU))
-        # Placement is down while the device is cleaned: the cleaner
-        # cannot offer it again (logged, not raised).
-        self.placement.outage = 503
-        self.assertEqual(['available'],
-                         list(svc.cleaner.clean_pending().values()))
-        self.assertIn('Could not update reserved units', self.logger.output)
-        self.placement.outage = None
-        self.assertEqual((1, 1), self.reserved(GPU))
-        # The next periodic report derives reserved from the database.
-        svc.discover_and_report()
-        self.assertEqual((0, 1), self.reserved(GPU))
-        self.assertEqual('Bound', self.bind(svc, GPU)[1])
-
-    def test_restart_resumes_dirty_and_cleaning(self):
-        svc = self.make_service()
-        svc.discover_and_report()
-        second = '0000:ca:00.0'
-        for address in (GPU, second):
-            arq, _ = self.bind(svc, address)
-            self.unbind(svc, arq)
-        # A crash in the middle of cleaning the second one.
-        with svc.db.transaction() as session:
-            (h,) = session.scalars(
-                sa.select(models.AttachHandle).join(models.Deployable)
-                .join(models.Device).where(models.Device.address == second))
-            h.state = device_obj.CLEANING
-        svc.stop()
-
-        svc2 = self.make_service(self.make_conf(cleaning={
-            'poll_interval': '600'}))
-        svc2.start()
-        for address in (GPU, second):
-            self.wait_for(lambda a=address: self.handle_states(svc2, a) ==
-                          [('available', None)])
-            self.assertEqual('1', self.reset_file(address))
 
 
 class TestHealthAndRemoval(ServiceTestBase):
@@ -584,44 +367,3 @@ class TestMdevAndFake(ServiceTestBase):
         self.assertEqual(view['attach_handle_uuid'], self.call(
             svc, '/v2/accelerator_requests/%s' % arq_uuid).json[
                 'attach_handle_uuid'])
-
-
-class TestMigration(testtools.TestCase):
-
-    def test_0003_marks_handles_in_use_bound(self):
-        from accel_backend.db import api as db_api
-        import alembic.command
-        import alembic.config
-        tmp = self.useFixture(fixtures.TempDir()).path
-        db = db_api.Database('sqlite:///%s/a.sqlite' % tmp)
-        self.addCleanup(db.dispose)
-        cfg = alembic.config.Config()
-        cfg.set_main_option('script_location', db_api.MIGRATIONS_DIR)
-        with db.engine.begin() as conn:
-            cfg.attributes['connection'] = conn
-            alembic.command.upgrade(cfg, '0002')
-            conn.execute(sa.text(
-                "INSERT INTO devices (id, uuid, type, vendor, model, "
-                "hostname, address, status, created_at) VALUES (1, 'd', "
-                "'GPU', '10de', 'm', 'h', '0000:af:00.0', 'enabled', "
-                "'2026-01-01')"))
-            conn.execute(sa.text(
-                "INSERT INTO deployables (id, uuid, device_id, name, "
-                "num_accelerators, resource_class, traits, created_at) "
-                "VALUES (1, 'p', 1, 'n', 2, 'PGPU', '[]', '2026-01-01')"))
-            for i, in_use in ((1, 1), (2, 0)):
-                conn.execute(sa.text(
-                    "INSERT INTO attach_handles (id, uuid, deployable_id, "
-                    "attach_type, attach_info, in_use, created_at) VALUES "
-                    "(%d, 'h%d', 1, 'PCI', '{}', %d, '2026-01-01')" %
-                    (i, i, in_use)))
-        db.sync()
-        with db.transaction() as session:
-            states = {h.uuid: h.state for h in session.scalars(
-                sa.select(models.AttachHandle))}
-            dev = session.scalar(sa.select(models.Device))
-            self.assertEqual({'h1': 'bound', 'h2': 'available'}, states)
-            self.assertEqual('healthy', dev.health)
-        with db.engine.begin() as conn:
-            cfg.attributes['connection'] = conn
-            alembic.command.downgrade(cfg, '0002')

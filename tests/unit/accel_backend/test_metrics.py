@@ -25,8 +25,8 @@ from accel_backend.binding import failure
 from accel_backend.db import api as db_api
 from accel_backend.objects import arq as arq_obj
 from accel_backend import service as service_mod
+from tests.unit.accel_backend import audit_fixtures
 from tests.unit.accel_backend import sysfs_tree
-from tests.unit.accel_backend import test_audit
 from tests.unit.accel_backend import test_dispatch
 from tests.unit.accel_backend import test_lifecycle
 
@@ -56,8 +56,8 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         super().setUp()
         # Nova's external events API (wsgi-intercept): the binder's
         # deliveries end, so its one worker is free for the next bind.
-        self.nova = test_audit.NovaServers()
-        self.NOVA_OPTS = test_audit.intercept_nova(self, self.nova)
+        self.nova = audit_fixtures.NovaServers()
+        self.NOVA_OPTS = audit_fixtures.intercept_nova(self, self.nova)
 
     def make_conf(self, cleaning=None, groups=None, **discovery):
         groups = dict({'metrics': self.METRICS}, **(groups or {}))

@@ -11,15 +11,13 @@
 # under the License.
 
 """Authorization rules of accel_backend: the default rules, the
-enforcer, the request context, and the sample generators (the checks of
-every handler through the real WSGI app are ``test_policy_api``'s; the
-keystonemiddleware path is tests/functional/test_auth.py).
+enforcer and the request context (the checks of every handler through the
+real WSGI app are ``test_policy_api``'s; the keystonemiddleware path is
+tests/functional/test_auth.py; the sample generators, run as programs,
+tests/functional/test_policy_samples.py).
 """
 
-import importlib.metadata
 import os
-import subprocess
-import sys
 
 import fixtures
 from oslo_policy import policy as oslo_policy
@@ -32,8 +30,6 @@ from accel_backend import policy
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import policy_fixtures as fx
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
-                                    '..'))
 
 # The secure defaults: a change here is a change of the API's security
 # contract (document it in the release notes).
@@ -312,34 +308,3 @@ class ContextTest(testtools.TestCase):
                           c.service_roles))
         empty = context_mod.from_environ({'HTTP_X_PROJECT_ID': ''}, False)
         self.assertIsNone(empty.project_id)
-
-
-class SampleGeneratorTest(testtools.TestCase):
-    """``oslopolicy-sample-generator --namespace accel_backend`` (needs the
-    package installed for its entry points: ``pip install --no-deps .``;
-    the code itself comes from this tree through PYTHONPATH)."""
-
-    def run_tool(self, tool, *args):
-        eps = importlib.metadata.entry_points(group='oslo.policy.policies')
-        if 'accel_backend' not in [ep.name for ep in eps]:
-            self.fail('entry point oslo.policy.policies:accel_backend is '
-                      'not registered: pip install --no-deps %s' % REPO)
-        exe = os.path.join(os.path.dirname(sys.executable), tool)
-        env = dict(os.environ, PYTHONPATH=REPO)
-        proc = subprocess.run([exe] + list(args), capture_output=True,
-                              text=True, env=env, timeout=120, cwd=REPO)
-        self.assertEqual(0, proc.returncode, proc.stderr)
-        return proc.stdout
-
-    def test_sample_lists_every_rule(self):
-        out = self.run_tool('oslopolicy-sample-generator', '--namespace',
-                            'accel_backend')
-        for name, check in EXPECTED_DEFAULTS.items():
-            self.assertIn('#"%s": "%s"' % (name, check), out)
-        self.assertIn('# PATCH  /v2/accelerator_requests', out)
-
-    def test_policy_generator_uses_the_enforcer_entry_point(self):
-        out = self.run_tool('oslopolicy-policy-generator', '--namespace',
-                            'accel_backend')
-        self.assertIn('"accelerator:arq:update": "rule:service_token_api"',
-                      out)

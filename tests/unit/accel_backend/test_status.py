@@ -11,8 +11,9 @@
 # under the License.
 
 """``accel-backend-status upgrade check`` and the Placement and database
-backends of ``/healthcheck``, on a real SQLite database, a real Placement
-and a real PostgreSQL server that goes away."""
+backends of ``/healthcheck``, on a real SQLite database and a real
+Placement (a real PostgreSQL server that goes away:
+``tests/functional/test_status_database.py``)."""
 
 import datetime
 import json
@@ -30,10 +31,9 @@ from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import host_status
 from accel_backend import service as service_mod
 from tests import placement_fixture
+from tests.unit.accel_backend import audit_fixtures
 from tests.unit.accel_backend import base
-from tests.unit.accel_backend import test_audit
 from tests.unit.accel_backend import test_dispatch
-from tools.fixtures import databases
 
 NOVA_CONF_OK = """[service_user]
 send_service_user_token = true
@@ -54,8 +54,8 @@ class UpgradeCheckTest(testtools.TestCase):
         self.nova_conf = os.path.join(self.tmp, 'nova.conf')
         self.write(self.nova_conf, NOVA_CONF_OK)
         # Nova's compute API, for the audit's scope check.
-        self.nova = test_audit.NovaServers()
-        self.nova_opts = test_audit.intercept_nova(self, self.nova)
+        self.nova = audit_fixtures.NovaServers()
+        self.nova_opts = audit_fixtures.intercept_nova(self, self.nova)
 
     def write(self, path, text):
         with open(path, 'w') as f:
@@ -166,14 +166,14 @@ class AuditHealthTest(testtools.TestCase):
 
     def test_scope_in_health_detail(self):
         self.useFixture(fixtures.FakeLogger())
-        nova = test_audit.NovaServers()
+        nova = audit_fixtures.NovaServers()
         nova.scope_code = 403
         tmp = self.useFixture(fixtures.TempDir()).path
         placement = self.useFixture(placement_fixture.PlacementFixture())
         svc = service_mod.Service(base.make_conf(
             self, database={'connection': 'sqlite:///%s/a.sqlite' % tmp},
             placement=base.placement_opts(placement.endpoint),
-            nova=test_audit.intercept_nova(self, nova),
+            nova=audit_fixtures.intercept_nova(self, nova),
             healthcheck={'detailed': 'true'}))
         self.addCleanup(svc.stop)
 
@@ -306,41 +306,3 @@ class PlacementHealthTest(testtools.TestCase):
         resp = self.health(self.service('http://placement.invalid'))
         self.assertEqual(503, resp.status_int)
         self.assertIn('placement unreachable', resp.text)
-
-
-class DatabaseHealthTest(PlacementHealthTest):
-    """``accel_database`` (and ``accel_discovery``, which reads the
-    database) when the database server goes away: a real PostgreSQL,
-    stopped under a running service."""
-
-    def test_database_gone_is_a_503_with_the_reason(self):
-        self.useFixture(fixtures.FakeLogger())
-        pg = self.useFixture(databases.PostgreSQLServer())
-        url = pg.create_database('accel')
-        backends = 'accel_database,accel_discovery'
-        svc = self.service('http://placement.invalid', connection=url,
-                           backends=backends, detailed='false')
-        detailed = self.service('http://placement.invalid', connection=url,
-                                backends=backends)
-        resp = self.health(svc)
-        self.assertEqual(200, resp.status_int, resp.text)
-        self.assertEqual(['database OK', 'discovery OK on 0 hosts'],
-                         sorted(resp.json['reasons']))
-        pg.stop()
-        resp = self.health(svc)
-        self.assertEqual(503, resp.status_int, resp.text)
-        self.assertEqual(
-            ['database unreachable: the database does not answer',
-             'host status unreadable: the database does not answer'],
-            sorted(resp.json['reasons']))
-        # What a load balancer reads: plain text, the same reasons.
-        resp = self.health(svc, accept='text/plain')
-        self.assertEqual(503, resp.status_int)
-        self.assertIn('database unreachable', resp.text)
-        # The driver's words only where details are asked for.
-        self.assertNotIn('Connection refused', resp.text)
-        resp = self.health(detailed)
-        self.assertEqual(503, resp.status_int, resp.text)
-        details = {r['reason']: r['details'] for r in resp.json['reasons']}
-        self.assertIn('OperationalError: connection to server', details[
-            'database unreachable: the database does not answer'])
