@@ -99,6 +99,9 @@ def measure(env):
 
 
 def _measure(env, devices, binds, name, connection):
+    """One database's race: ``binds`` ARQs of a one-GPU profile bound at
+    once over ``devices`` single-GPU providers of an ``accel-backend`` on
+    ``connection`` (None: a SQLite file); the result dict of ``measure``."""
     sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-' + name),
                               devices)
     backend = common.accel_backend(
@@ -110,91 +113,112 @@ def _measure(env, devices, binds, name, connection):
         client.create_profile('conc-gpu', [{'resources:PGPU': '1'}])
         arqs = [client.create_arqs('conc-gpu')[1][0]['uuid']
                 for _ in range(binds)]
-        # A fresh client (new TCP connection) per request: cheroot keeps
-        # only a few idle keep-alive connections, so connections opened
-        # before the race would be reset.
-        clients = [common.AccelClient(backend.root) for _ in range(binds)]
-        mark = env.stub.mark()
-        start = {}
-        barrier = threading.Barrier(
-            binds, action=lambda: start.setdefault('t', time.perf_counter()))
-        done, errors = [None] * binds, []
-
-        resets = []
-
-        def bind(i):
-            barrier.wait()
-            t_first = time.perf_counter()
-            # accel_backend's bind PATCH is idempotent, so a request whose
-            # connection was reset is sent again on a new connection.
-            for attempt in range(5):
-                try:
-                    clients[i].bind({arqs[i]: (
-                        backend.host, rps[i % devices],
-                        'c0ffee00-0000-4000-8000-%012d' % i)})
-                    done[i] = (time.perf_counter(),
-                               time.perf_counter() - t_first)
-                    return
-                except requests.ConnectionError as e:
-                    resets.append(str(e))
-                    clients[i] = common.AccelClient(backend.root)
-                    time.sleep(0.1 * 2 ** attempt)
-                except Exception as e:
-                    errors.append(str(e))
-                    return
-            errors.append('gave up after 5 connection resets')
-
-        threads = [threading.Thread(target=bind, args=(i,))
-                   for i in range(binds)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        seen = env.stub.wait_tags(arqs, since=mark, timeout=60,
-                                  partial=True)
-        t0 = start['t']
-        patch_end = max(d[0] for d in done if d)
-        event_end = max(t for t, _ in seen.values())
-        no_event = [a for a in arqs if a not in seen]
-        states, handle_twice, rp_twice, in_use, by_arq = _db_checks(
-            backend.connection)
-        deadlocks = (_deadlocks(backend.connection)
-                     if connection is not None else 0)
-        losers = [a for a in arqs if by_arq.get(a) != arq_states.BOUND]
-        losers_ok = [a for a in losers
-                     if by_arq.get(a) == arq_states.BIND_FAILED and
-                     a in seen and seen[a][1].get('status') ==
-                     arq_states.EVENT_FAILED]
-        winners_ok = [a for a in arqs if by_arq.get(a) == arq_states.BOUND and
-                      a in seen and seen[a][1].get('status') ==
-                      arq_states.EVENT_COMPLETED]
-        out = {
-            'binds': binds, 'devices': devices,
-            'patch_errors': sorted(set(errors))[:3],
-            'patch_error_count': len(errors),
-            'arqs_without_event': len(no_event),
-            'connection_resets': len(resets),
-            'reset_examples': sorted(set(resets))[:2],
-            'patch_latency': common.summary([d[1] for d in done if d]),
-            'all_patches_s': patch_end - t0,
-            'all_events_s': event_end - t0,
-            'patch_throughput_per_s': binds / (patch_end - t0),
-            'bind_throughput_per_s': binds / (event_end - t0),
-            'states': states,
-            'handles_bound_twice': len(handle_twice),
-            'rps_bound_twice': len(rp_twice),
-            'handles_in_use': in_use,
-            'bound': states.get(arq_states.BOUND, 0),
-            'losers': len(losers),
-            'losers_bindfailed_with_failed_event': len(losers_ok),
-            'winners_bound_with_completed_event': len(winners_ok),
-            'deadlocks': deadlocks,
-        }
-        out['ok'] = (out['handles_bound_twice'] == 0 and not deadlocks and
-                     out['rps_bound_twice'] == 0 and
-                     out['bound'] == devices and in_use == devices and
-                     len(losers_ok) == len(losers) == binds - devices and
-                     len(winners_ok) == devices and not errors)
-        return out
+        race = _race(env, backend, rps, arqs, devices)
+        return _verdict(env, backend, connection, arqs, devices, race)
     finally:
         backend.cleanUp()
+
+
+def _race(env, backend, rps, arqs, devices):
+    """Bind ARQ ``i`` of ``arqs`` to provider ``rps[i % devices]`` from
+    one thread each, all released by one barrier.
+
+    :returns: ``(mark, t0, done, errors, resets)``: the Nova stub's mark
+        taken before the race, the barrier's release time
+        (``time.perf_counter``), ``(end, latency)`` per ARQ (None where
+        it failed), the errors and the connection resets seen.
+    """
+    binds = len(arqs)
+    # A fresh client (new TCP connection) per request: cheroot keeps
+    # only a few idle keep-alive connections, so connections opened
+    # before the race would be reset.
+    clients = [common.AccelClient(backend.root) for _ in range(binds)]
+    mark = env.stub.mark()
+    start = {}
+    barrier = threading.Barrier(
+        binds, action=lambda: start.setdefault('t', time.perf_counter()))
+    done, errors = [None] * binds, []
+
+    resets = []
+
+    def bind(i):
+        barrier.wait()
+        t_first = time.perf_counter()
+        # accel_backend's bind PATCH is idempotent, so a request whose
+        # connection was reset is sent again on a new connection.
+        for attempt in range(5):
+            try:
+                clients[i].bind({arqs[i]: (
+                    backend.host, rps[i % devices],
+                    'c0ffee00-0000-4000-8000-%012d' % i)})
+                done[i] = (time.perf_counter(),
+                           time.perf_counter() - t_first)
+                return
+            except requests.ConnectionError as e:
+                resets.append(str(e))
+                clients[i] = common.AccelClient(backend.root)
+                time.sleep(0.1 * 2 ** attempt)
+            except Exception as e:
+                errors.append(str(e))
+                return
+        errors.append('gave up after 5 connection resets')
+
+    threads = [threading.Thread(target=bind, args=(i,))
+               for i in range(binds)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return mark, start['t'], done, errors, resets
+
+
+def _verdict(env, backend, connection, arqs, devices, race):
+    """The events, the database's rows and the timings after ``race``
+    (``_race``'s answer), as ``measure``'s result dict with its ``ok``."""
+    mark, t0, done, errors, resets = race
+    binds = len(arqs)
+    seen = env.stub.wait_tags(arqs, since=mark, timeout=60,
+                              partial=True)
+    patch_end = max(d[0] for d in done if d)
+    event_end = max(t for t, _ in seen.values())
+    no_event = [a for a in arqs if a not in seen]
+    states, handle_twice, rp_twice, in_use, by_arq = _db_checks(
+        backend.connection)
+    deadlocks = (_deadlocks(backend.connection)
+                 if connection is not None else 0)
+    losers = [a for a in arqs if by_arq.get(a) != arq_states.BOUND]
+    losers_ok = [a for a in losers
+                 if by_arq.get(a) == arq_states.BIND_FAILED and
+                 a in seen and seen[a][1].get('status') ==
+                 arq_states.EVENT_FAILED]
+    winners_ok = [a for a in arqs if by_arq.get(a) == arq_states.BOUND and
+                  a in seen and seen[a][1].get('status') ==
+                  arq_states.EVENT_COMPLETED]
+    out = {
+        'binds': binds, 'devices': devices,
+        'patch_errors': sorted(set(errors))[:3],
+        'patch_error_count': len(errors),
+        'arqs_without_event': len(no_event),
+        'connection_resets': len(resets),
+        'reset_examples': sorted(set(resets))[:2],
+        'patch_latency': common.summary([d[1] for d in done if d]),
+        'all_patches_s': patch_end - t0,
+        'all_events_s': event_end - t0,
+        'patch_throughput_per_s': binds / (patch_end - t0),
+        'bind_throughput_per_s': binds / (event_end - t0),
+        'states': states,
+        'handles_bound_twice': len(handle_twice),
+        'rps_bound_twice': len(rp_twice),
+        'handles_in_use': in_use,
+        'bound': states.get(arq_states.BOUND, 0),
+        'losers': len(losers),
+        'losers_bindfailed_with_failed_event': len(losers_ok),
+        'winners_bound_with_completed_event': len(winners_ok),
+        'deadlocks': deadlocks,
+    }
+    out['ok'] = (out['handles_bound_twice'] == 0 and not deadlocks and
+                 out['rps_bound_twice'] == 0 and
+                 out['bound'] == devices and in_use == devices and
+                 len(losers_ok) == len(losers) == binds - devices and
+                 len(winners_ok) == devices and not errors)
+    return out

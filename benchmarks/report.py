@@ -33,23 +33,8 @@ def _slug(meta):
     return '%s-%dc' % (cpu, meta['machine']['cores'] or 0)
 
 
-def write(results_dir, meta, results, plots=True):
-    """Write ``<date>-<machine>[-quick].md``, its ``.json`` (meta and
-    results) and, when ``plots``, its PNG plots into ``results_dir``.
-
-    :param meta: the run's ``{'date', 'machine', 'versions', 'quick',
-        'command', 'total_seconds', ...}``.
-    :param results: ``{measure: result dict}``.
-    :returns: the path of the Markdown file.
-    :raises OSError: when a file cannot be written.
-    """
-    day = meta['date'].split()[0]
-    base = '%s-%s%s' % (day, _slug(meta), '-quick' if meta['quick'] else '')
-    prefix = os.path.join(results_dir, base)
-    pngs = {}
-    if plots:
-        from benchmarks import plots as plots_mod
-        pngs = plots_mod.plots(results, prefix)
+def _header_md(meta, results):
+    """The title, the machine, the versions and the summary table (lines)."""
     m, v = meta['machine'], meta['versions']
     L = ['# nova-accel benchmarks, %s' % meta['date'], '',
          'Command: `%s` (%.0f s in all)%s.' % (
@@ -74,36 +59,40 @@ def write(results_dir, meta, results, plots=True):
           '| measure | what | value | ratio |', '|---|---|---|---|']
     for r in summary.summary_rows(results):
         L.append('| %s |' % ' | '.join(str(x) for x in r))
+    return L
 
+
+def _boot_md(results):
+    """Section 1, the boot overhead in Nova 34's functional harness (lines)."""
     b = results.get('boot')
-    L += ['', '## 1. Boot overhead in Nova 34\'s functional harness', '',
-          'POST /servers to ACTIVE (polled every 5 ms), then the server is '
-          'deleted; one warm-up boot per flavor is not counted; flavors '
-          'are interleaved. a: accel flavor served by accel_backend '
-          '(`tests.functional.base.AccelServersTestBase`: HTTP via '
-          'wsgi-intercept, binder thread, event to Nova\'s API). b: the '
-          'same kind of flavor (one accelerator) served by Nova\'s '
-          '`CyborgFixture` (in-memory fake of the accelerator client; device '
-          'RP created by hand as in Nova\'s `AcceleratorServerBase`). '
-          'c: no accelerator (harness a); c\': no accelerator in harness b. '
-          'Both harnesses use `accel.LibvirtDriver` on fake libvirt. '
-          'Order: within a harness the flavors take turns, one boot each '
-          '(abab...); the two harnesses (one Nova per process) take turns '
-          'by rounds (boots per flavor per round: %s), each round a fresh '
-          'harness with one uncounted warm-up boot per flavor. Ratios of '
-          'medians with a percentile bootstrap 95%% confidence interval '
-          '(%s resamples).' % ((b or {}).get('rounds'),
-                               (b or {}).get('bootstrap_resamples')), '']
+    L = ['', '## 1. Boot overhead in Nova 34\'s functional harness', '',
+         'POST /servers to ACTIVE (polled every 5 ms), then the server is '
+         'deleted; one warm-up boot per flavor is not counted; flavors '
+         'are interleaved. a: accel flavor served by accel_backend '
+         '(`tests.functional.base.AccelServersTestBase`: HTTP via '
+         'wsgi-intercept, binder thread, event to Nova\'s API). b: the '
+         'same kind of flavor (one accelerator) served by Nova\'s '
+         '`CyborgFixture` (in-memory fake of the accelerator client; device '
+         'RP created by hand as in Nova\'s `AcceleratorServerBase`). '
+         'c: no accelerator (harness a); c\': no accelerator in harness b. '
+         'Both harnesses use `accel.LibvirtDriver` on fake libvirt. '
+         'Order: within a harness the flavors take turns, one boot each '
+         '(abab...); the two harnesses (one Nova per process) take turns '
+         'by rounds (boots per flavor per round: %s), each round a fresh '
+         'harness with one uncounted warm-up boot per flavor. Ratios of '
+         'medians with a percentile bootstrap 95%% confidence interval '
+         '(%s resamples).' % ((b or {}).get('rounds'),
+                              (b or {}).get('bootstrap_resamples')), '']
     L += sections.boot_md(b)
+    return L
 
-    L += sections.roundtrip_md(results.get('roundtrip'))
 
-    L += sections.upstream_md(results.get('upstream'))
-
+def _concurrency_md(results):
+    """Section 4, concurrent binds on each database (lines)."""
     cc = results.get('concurrency') or {}
     first = next((cc[d] for d in common.DATABASES
                   if d in cc and not common.not_measured(cc[d])), {})
-    L += ['', '## 4. Concurrency: %s binds for %s devices' % (
+    L = ['', '## 4. Concurrency: %s binds for %s devices' % (
         first.get('binds', 200), first.get('devices', 50)), '']
     if first:
         L += ['`accel-backend` (embedded: each PATCH binds in its own '
@@ -150,9 +139,13 @@ def write(results_dir, meta, results, plots=True):
                                     'BindFailed with a failed event, no '
                                     'deadlock' if c['ok'] else 'NOT OK'),
               '']
+    return L
 
+
+def _scale_md(results):
+    """Section 5, the database at scale and the agent's report (lines)."""
     s = results.get('scale')
-    L += ['', '## 5. Scale', '']
+    L = ['', '## 5. Scale', '']
     if s and not common.not_measured(s):
         db = s['db']
         if common.not_measured(db):
@@ -186,12 +179,12 @@ def write(results_dir, meta, results, plots=True):
                   % ag['providers_in_placement']]
     elif s:
         L.append('Not measured: %s' % s['not_measured'])
+    return L
 
-    L += sections.weigher_md(results.get('weigher'))
-    L += sections.flow_md(results.get('flow'))
-    L += sections.transport_md(results.get('transport'))
-    L += sections.checkout_md(results.get('checkout'))
 
+def _tail_md(results, pngs):
+    """The plots, then the traceback of each measure that failed (lines)."""
+    L = []
     if pngs:
         L += ['', '## Plots', '']
         for name, fn in pngs.items():
@@ -202,6 +195,37 @@ def write(results_dir, meta, results, plots=True):
         L += ['', '## Failures', '']
         for k, r in failed:
             L += ['%s:' % k, '```', r['traceback'][-2000:], '```']
+    return L
+
+
+def write(results_dir, meta, results, plots=True):
+    """Write ``<date>-<machine>[-quick].md``, its ``.json`` (meta and
+    results) and, when ``plots``, its PNG plots into ``results_dir``.
+
+    :param meta: the run's ``{'date', 'machine', 'versions', 'quick',
+        'command', 'total_seconds', ...}``.
+    :param results: ``{measure: result dict}``.
+    :returns: the path of the Markdown file.
+    :raises OSError: when a file cannot be written.
+    """
+    day = meta['date'].split()[0]
+    base = '%s-%s%s' % (day, _slug(meta), '-quick' if meta['quick'] else '')
+    prefix = os.path.join(results_dir, base)
+    pngs = {}
+    if plots:
+        from benchmarks import plots as plots_mod
+        pngs = plots_mod.plots(results, prefix)
+    L = _header_md(meta, results)
+    L += _boot_md(results)
+    L += sections.roundtrip_md(results.get('roundtrip'))
+    L += sections.upstream_md(results.get('upstream'))
+    L += _concurrency_md(results)
+    L += _scale_md(results)
+    L += sections.weigher_md(results.get('weigher'))
+    L += sections.flow_md(results.get('flow'))
+    L += sections.transport_md(results.get('transport'))
+    L += sections.checkout_md(results.get('checkout'))
+    L += _tail_md(results, pngs)
     with open(prefix + '.json', 'w') as f:
         json.dump({'meta': meta, 'results': results}, f, indent=1,
                   default=str)

@@ -243,41 +243,24 @@ def take_turns(names, blocks, trial, after_block=None):
 
 
 def measure(env):
+    """Upstream Cyborg 17 and ``accel-backend`` side by side, in turns by
+    blocks (``take_turns``), with the floor's primitives of accel_backend.
+
+    :returns: ``{'accel_backend': {op: summary}, 'cyborg': ...,
+        'ratios_p50', 'ci95', 'floors', 'setup', 'notes', ...}``, or
+        ``{'not_measured': reason}`` when Cyborg or RabbitMQ cannot be
+        installed.
+    """
     log = os.path.join(env.workdir, 'upstream-setup.log')
-    notes = []
     try:
         py = ensure_venv(log)
         ensure_rabbitmq(log)
     except Exception as e:
         return {'not_measured': 'installing upstream Cyborg or RabbitMQ '
                 'failed: %s' % e}
-    env.versions['cyborg'] = subprocess.check_output(
-        [py, '-c', 'import importlib.metadata as m; '
-         'print(m.version("openstack-cyborg"))'], text=True).strip()
-    try:
-        env.versions['rabbitmq'] = subprocess.check_output(
-            ['dpkg-query', '-W', '-f=${Version}', 'rabbitmq-server'],
-            text=True).strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
+    _record_versions(env, py)
     with contextlib.ExitStack() as stack:
-        cyborg, cy_rp = start_cyborg(env.workdir, py, env.placement,
-                                     env.stub, stack)
-        sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-up'), 16)
-        backend = common.accel_backend(
-            env.workdir, env.placement, env.stub, 'up-accel', sysfs, 16)
-        stack.callback(backend.cleanUp)
-        ac = common.AccelClient(backend.root)
-        ac_rp = sorted(d['rp_uuid'] for d in ac.deployables())[0]
-        cc = common.AccelClient(cyborg.url)
-        sides = {
-            'accel_backend': (ac, backend.host, ac_rp,
-                              [{'resources:PGPU': '1',
-                                'trait:CUSTOM_NVIDIA_T4': 'required'}]),
-            'cyborg': (cc, launch_cyborg.HOST, cy_rp,
-                       [{'resources:FPGA': '1',
-                         'trait:CUSTOM_FAKE_DEVICE': 'required'}]),
-        }
+        sides, ac = _start_sides(env, py, stack)
         for name, (client, host, rp, groups) in sides.items():
             _trial(client, env.stub, host, rp, groups, 'warm', 0)
         floor = common.SQLiteCommitFloor(
@@ -298,38 +281,87 @@ def measure(env):
                                         after_block)
         finally:
             floor.close()
-        out = {k: {op: common.summary(v) for op, v in ops.items()}
-               for k, ops in samples.items()}
-        out.update(ratios(samples))
-        out['trials'] = TRIALS
-        out['block'] = BLOCK
-        out['first_of_block'] = {k: common.summary(v)
-                                 for k, v in first.items()}
-        prim = {k: common.summary(v) for k, v in raw.items()}
-        out['floor_http'], out['floor_commit'] = prim['http'], prim['commit']
-        out['floors'] = {op: stats.path_floor(op, prim['http']['p50'],
-                                              prim['commit']['p50'])
-                         for op in HEADLINE}
-        out['ratios_to_floor_p50'] = {
-            op: common.ratio(out['accel_backend'][op]['p50'],
-                             out['floors'][op]['ms']) for op in HEADLINE}
-        out['setup'] = (
-            'Cyborg 17.0.0: API under gunicorn (1 worker, no keystone; '
-            'identity from X-* headers), conductor, agent with the fake '
-            'driver (FPGA x16, binds instantly), RabbitMQ %s, SQLite. '
-            'accel_backend: `accel-backend` (cheroot, 8 threads) over 16 '
-            'recorded GPUs, SQLite. Both report to the same Placement and '
-            'send events to the same Nova stub; one client class '
-            '(`benchmarks.common.AccelClient`, same headers) drives both; '
-            'the services take turns by blocks of %d trials (ABAB...; '
-            'in turns of one, each service\'s trial ran in the state the '
-            'other\'s left: see `benchmarks/upstream.py`); the floor\'s '
-            'primitives are sampled after each accel_backend block.'
-            % (env.versions.get('rabbitmq', ''), BLOCK))
-        notes.append('ratios are Cyborg / accel_backend (above 1: '
-                     'accel_backend is faster).')
-        out['notes'] = notes
+        out = _results(env, samples, first, raw)
         env.log('  upstream: PATCH -> event p50 accel %.1f ms, cyborg '
                 '%.1f ms' % (out['accel_backend']['patch_to_event']['p50'],
                              out['cyborg']['patch_to_event']['p50']))
         return out
+
+
+def _record_versions(env, py):
+    """Cyborg's version from the venv of ``py``, and RabbitMQ's from dpkg
+    where it is a package, into ``env.versions``."""
+    env.versions['cyborg'] = subprocess.check_output(
+        [py, '-c', 'import importlib.metadata as m; '
+         'print(m.version("openstack-cyborg"))'], text=True).strip()
+    try:
+        env.versions['rabbitmq'] = subprocess.check_output(
+            ['dpkg-query', '-W', '-f=${Version}', 'rabbitmq-server'],
+            text=True).strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+
+
+def _start_sides(env, py, stack):
+    """Start Cyborg and an ``accel-backend`` over 16 recorded GPUs, both
+    stopped by ``stack`` (a ``contextlib.ExitStack``).
+
+    :returns: ``(sides, ac)``: ``{name: (client, host, rp uuid, device
+        profile groups)}`` for ``'accel_backend'`` and ``'cyborg'``, and
+        accel_backend's client.
+    """
+    cyborg, cy_rp = start_cyborg(env.workdir, py, env.placement,
+                                 env.stub, stack)
+    sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-up'), 16)
+    backend = common.accel_backend(
+        env.workdir, env.placement, env.stub, 'up-accel', sysfs, 16)
+    stack.callback(backend.cleanUp)
+    ac = common.AccelClient(backend.root)
+    ac_rp = sorted(d['rp_uuid'] for d in ac.deployables())[0]
+    cc = common.AccelClient(cyborg.url)
+    sides = {
+        'accel_backend': (ac, backend.host, ac_rp,
+                          [{'resources:PGPU': '1',
+                            'trait:CUSTOM_NVIDIA_T4': 'required'}]),
+        'cyborg': (cc, launch_cyborg.HOST, cy_rp,
+                   [{'resources:FPGA': '1',
+                     'trait:CUSTOM_FAKE_DEVICE': 'required'}]),
+    }
+    return sides, ac
+
+
+def _results(env, samples, first, raw):
+    """``measure``'s result from the trials' ``samples`` and ``first``
+    (``take_turns``'s answer) and the floor's primitives ``raw``
+    (``{'http': [seconds], 'commit': [seconds]}``)."""
+    out = {k: {op: common.summary(v) for op, v in ops.items()}
+           for k, ops in samples.items()}
+    out.update(ratios(samples))
+    out['trials'] = TRIALS
+    out['block'] = BLOCK
+    out['first_of_block'] = {k: common.summary(v)
+                             for k, v in first.items()}
+    prim = {k: common.summary(v) for k, v in raw.items()}
+    out['floor_http'], out['floor_commit'] = prim['http'], prim['commit']
+    out['floors'] = {op: stats.path_floor(op, prim['http']['p50'],
+                                          prim['commit']['p50'])
+                     for op in HEADLINE}
+    out['ratios_to_floor_p50'] = {
+        op: common.ratio(out['accel_backend'][op]['p50'],
+                         out['floors'][op]['ms']) for op in HEADLINE}
+    out['setup'] = (
+        'Cyborg 17.0.0: API under gunicorn (1 worker, no keystone; '
+        'identity from X-* headers), conductor, agent with the fake '
+        'driver (FPGA x16, binds instantly), RabbitMQ %s, SQLite. '
+        'accel_backend: `accel-backend` (cheroot, 8 threads) over 16 '
+        'recorded GPUs, SQLite. Both report to the same Placement and '
+        'send events to the same Nova stub; one client class '
+        '(`benchmarks.common.AccelClient`, same headers) drives both; '
+        'the services take turns by blocks of %d trials (ABAB...; '
+        'in turns of one, each service\'s trial ran in the state the '
+        'other\'s left: see `benchmarks/upstream.py`); the floor\'s '
+        'primitives are sampled after each accel_backend block.'
+        % (env.versions.get('rabbitmq', ''), BLOCK))
+    out['notes'] = ['ratios are Cyborg / accel_backend (above 1: '
+                    'accel_backend is faster).']
+    return out
