@@ -93,6 +93,22 @@ def wait_for_bound_arqs(virtapi, client, instance, arq_uuids, timeout=None):
     if not arq_uuids:
         return []
 
+    resolved = _wait_for_events(virtapi, client, instance, arq_uuids,
+                                timeout)
+    return _bound_in_order(client, instance, arq_uuids, resolved)
+
+
+def _wait_for_events(virtapi, client, instance, arq_uuids, timeout):
+    """Wait for the ``accelerator-request-bound`` event of each ARQ of
+    ``arq_uuids`` not already resolved (``wait_for_bound_arqs``'s
+    arguments).
+
+    :returns: ``{uuid: ARQ dict}`` of those found resolved before the
+        wait (possibly empty).
+    :raises ARQBindingFailed: an event came with status ``failed``, or an
+        ARQ resolved before the wait is ``BindFailed``.
+    :raises ARQBindingTimeout: not every event came within ``timeout``.
+    """
     events = [(EVENT_NAME, arq_uuid) for arq_uuid in arq_uuids]
     prefix = EVENT_NAME + '-'
 
@@ -129,7 +145,16 @@ def wait_for_bound_arqs(virtapi, client, instance, arq_uuids, timeout=None):
     except nova_exception.InstanceEventTimeout:
         pending = [u for u in arq_uuids if u not in resolved]
         raise exception.ARQBindingTimeout(instance.uuid, pending, timeout)
+    return resolved
 
+
+def _bound_in_order(client, instance, arq_uuids, resolved):
+    """The ARQs of ``arq_uuids``, in that order, once their events came:
+    ``resolved`` (``{uuid: ARQ dict}``) read again when it lacks some.
+
+    :raises ARQBindingFailed: an ARQ is ``BindFailed``, unknown to the
+        service, or in another state than ``Bound``.
+    """
     if len(resolved) != len(arq_uuids):
         resolved = _select(client.get_arqs_for_instance(instance.uuid),
                            arq_uuids)
