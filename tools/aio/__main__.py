@@ -24,6 +24,16 @@ COMPUTE_HELP = ('nested: nova-compute with accel.LibvirtDriver, libvirtd and '
 
 
 def main(argv=None):
+    """Run the command of ``argv`` (``sys.argv[1:]`` when None).
+
+    :returns: the exit status (int): 0 on success, 2 for an unknown
+        command.
+    """
+    return _run(_parser().parse_args(argv))
+
+
+def _parser():
+    """The ``argparse`` parser of ``python -m tools.aio``."""
     parser = argparse.ArgumentParser(
         prog='python -m tools.aio',
         description='nova-accel all-in-one cloud on 127.0.0.1')
@@ -66,8 +76,11 @@ def main(argv=None):
                        action='store_const', const='fake',
                        help='same as --compute fake: the quick look '
                        '(about 3 minutes less, no real guest)')
-    args = parser.parse_args(argv)
+    return parser
 
+
+def _run(args):
+    """Run the parsed command ``args``; its exit status (int)."""
     if args.command == 'up':
         cloud.up(db=args.db, discovery=args.discovery.split(','),
                  keep=args.keep,

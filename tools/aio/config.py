@@ -13,10 +13,10 @@
 """Configuration files of the all-in-one cloud, as pure functions.
 
 Every function takes a :class:`Layout` (where things are, which ports,
-which passwords) and returns either an :class:`Ini` (rendered with
-:meth:`Ini.render`) or plain data; nothing here touches the disk, the
-network or a process, so the unit tests in ``tests/aio`` check the whole
-configuration of the cloud without starting anything.
+which passwords) and returns either an :class:`Ini` (``tools.aio.ini``,
+rendered with :meth:`Ini.render`) or plain data; nothing here touches
+the disk, the network or a process, so the unit tests in ``tests/aio``
+check the whole configuration of the cloud without starting anything.
 
 The services' own files are here; what the clients read (clouds.yaml,
 openrc, tempest.conf) is in ``tools.aio.client_config``, and what each
@@ -28,6 +28,7 @@ import json
 import os
 
 from tools.aio import devices
+from tools.aio.ini import Ini
 from tools.launch import rabbitmq as launch_rabbit
 
 REGION = 'RegionOne'
@@ -67,61 +68,6 @@ PORT_NAMES = ('keystone', 'placement', 'glance', 'nova_api', 'accel',
 #: Databases (one per name; Nova has three).
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
              'nova_cell1', 'accel_backend')
-
-
-class Ini:
-    """An ini file as ordered ``{section: [(key, value)]}``.
-
-    Unlike ``configparser`` it keeps repeated keys (oslo.config's
-    ``MultiStrOpt`` such as accel_backend's ``[discovery] device_spec``).
-    """
-
-    def __init__(self):
-        self.sections = {}
-
-    def set(self, section, key, value):
-        """Set ``key`` (replacing earlier values); returns self."""
-        items = self.sections.setdefault(section, [])
-        items[:] = [(k, v) for k, v in items if k != key]
-        items.append((key, _text(value)))
-        return self
-
-    def add(self, section, key, value):
-        """Add one more value of ``key``; returns self."""
-        self.sections.setdefault(section, []).append((key, _text(value)))
-        return self
-
-    def update(self, section, values):
-        """``set`` every item of the dict ``values``; returns self."""
-        for key, value in values.items():
-            self.set(section, key, value)
-        return self
-
-    def get(self, section, key, default=None):
-        """The last value of ``key`` in ``section``."""
-        values = self.get_all(section, key)
-        return values[-1] if values else default
-
-    def get_all(self, section, key):
-        """Every value of ``key`` in ``section``, in order (a list)."""
-        return [v for k, v in self.sections.get(section, []) if k == key]
-
-    def render(self):
-        """The file's text."""
-        out = []
-        for section, items in self.sections.items():
-            out.append('[%s]' % section)
-            out.extend('%s = %s' % (k, v) for k, v in items)
-            out.append('')
-        return '\n'.join(out)
-
-
-def _text(value):
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    if isinstance(value, (list, tuple)):
-        return ','.join(_text(v) for v in value)
-    return str(value)
 
 
 @dataclasses.dataclass
