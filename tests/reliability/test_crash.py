@@ -28,10 +28,7 @@ over a generated sysfs tree of 64 GPUs, and a Nova stub in this process.
   slow proxy and the process is killed half way (some providers created
   without inventory or traits).  After the restart every provider has its
   inventory and traits.
-* Kill while cleaning: 8 GPUs released at once, 4 being cleaned by a slow
-  command and 4 waiting.  While the process is dead Placement offers none
-  of them; after the restart each is cleaned from the start and offered
-  again.
+* Kill while cleaning: ``test_crash_cleaning``.
 
 The measured figures (time to recover, counts) go to the test details
 and, with ``ACCEL_RELIABILITY_RESULTS=<file>``, to a JSON file
@@ -159,6 +156,54 @@ class TestKillWhileBinding(CrashTestBase):
     def kill_while_binding(self, accel, name):
         """Bind, kill, restart, check; :returns: the ARQ states at the
         kill (``{state: count}``)."""
+        arqs, wanted = self._bind_all_slowly(accel)
+
+        def states():
+            with accel.db() as conn:
+                return dict(conn.execute(
+                    'SELECT state, COUNT(*) FROM accelerator_requests '
+                    'GROUP BY state').fetchall())
+        wait_for('some bindings done', lambda: states().get('Bound', 0) +
+                 states().get('BindFailed', 0) >= 4, 30, log=accel.log_text)
+        accel.kill()
+        at_kill = states()
+        pending_at_kill = len(accel.pending_events())
+        accepted_at_kill = len(self.nova.received())
+
+        self.nova.delay = 0.0
+        t0 = time.monotonic()
+        accel.start()
+
+        def recovered():
+            st = states()
+            return (st.get('Bound', 0) == GPUS and
+                    st.get('BindFailed', 0) == BAD and
+                    not accel.pending_events() and
+                    len(self.nova.events_by_tag()) == len(arqs))
+        wait_for('recovery', recovered, 60, log=accel.all_logs)
+        recovery = time.monotonic() - t0
+
+        events = self._check_recovered(accel, arqs, wanted)
+        duplicates = sum(len(v) - 1 for v in events.values())
+        self.figures = {
+            'arqs': len(arqs), 'states_at_kill': at_kill,
+            'pending_events_at_kill': pending_at_kill,
+            'events_accepted_before_kill': accepted_at_kill,
+            'recovery_s': round(recovery, 2),
+            'events_delivered': sum(len(v) for v in events.values()),
+            'duplicate_events': duplicates}
+        self.addDetail('figures', content.json_content(self.figures))
+        record_result(name, self.figures)
+        return at_kill
+
+    def _bind_all_slowly(self, accel):
+        """Create ``GPUS + BAD`` ARQs and PATCH each to bind, the last
+        ``BAD`` to providers that do not exist, with Nova answering each
+        event request after a second.
+
+        :returns: ``(arqs, wanted)``: the ARQ UUIDs in order, and
+            ``{arq: (rp uuid, instance uuid)}``.
+        """
         deps = accel.wait_for_devices(GPUS, timeout=60)
         wait_for('first report', lambda: len(self.complete_providers()) ==
                  GPUS, 60, interval=0.5, log=accel.log_text)
@@ -186,32 +231,15 @@ class TestKillWhileBinding(CrashTestBase):
                 {'op': 'add', 'path': '/device_rp_uuid', 'value': rp},
                 {'op': 'add', 'path': '/instance_uuid', 'value': instance},
             ]}, expect=(202,))
+        return arqs, wanted
 
-        def states():
-            with accel.db() as conn:
-                return dict(conn.execute(
-                    'SELECT state, COUNT(*) FROM accelerator_requests '
-                    'GROUP BY state').fetchall())
-        wait_for('some bindings done', lambda: states().get('Bound', 0) +
-                 states().get('BindFailed', 0) >= 4, 30, log=accel.log_text)
-        accel.kill()
-        at_kill = states()
-        pending_at_kill = len(accel.pending_events())
-        accepted_at_kill = len(self.nova.received())
+    def _check_recovered(self, accel, arqs, wanted):
+        """After the restart: each ARQ bound as asked (``Bound`` with its
+        own handle and a ``completed`` event, or ``BindFailed`` with a
+        ``failed`` one), the database consistent and Placement matching.
 
-        self.nova.delay = 0.0
-        t0 = time.monotonic()
-        accel.start()
-
-        def recovered():
-            st = states()
-            return (st.get('Bound', 0) == GPUS and
-                    st.get('BindFailed', 0) == BAD and
-                    not accel.pending_events() and
-                    len(self.nova.events_by_tag()) == len(arqs))
-        wait_for('recovery', recovered, 60, log=accel.all_logs)
-        recovery = time.monotonic() - t0
-
+        :returns: Nova's events by tag (``{arq: [status, ...]}``).
+        """
         views = {a['uuid']: a for a in accel.request(
             'GET', '/v2/accelerator_requests')['arqs']}
         events = self.nova.events_by_tag()
@@ -231,17 +259,7 @@ class TestKillWhileBinding(CrashTestBase):
         self.assertEqual(GPUS, len(set(handles)))
         self.assertEqual([], accel.consistency_problems())
         self.assert_placement_matches_db()
-        duplicates = sum(len(v) - 1 for v in events.values())
-        self.figures = {
-            'arqs': len(arqs), 'states_at_kill': at_kill,
-            'pending_events_at_kill': pending_at_kill,
-            'events_accepted_before_kill': accepted_at_kill,
-            'recovery_s': round(recovery, 2),
-            'events_delivered': sum(len(v) for v in events.values()),
-            'duplicate_events': duplicates}
-        self.addDetail('figures', content.json_content(self.figures))
-        record_result(name, self.figures)
-        return at_kill
+        return events
 
 
 @reliability.slow
@@ -286,127 +304,3 @@ class TestKillWhileReporting(CrashTestBase):
                         'placement_requests': len(proxy.log)}
         self.addDetail('figures', content.json_content(self.figures))
         record_result('kill_while_reporting', self.figures)
-
-
-CLEANING_SCRIPT = '''#!/bin/sh
-# A slow cleaning step: logs start/done per PCI address, sleeps the
-# seconds in $DELAY_FILE, and gives up when its accel-backend is gone
-# (SIGKILL does not take the children along).
-echo "start $1" >> "%(log)s"
-end=$(( $(date +%%s) + $(cat "%(delay)s") ))
-while [ "$(date +%%s)" -lt "$end" ]; do
-    kill -0 "$PPID" 2>/dev/null || exit 1
-    sleep 0.1
-done
-echo "done $1" >> "%(log)s"
-'''
-
-
-@reliability.slow
-class TestKillWhileCleaning(CrashTestBase):
-
-    gpus = 8
-
-    def setUp(self):
-        super().setUp()
-        tmp = self.useFixture(fixtures.TempDir()).path
-        self.clean_log = os.path.join(tmp, 'cleaning.log')
-        self.delay_file = os.path.join(tmp, 'delay')
-        script = os.path.join(tmp, 'clean.sh')
-        with open(script, 'w') as f:
-            f.write(CLEANING_SCRIPT % {'log': self.clean_log,
-                                       'delay': self.delay_file})
-        os.chmod(script, 0o755)
-        open(self.clean_log, 'w').close()
-        self.set_delay(60)
-        self.script = script
-
-    def set_delay(self, seconds):
-        with open(self.delay_file, 'w') as f:
-            f.write('%d\n' % seconds)
-
-    def cleaning_log(self):
-        with open(self.clean_log) as f:
-            return [line.split() for line in f if line.strip()]
-
-    def handle_states(self):
-        """``{rp_uuid: handle state}``."""
-        with self.accel.db() as conn:
-            return dict(conn.execute(
-                'SELECT d.rp_uuid, h.state FROM attach_handles h JOIN '
-                'deployables d ON h.deployable_id = d.id').fetchall())
-
-    def reserved(self):
-        """``{rp_uuid: reserved PGPU}`` in Placement."""
-        return {rp: inv['PGPU']['reserved']
-                for rp, (_, inv, _) in self.placement_view().items()}
-
-    def test_kill_while_cleaning(self):
-        accel = self.start_accel(cleaning={
-            'methods': 'nvidia_gpu:command,generic_pci:command',
-            'command': self.script + ' {address}',
-            'poll_interval': 1})
-        deps = accel.wait_for_devices(self.gpus, timeout=60)
-        wait_for('first report', lambda: len(self.complete_providers()) ==
-                 self.gpus, 60, interval=0.5, log=accel.log_text)
-        accel.request('POST', '/v2/device_profiles', [
-            {'name': 'a100', 'groups': [{'resources:PGPU': '1'}]}],
-            expect=(201,))
-        arqs = []
-        for dep in deps:
-            arq = accel.request('POST', '/v2/accelerator_requests',
-                                {'device_profile_name': 'a100'},
-                                expect=(201,))['arqs'][0]['uuid']
-            accel.request('PATCH', '/v2/accelerator_requests', {arq: [
-                {'op': 'add', 'path': '/hostname',
-                 'value': rel_fixtures.HOST},
-                {'op': 'add', 'path': '/device_rp_uuid',
-                 'value': dep['rp_uuid']},
-                {'op': 'add', 'path': '/instance_uuid',
-                 'value': str(uuid.uuid4())}]}, expect=(202,))
-            arqs.append(arq)
-        wait_for('all bound', lambda: set(self.handle_states().values()) ==
-                 {'bound'} and len(self.nova.events_by_tag()) ==
-                 len(arqs), 30, log=accel.log_text)
-        # The tenants leave: every device needs cleaning; 4 cleaner
-        # workers start on 4 of them (60 s each), 4 wait their turn.
-        accel.request('DELETE', '/v2/accelerator_requests?arqs=' +
-                      ','.join(arqs), expect=(204,))
-        wait_for('cleaning under way', lambda: len(
-            self.cleaning_log()) >= 4, 30, log=accel.log_text)
-        accel.kill()
-        states_at_kill = self.handle_states()
-        reserved_at_kill = self.reserved()
-        counts = {}
-        for state in states_at_kill.values():
-            counts[state] = counts.get(state, 0) + 1
-        self.assertEqual({'cleaning': 4, 'dirty': self.gpus - 4}, counts)
-        # While nobody cleans them, Placement offers none of them.
-        self.assertEqual({dep['rp_uuid']: 1 for dep in deps},
-                         reserved_at_kill)
-
-        self.set_delay(0)
-        started_before = len(self.cleaning_log())
-        t0 = time.monotonic()
-        accel.start()
-        wait_for('all clean', lambda: set(self.handle_states().values()) ==
-                 {'available'}, 60, log=accel.all_logs)
-        wait_for('Placement reserved released', lambda: set(
-            self.reserved().values()) == {0}, 30, log=accel.all_logs)
-        recovery = time.monotonic() - t0
-        log = self.cleaning_log()
-        # Nothing finished before the kill; after the restart every
-        # device was cleaned from the start: interrupted ones again.
-        self.assertEqual([], [e for e in log[:started_before]
-                              if e[0] == 'done'])
-        done = [addr for what, addr in log[started_before:]
-                if what == 'done']
-        self.assertEqual(sorted(self.addresses), sorted(done))
-        self.assertEqual([], accel.consistency_problems())
-        self.assert_placement_matches_db()
-        self.figures = {'devices': self.gpus, 'states_at_kill': counts,
-                        'reserved_at_kill': sum(reserved_at_kill.values()),
-                        'cleanings_after_restart': len(done),
-                        'recovery_s': round(recovery, 2)}
-        self.addDetail('figures', content.json_content(self.figures))
-        record_result('kill_while_cleaning', self.figures)

@@ -54,6 +54,154 @@ THREADS = 16
 GPUS_PER_THREAD = 4
 
 
+class _Traffic:
+    """The client threads of the load: their shared request budget
+    (``REQUESTS``), and what they saw: ``statuses`` (``{(name, status):
+    count}``), ``latencies`` (``{name: [seconds]}``), ``errors`` and the
+    ARQs they bound (``binds``)."""
+
+    def __init__(self, accel, rps):
+        self.accel, self.rps = accel, rps
+        self.lock = threading.Lock()
+        self.sent = 0
+        self.errors = []
+        self.statuses = collections.Counter()
+        self.latencies = collections.defaultdict(list)
+        self.binds = []
+
+    def take(self):
+        """Count one request against the budget; False once it is spent."""
+        with self.lock:
+            if self.sent >= REQUESTS:
+                return False
+            self.sent += 1
+            return True
+
+    def call(self, session, name, method, path, expect, body=None):
+        """One request; its status and latency recorded, and an error
+        when the status is not ``expect``."""
+        t0 = time.perf_counter()
+        try:
+            resp = session.request(method, self.accel.root + path,
+                                   json=body,
+                                   headers=accel_fx.NOVA_HEADERS,
+                                   timeout=30)
+        except requests.RequestException as e:
+            with self.lock:
+                self.errors.append((name, method, path, repr(e)))
+            raise
+        dt = time.perf_counter() - t0
+        with self.lock:
+            self.statuses[(name, resp.status_code)] += 1
+            self.latencies[name].append(dt)
+            if resp.status_code != expect:
+                self.errors.append((name, method, path, resp.status_code,
+                                    resp.text[:300]))
+        return resp
+
+    def worker(self, index):
+        """Thread ``index``: ARQ life cycles on its own GPUs until the
+        budget is spent."""
+        session = requests.Session()
+        mine = self.rps[index * GPUS_PER_THREAD:(index + 1) *
+                        GPUS_PER_THREAD]
+        n = 0
+        try:
+            while True:
+                rp = mine[n % GPUS_PER_THREAD]
+                n += 1
+                instance = str(uuid.uuid4())
+                if not self.take():
+                    return
+                if not self.cycle(session, rp, instance):
+                    return
+        except Exception as e:
+            with self.lock:
+                self.errors.append(('thread %d' % index, repr(e)))
+
+    def cycle(self, session, rp, instance):
+        """One ARQ's life cycle on provider ``rp`` for ``instance``; False
+        when the ARQ ended in a state other than ``Bound`` (recorded)."""
+        # A cycle started is finished (its ARQ deleted), past the budget
+        # too.
+        arq = self.call(session, 'create', 'POST',
+                        '/v2/accelerator_requests', 201,
+                        {'device_profile_name': 'a100'}
+                        ).json()['arqs'][0]['uuid']
+        self.take()
+        self.call(session, 'bind', 'PATCH',
+                  '/v2/accelerator_requests', 202, {arq: [
+                      {'op': 'add', 'path': '/hostname',
+                       'value': rel_fixtures.HOST},
+                      {'op': 'add', 'path': '/device_rp_uuid',
+                       'value': rp},
+                      {'op': 'add', 'path': '/instance_uuid',
+                       'value': instance}]})
+        with self.lock:
+            self.binds.append(arq)
+        while True:
+            self.take()
+            state = self.call(session, 'show', 'GET',
+                              '/v2/accelerator_requests/' + arq,
+                              200).json()['state']
+            if state == 'Bound':
+                break
+            if state != 'BindStarted':
+                with self.lock:
+                    self.errors.append(('state', arq, state))
+                return False
+            time.sleep(0.02)
+        for name, method, path, expect in (
+                ('list_resolved', 'GET',
+                 '/v2/accelerator_requests?instance=%s&'
+                 'bind_state=resolved' % instance, 200),
+                ('profile_by_name', 'GET',
+                 '/v2/device_profiles?name=a100', 200),
+                ('devices', 'GET', '/v2/devices?limit=10', 200),
+                ('show_missing_404', 'GET',
+                 '/v2/accelerator_requests/' +
+                 str(uuid.uuid4()), 404),
+                ('create_unknown_404', 'POST',
+                 '/v2/accelerator_requests', 404),
+                ('delete', 'DELETE',
+                 '/v2/accelerator_requests?instance=' +
+                 instance, 204)):
+            self.take()
+            self.call(session, name, method, path, expect,
+                      {'device_profile_name': 'nope'}
+                      if name == 'create_unknown_404' else None)
+        return True
+
+
+def _figures(traffic, elapsed, total):
+    """Throughput, statuses and latencies of ``traffic`` (``_Traffic``)
+    that ran ``elapsed`` seconds and sent ``total`` requests, for the
+    test's details and the results file."""
+    statuses, latencies = traffic.statuses, traffic.latencies
+
+    def ms(values, q):
+        values = sorted(values)
+        return round(1000 * values[min(len(values) - 1,
+                                       int(q * len(values)))], 1)
+    figures = {
+        'requests': total, 'threads': THREADS,
+        'seconds': round(elapsed, 1),
+        'requests_per_s': round(total / elapsed, 1),
+        'bindings': len(traffic.binds),
+        'bindings_per_s': round(len(traffic.binds) / elapsed, 1),
+        'expected_404s': sum(v for (n, s), v in statuses.items()
+                             if s == 404),
+        'status_counts': {str(s): sum(v for (n, st), v in
+                                      statuses.items() if st == s)
+                          for s in sorted({s for _, s in statuses})},
+        'latency_ms': {name: {'p50': ms(v, 0.5), 'p95': ms(v, 0.95),
+                              'mean': round(1000 * statistics.mean(v),
+                                            1)}
+                       for name, v in sorted(latencies.items())},
+    }
+    return figures
+
+
 @reliability.slow
 class TestLoad(test_crash.CrashTestBase):
 
@@ -68,105 +216,11 @@ class TestLoad(test_crash.CrashTestBase):
             expect=(201,))
         rps = [d['rp_uuid'] for d in deps]
 
-        lock = threading.Lock()
-        sent = [0]
-        errors = []
-        statuses = collections.Counter()
-        latencies = collections.defaultdict(list)
-        binds = []
-
-        def take():
-            with lock:
-                if sent[0] >= REQUESTS:
-                    return False
-                sent[0] += 1
-                return True
-
-        def call(session, name, method, path, expect, body=None):
-            t0 = time.perf_counter()
-            try:
-                resp = session.request(method, accel.root + path, json=body,
-                                       headers=accel_fx.NOVA_HEADERS,
-                                       timeout=30)
-            except requests.RequestException as e:
-                with lock:
-                    errors.append((name, method, path, repr(e)))
-                raise
-            dt = time.perf_counter() - t0
-            with lock:
-                statuses[(name, resp.status_code)] += 1
-                latencies[name].append(dt)
-                if resp.status_code != expect:
-                    errors.append((name, method, path, resp.status_code,
-                                   resp.text[:300]))
-            return resp
-
-        def worker(index):
-            session = requests.Session()
-            mine = rps[index * GPUS_PER_THREAD:(index + 1) *
-                       GPUS_PER_THREAD]
-            n = 0
-            try:
-                while True:
-                    rp = mine[n % GPUS_PER_THREAD]
-                    n += 1
-                    instance = str(uuid.uuid4())
-                    if not take():
-                        return
-                    # A cycle started is finished (its ARQ deleted),
-                    # past the budget too.
-                    arq = call(session, 'create', 'POST',
-                               '/v2/accelerator_requests', 201,
-                               {'device_profile_name': 'a100'}
-                               ).json()['arqs'][0]['uuid']
-                    take()
-                    call(session, 'bind', 'PATCH',
-                         '/v2/accelerator_requests', 202, {arq: [
-                             {'op': 'add', 'path': '/hostname',
-                              'value': rel_fixtures.HOST},
-                             {'op': 'add', 'path': '/device_rp_uuid',
-                              'value': rp},
-                             {'op': 'add', 'path': '/instance_uuid',
-                              'value': instance}]})
-                    with lock:
-                        binds.append(arq)
-                    while True:
-                        take()
-                        state = call(session, 'show', 'GET',
-                                     '/v2/accelerator_requests/' + arq,
-                                     200).json()['state']
-                        if state == 'Bound':
-                            break
-                        if state != 'BindStarted':
-                            with lock:
-                                errors.append(('state', arq, state))
-                            return
-                        time.sleep(0.02)
-                    for name, method, path, expect in (
-                            ('list_resolved', 'GET',
-                             '/v2/accelerator_requests?instance=%s&'
-                             'bind_state=resolved' % instance, 200),
-                            ('profile_by_name', 'GET',
-                             '/v2/device_profiles?name=a100', 200),
-                            ('devices', 'GET', '/v2/devices?limit=10', 200),
-                            ('show_missing_404', 'GET',
-                             '/v2/accelerator_requests/' +
-                             str(uuid.uuid4()), 404),
-                            ('create_unknown_404', 'POST',
-                             '/v2/accelerator_requests', 404),
-                            ('delete', 'DELETE',
-                             '/v2/accelerator_requests?instance=' +
-                             instance, 204)):
-                        take()
-                        call(session, name, method, path, expect,
-                             {'device_profile_name': 'nope'}
-                             if name == 'create_unknown_404' else None)
-            except Exception as e:
-                with lock:
-                    errors.append(('thread %d' % index, repr(e)))
-
+        traffic = _Traffic(accel, rps)
         elapsed, _ = waiting.run_threads(
-            worker, [(i,) for i in range(THREADS)], 600)
+            traffic.worker, [(i,) for i in range(THREADS)], 600)
+        statuses, errors, binds = (traffic.statuses, traffic.errors,
+                                   traffic.binds)
         total = sum(statuses.values())
 
         self.addDetail('statuses', content.text_content('\n'.join(
@@ -191,25 +245,6 @@ class TestLoad(test_crash.CrashTestBase):
         report = audit.Auditor(db, rel_fixtures.HOST, grace_period=0).run()
         self.assertEqual(0, report.repairs(), report)
 
-        def ms(values, q):
-            values = sorted(values)
-            return round(1000 * values[min(len(values) - 1,
-                                           int(q * len(values)))], 1)
-        figures = {
-            'requests': total, 'threads': THREADS,
-            'seconds': round(elapsed, 1),
-            'requests_per_s': round(total / elapsed, 1),
-            'bindings': len(binds),
-            'bindings_per_s': round(len(binds) / elapsed, 1),
-            'expected_404s': sum(v for (n, s), v in statuses.items()
-                                 if s == 404),
-            'status_counts': {str(s): sum(v for (n, st), v in
-                                          statuses.items() if st == s)
-                              for s in sorted({s for _, s in statuses})},
-            'latency_ms': {name: {'p50': ms(v, 0.5), 'p95': ms(v, 0.95),
-                                  'mean': round(1000 * statistics.mean(v),
-                                                1)}
-                           for name, v in sorted(latencies.items())},
-        }
+        figures = _figures(traffic, elapsed, total)
         self.addDetail('figures', content.json_content(figures))
         test_crash.record_result('load', figures)

@@ -164,29 +164,7 @@ class ConcurrencyTest:
                 conn.rollback()
 
     def test_parallel_binds_unbinds_deletes(self):
-        def reported():
-            deps = self.api.request('GET', '/v2/deployables')['deployables']
-            ok = [d for d in deps if d.get('rp_uuid')]
-            return ok if len(ok) == GPUS else None
-        deps = waiting.wait_for('%d deployables' % GPUS, reported, 60,
-                                log=self.logs)
-        self.api.request('POST', '/v2/device_profiles', [
-            {'name': 'gpu', 'groups': [{'resources:PGPU': '1'}]}],
-            expect=(201,))
-        instances = [str(uuid.uuid4()) for _ in range(INSTANCES)]
-        mix = arq_mix.Mix(self.roots, HOST, [d['rp_uuid'] for d in deps],
-                          instances, SECONDS, CLIENT_TIMEOUT)
-        stop = threading.Event()
-        samples = []            # BindStarted ARQs, each read
-        sampler = threading.Thread(target=self.sample_bind_started,
-                                   args=(stop, samples))
-        sampler.start()
-        try:
-            elapsed, alive = mix.run(THREADS)
-        finally:
-            stop.set()
-            sampler.join()
-        self.assertEqual([], alive)
+        mix, instances, elapsed, samples = self._run_mix()
         statuses = mix.statuses
         total = sum(statuses.values())
         self.addDetail('statuses', content.text_content('\n'.join(
@@ -238,7 +216,44 @@ class ConcurrencyTest:
                              'reads that saw ARQs BindStarted, of %d' %
                              len(samples))
 
-        # Deleting everything gives every device back.
+        self._delete_everything(instances)
+
+    def _run_mix(self):
+        """Wait for the GPUs, then run ``arq_mix`` from ``THREADS``
+        threads for ``SECONDS`` while a thread reads how many ARQs are
+        ``BindStarted``.
+
+        :returns: ``(mix, instances, elapsed seconds, BindStarted counts
+            read)``.
+        """
+        def reported():
+            deps = self.api.request('GET', '/v2/deployables')['deployables']
+            ok = [d for d in deps if d.get('rp_uuid')]
+            return ok if len(ok) == GPUS else None
+        deps = waiting.wait_for('%d deployables' % GPUS, reported, 60,
+                                log=self.logs)
+        self.api.request('POST', '/v2/device_profiles', [
+            {'name': 'gpu', 'groups': [{'resources:PGPU': '1'}]}],
+            expect=(201,))
+        instances = [str(uuid.uuid4()) for _ in range(INSTANCES)]
+        mix = arq_mix.Mix(self.roots, HOST, [d['rp_uuid'] for d in deps],
+                          instances, SECONDS, CLIENT_TIMEOUT)
+        stop = threading.Event()
+        samples = []            # BindStarted ARQs, each read
+        sampler = threading.Thread(target=self.sample_bind_started,
+                                   args=(stop, samples))
+        sampler.start()
+        try:
+            elapsed, alive = mix.run(THREADS)
+        finally:
+            stop.set()
+            sampler.join()
+        self.assertEqual([], alive)
+        return mix, instances, elapsed, samples
+
+    def _delete_everything(self, instances):
+        """Delete every ARQ (by instance, then what is left): every
+        device is given back."""
         for instance in instances:
             self.api.request('DELETE', arq_mix.ARQS + '?instance=' +
                              instance, expect=(204,))
