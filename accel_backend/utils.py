@@ -12,8 +12,6 @@
 
 """Small helpers shared by the accel_backend layers."""
 
-import select
-
 
 def isotime(value):
     """ISO 8601 text of a naive-UTC ``datetime`` (``None`` stays None)."""
@@ -35,32 +33,3 @@ def wait_until_empty(condition, items, timeout):
     """
     with condition:
         return condition.wait_for(lambda: not items, timeout)
-
-
-def readable_while_idle(sock):
-    """True when an idle socket (no request outstanding on it) has
-    something to read, or cannot be looked at: for an HTTP or database
-    connection kept open between requests, the peer closed it (its FIN,
-    often after a goodbye message, makes the socket readable) or broke
-    the protocol.  One ``poll()`` with a timeout of 0, no round trip, as
-    urllib3's ``is_connection_dropped``; ``select()`` only where the
-    platform has no ``poll()``: it refuses file descriptors from
-    ``FD_SETSIZE`` (1,024) on, which a busy service reaches, and every
-    connection would then look closed.
-
-    Used by ``http_pool`` (kept-alive connections to Nova and Placement)
-    and ``db.liveness`` (pooled connections to PostgreSQL or MySQL).
-
-    :param sock: a socket object or a file descriptor (int).
-    :returns: bool; True also when the descriptor is invalid (closed:
-        ``OSError`` or ``ValueError``).
-    """
-    try:
-        if hasattr(select, 'poll'):
-            poller = select.poll()
-            poller.register(sock, select.POLLIN)
-            return bool(poller.poll(0))
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)

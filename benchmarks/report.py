@@ -223,8 +223,6 @@ def write(results_dir, meta, results, plots=True):
     L += _scale_md(results)
     L += sections.weigher_md(results.get('weigher'))
     L += sections.flow_md(results.get('flow'))
-    L += sections.transport_md(results.get('transport'))
-    L += sections.checkout_md(results.get('checkout'))
     L += _tail_md(results, pngs)
     with open(prefix + '.json', 'w') as f:
         json.dump({'meta': meta, 'results': results}, f, indent=1,

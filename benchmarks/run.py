@@ -41,11 +41,6 @@ Measures (see each module's docstring):
    allocation PUT, bind PATCH, event) against its Placement calls, in a
    cloud of accel-backend's host alone and of 100 more GPU hosts, each
    on a Placement of its own.
-8. ``transport``: the event POST to Nova through keystoneauth1 over
-   requests and over accel_backend's ``ServiceSession``, alternating.
-9. ``checkout``: one INSERT + COMMIT on PostgreSQL through oslo.db's
-   engine (``SELECT 1`` at each pool checkout) and accel_backend's,
-   alternating.
 
 Writes ``benchmarks/results/<date>-<machine>.md`` and PNG plots next to
 it (``--no-plots``: none, where matplotlib is missing), and prints a
@@ -77,7 +72,7 @@ from tools.fixtures import placement as placement_fx
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
 MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
-            'weigher', 'flow', 'transport', 'checkout')
+            'weigher', 'flow')
 
 
 class Env:
@@ -227,20 +222,9 @@ def run_flow(env):
     return flow.measure(env)
 
 
-def run_transport(env):
-    from benchmarks import transport
-    return transport.measure(env)
-
-
-def run_checkout(env):
-    from benchmarks import checkout
-    return checkout.measure(env)
-
-
 RUNNERS = {'boot': run_boot, 'roundtrip': run_roundtrip,
            'upstream': run_upstream, 'concurrency': run_concurrency,
-           'scale': run_scale, 'weigher': run_weigher, 'flow': run_flow,
-           'transport': run_transport, 'checkout': run_checkout}
+           'scale': run_scale, 'weigher': run_weigher, 'flow': run_flow}
 
 
 #: Seconds to wait for a quiet machine before a measure starts.

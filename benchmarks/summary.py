@@ -141,27 +141,6 @@ def _flow(fl, rows):
                         fl['goal'])))
 
 
-def _alternating(measure, sides, labels):
-    """The row of a measure that alternates two sides: ``sides`` are the
-    result's keys of the baseline and of accel_backend's side, ``labels``
-    how the row names them."""
-    def row(res, rows):
-        a, b = (res[k] for k in sides)
-        rows.append((measure, '%s / %s p50 (p95), n=%d each' % (
-            labels + (res['samples'],)), '%s (%s) / %s (%s) ms' % (
-                f(a['p50'], '%.2f'), f(a['p95'], '%.2f'),
-                f(b['p50'], '%.2f'), f(b['p95'], '%.2f')),
-            x(res['ratio_p50'])))
-    return row
-
-
-_transport = _alternating('8 event POST', ('requests', 'service_session'),
-                          ('requests', 'ServiceSession'))
-_checkout = _alternating('9 PostgreSQL transaction',
-                         ('pre_ping', 'accel_backend'),
-                         ('oslo.db pre-ping', 'accel_backend'))
-
-
 def _concurrency(results, rows):
     for db, c in ((d, results[d]) for d in common.DATABASES if d in results):
         if common.not_measured(c):
@@ -216,9 +195,7 @@ SECTIONS = (('boot', '1 boot', _boot), ('roundtrip', '2 ARQ round trip',
             ('upstream', '3 vs Cyborg 17', _upstream),
             ('concurrency', '4 concurrency', _concurrency),
             ('scale', '5 scale', _scale), ('weigher', '6 weigher', _weigher),
-            ('flow', '7 Nova-like flow', _flow),
-            ('transport', '8 event POST', _transport),
-            ('checkout', '9 PostgreSQL transaction', _checkout))
+            ('flow', '7 Nova-like flow', _flow))
 
 
 def summary_rows(results):

@@ -49,8 +49,12 @@ Nova's process) and the context reads every option not configured on it
 from oslo.config's global ``CONF`` (``enginefacade._TransactionFactory.
 _start``, oslo.db 18): Nova's ``[database]`` would leak in.
 
-A database server's pooled connections are checked for life at checkout
-without a round trip while in use (``db.liveness``).
+A database server's pooled connections are checked as oslo.db builds
+every engine to check them: SQLAlchemy's pessimistic ``pool_pre_ping``
+(``oslo_db/sqlalchemy/engines.py``, oslo.db 18), one ``SELECT 1`` at each
+checkout, so a connection the server closed or lost (restart,
+``pg_terminate_backend``, an idle timeout) is replaced before a
+transaction gets it.
 
 SQLite (the embedded default) is opened in WAL mode with a busy timeout so
 the API threads and the binding workers can share it.
@@ -73,7 +77,6 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import orm
 
-from accel_backend.db import liveness
 from accel_backend.db import models
 from accel_backend import exception
 
@@ -207,8 +210,6 @@ class Database:
             # connection must already wait for a locked database.
             kwargs['_engine_target'] = functools.partial(
                 self._sqlite_engine, pool_options=opts)
-        else:
-            kwargs['_engine_target'] = self._server_engine
         try:
             self.engine = engines.create_engine(connection, **kwargs)
         except sa.exc.OperationalError as e:
@@ -269,15 +270,6 @@ class Database:
             check_same_thread=False, timeout=SQLITE_BUSY_TIMEOUT)
         engine = sa.create_engine(url, **engine_args)
         event.listen(engine, 'connect', _sqlite_pragmas)
-        return engine, engine
-
-    @staticmethod
-    def _server_engine(url, **engine_args):
-        # Without oslo.db's SELECT 1 before every transaction: the pool
-        # checks its connections as ``db.liveness`` says (and measures).
-        engine_args['pool_pre_ping'] = False
-        engine = sa.create_engine(url, **engine_args)
-        liveness.install(engine)
         return engine, engine
 
     @classmethod

@@ -25,8 +25,8 @@ compute claimed the instance).
 from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 
-from accel_backend import keystone
 from accel_backend import metrics
+from accel_backend import service_auth
 from accel_common import arq_states
 
 LOG = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def adapter_from_conf(conf, group='nova', auth=None):
 
     :param auth: a keystoneauth1 auth plugin overriding the configured one.
     """
-    return keystone.adapter_from_conf(conf, group, 'compute', auth=auth)
+    return service_auth.adapter_from_conf(conf, group, 'compute', auth=auth)
 
 
 class NovaNotifier:

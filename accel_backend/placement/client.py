@@ -20,8 +20,8 @@ protocol expects them (lookups, generation conflicts).
 from oslo_log import log as logging
 
 from accel_backend import exception
-from accel_backend import keystone
 from accel_backend import metrics
+from accel_backend import service_auth
 from accel_common import placement_errors
 
 LOG = logging.getLogger(__name__)
@@ -40,8 +40,9 @@ def adapter_from_conf(conf, group='placement', auth=None):
 
     :param auth: a keystoneauth1 auth plugin overriding the configured one.
     """
-    return keystone.adapter_from_conf(conf, group, 'placement', auth=auth,
-                                      default_microversion=MICROVERSION)
+    return service_auth.adapter_from_conf(
+        conf, group, 'placement', auth=auth,
+        default_microversion=MICROVERSION)
 
 
 class PlacementClient:
