@@ -62,7 +62,7 @@ class BindRow:
     __slots__ = tuple(c.key for c in _ARQS.c) + ('attach_handle',)
 
     def __init__(self, row):
-        for key, value in row._mapping.items():
+        for key, value in row.items():
             setattr(self, key, value)
         self.attach_handle = None
 
@@ -82,8 +82,8 @@ def lock(session, arq_uuids):
     if not uuids:
         return []
     db_api.write_lock(session)
-    return [BindRow(r) for r in session.execute(_LOCK_FOR_BIND,
-                                                {'uuids': uuids})]
+    return [BindRow(r) for r in session.execute(
+        _LOCK_FOR_BIND, {'uuids': uuids}).mappings()]
 
 
 def write(session, rows):

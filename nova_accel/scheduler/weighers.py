@@ -243,19 +243,25 @@ class AcceleratorCapacityView:
             with self._lock:
                 if self._thread is None:
                     self._thread = threading.Thread(
-                        target=_read_loop, args=(weakref.ref(self),),
+                        target=_read_loop,
+                        args=(weakref.ref(self), self._wake, self._stop),
                         name='accel-weigher-view', daemon=True)
                     self._thread.start()
 
 
-def _read_loop(view_ref):
-    """Body of the view's thread; holds the view only while reading."""
+def _read_loop(view_ref, wake, stop):
+    """Body of the view's thread; holds the view only while reading.
+
+    :param view_ref: a ``weakref.ref`` to the view.
+    :param wake: the view's ``threading.Event`` that cuts a wait short.
+    :param stop: the view's ``threading.Event`` that ends the loop.
+    """
     while True:
         view = view_ref()
-        if view is None or view._stop.is_set():
+        if view is None or stop.is_set():
             return
         view.refresh()
-        wake, stop, interval = view._wake, view._stop, view.interval
+        interval = view.interval
         del view
         wake.wait(interval)
         wake.clear()
