@@ -14,7 +14,6 @@
 
 import json
 import os
-import resource
 
 import fixtures
 
@@ -86,20 +85,3 @@ def make_conf(test, sysfs_root=TWO_GPUS, specs=(T4_SPEC,), **groups):
     with open(path, 'w') as f:
         f.write('\n'.join(lines) + '\n')
     return accel_conf.new_conf(config_files=[path])
-
-
-class FileLimit(fixtures.Fixture):
-    """Raise the soft limit of open files to at least ``minimum`` (int)
-    for the test (restored after), for tests of descriptors above
-    ``select()``'s ``FD_SETSIZE`` (1,024)."""
-
-    def __init__(self, minimum):
-        super().__init__()
-        self.minimum = minimum
-
-    def _setUp(self):
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft < self.minimum:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (self.minimum, hard))
-            self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE,
-                            (soft, hard))
