@@ -13,11 +13,13 @@
 """Engine, sessions and schema sync.
 
 One ``Database`` per service process, built from the ``[database]``
-options of oslo.db (``oslo_db/options.py``, oslo.db 18).  The engine is
-oslo.db's (``oslo_db.sqlalchemy.engines.create_engine``, the factory its
-enginefacade builds engines with), so every option below takes effect and
-database errors arrive translated (``oslo_db.exception.DBDeadlock``,
-``DBDuplicateEntry``, ``DBConnectionError``...):
+options of oslo.db (``oslo_db/options.py``, oslo.db 18).  A database
+server's engine is oslo.db's (``oslo_db.sqlalchemy.engines.create_engine``,
+the factory its enginefacade builds engines with), so every option below
+takes effect; SQLite's is SQLAlchemy's with oslo.db's exception filters
+(``_sqlite_engine`` says why).  Database errors arrive translated either
+way (``oslo_db.exception.DBDeadlock``, ``DBDuplicateEntry``,
+``DBConnectionError``...):
 
 ``connection``, ``connection_parameters``
     the SQLAlchemy URL and extra query parameters.
@@ -61,7 +63,7 @@ the API threads and the binding workers can share it.
 """
 
 import contextlib
-import functools
+import logging
 import os
 
 import alembic.command
@@ -73,6 +75,7 @@ from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db import options as db_options
 from oslo_db.sqlalchemy import engines
+from oslo_db.sqlalchemy import exc_filters
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import orm
@@ -96,30 +99,20 @@ UNSUPPORTED_OPTIONS = ('slave_connection', 'asyncio_connection',
 SQLITE_BUSY_TIMEOUT = 30
 
 
-def _sqlite_pragmas(dbapi_conn, _record):
-    cur = dbapi_conn.cursor()
-    cur.execute('PRAGMA busy_timeout=%d' % (SQLITE_BUSY_TIMEOUT * 1000))
-    cur.execute('PRAGMA journal_mode=WAL')
-    cur.execute('PRAGMA foreign_keys=ON')
-    cur.close()
-
-
-# oslo.db's SQLite listeners (oslo_db/sqlalchemy/engines.py, oslo.db 18)
-# emit BEGIN at the start of each transaction unless the connection's info
-# holds this key; they remove it at commit and rollback.
-_OSLO_DB_IN_TRANSACTION = 'in_transaction'
-
-
-def _sqlite_implicit_begin(dbapi_conn, record):
-    # After oslo.db's own connect listener, which sets None (autocommit):
-    # back to pysqlite's default, BEGIN before the first write.
-    dbapi_conn.isolation_level = ''
-    record.info[_OSLO_DB_IN_TRANSACTION] = True
-
-
-def _sqlite_no_explicit_begin(conn):
-    # After oslo.db's commit/rollback listeners.
-    conn.info[_OSLO_DB_IN_TRANSACTION] = True
+def _sqlite_pragmas(synchronous):
+    """The ``connect`` listener of a SQLite engine: busy timeout, WAL,
+    foreign keys, and ``synchronous = OFF`` when ``[database]
+    sqlite_synchronous`` is false (as oslo.db does for its SQLite
+    engines)."""
+    def on_connect(dbapi_conn, _record):
+        cur = dbapi_conn.cursor()
+        cur.execute('PRAGMA busy_timeout=%d' % (SQLITE_BUSY_TIMEOUT * 1000))
+        cur.execute('PRAGMA journal_mode=WAL')
+        cur.execute('PRAGMA foreign_keys=ON')
+        if not synchronous:
+            cur.execute('PRAGMA synchronous=OFF')
+        cur.close()
+    return on_connect
 
 
 #: ``Session.info`` key: this transaction holds SQLite's write lock.
@@ -160,6 +153,85 @@ def _alembic_config():
     return cfg
 
 
+def _server_engine(connection, opts):
+    """oslo.db's engine for a database server (PostgreSQL, MySQL), with
+    every ``ENGINE_OPTIONS`` option.
+
+    :raises oslo_db.exception.DBConnectionError: not reachable.
+    """
+    kwargs = {name: opts[name] for name in ENGINE_OPTIONS}
+    # oslo.db's thread_checkin sleeps 0 s at every connection check-in so
+    # that eventlet's green threads get a turn; there is no eventlet here,
+    # and on native threads it gives the GIL away at the end of every
+    # transaction, which made short transactions clearly slower (the
+    # contributor guide's "Design measurements").
+    kwargs['thread_checkin'] = False
+    try:
+        return engines.create_engine(connection, **kwargs)
+    except sa.exc.OperationalError as e:
+        # A refused connection oslo.db 18 does not recognise (libpq 14's
+        # "connection to server ... failed"): not retried, but reported as
+        # what it is.
+        raise db_exc.DBConnectionError(e) from e
+
+
+def _sqlite_engine(url, opts):
+    """The engine of a SQLite database (the embedded default).
+
+    A plain SQLAlchemy engine with oslo.db's public exception filters
+    (``oslo_db.sqlalchemy.exc_filters.register_engine``), so errors arrive
+    translated as on the server engines.  Not oslo.db's own SQLite engine,
+    for two reasons:
+
+    * oslo.db 18 gives SQLite files a NullPool: every transaction opened
+      a connection, set the pragmas and closed it, and closing the last
+      connection of a WAL database checkpoints the log, which made every
+      transaction clearly slower than on a pooled connection (the
+      contributor guide's "Design measurements").  Here connections are
+      pooled, sized by ``max_pool_size``, ``max_overflow`` and
+      ``pool_timeout``; one only ever serves one thread at a time
+      (``check_same_thread=False`` lets it change threads) and the pool's
+      rollback on return ends its read snapshot.  ``:memory:`` keeps one
+      static connection.
+    * oslo.db 18 makes every SQLite transaction start with ``BEGIN``, so
+      a transaction's first read fixes its WAL snapshot and its first
+      write then fails at once with "database is locked"
+      (``SQLITE_BUSY_SNAPSHOT``, which the busy timeout does not wait out)
+      when another connection committed in between.  Here transactions
+      start at their first write, as pysqlite does by default; the writers
+      that read first take the write lock up front (``write_lock``;
+      ``Database.write`` begins with ``BEGIN IMMEDIATE``).
+
+    ``connection_debug`` sets SQLAlchemy's engine logging as oslo.db
+    does; ``connection_trace`` and the MySQL options do not apply.
+
+    :param url: ``sqlalchemy.engine.URL`` of a ``sqlite`` database.
+    :param opts: the ``[database]`` options (mapping).
+    """
+    args = {'connect_args': {'check_same_thread': False,
+                             'timeout': SQLITE_BUSY_TIMEOUT}}
+    if url.database in (None, '', ':memory:'):
+        args['poolclass'] = sa.pool.StaticPool
+    else:
+        args.update(
+            poolclass=sa.pool.QueuePool,
+            pool_size=opts['max_pool_size'] or 5,
+            max_overflow=(50 if opts['max_overflow'] is None
+                          else opts['max_overflow']),
+            pool_timeout=opts['pool_timeout'] or 30)
+    if opts['connection_recycle_time']:
+        args['pool_recycle'] = opts['connection_recycle_time']
+    engine = sa.create_engine(url, **args)
+    event.listen(engine, 'connect',
+                 _sqlite_pragmas(opts['sqlite_synchronous']))
+    exc_filters.register_engine(engine)
+    debug = opts['connection_debug'] or 0
+    if debug >= 50:
+        logging.getLogger('sqlalchemy.engine').setLevel(
+            logging.DEBUG if debug >= 100 else logging.INFO)
+    return engine
+
+
 class Database:
     """Owns the SQLAlchemy engine and hands out transactions.
 
@@ -198,43 +270,10 @@ class Database:
         if sqlite and url.database and url.database != ':memory:':
             os.makedirs(os.path.dirname(os.path.abspath(url.database)),
                         exist_ok=True)
-        kwargs = {name: opts[name] for name in ENGINE_OPTIONS}
-        # oslo.db's thread_checkin sleeps 0 s at every connection check-in
-        # so that eventlet's green threads get a turn; there is no eventlet
-        # here, and on native threads it gives the GIL away at the end of
-        # every transaction, which made short transactions clearly slower
-        # (the contributor guide's "Design measurements").
-        kwargs['thread_checkin'] = False
         if sqlite:
-            # Before the connection test of create_engine: its first
-            # connection must already wait for a locked database.
-            kwargs['_engine_target'] = functools.partial(
-                self._sqlite_engine, pool_options=opts)
-        try:
-            self.engine = engines.create_engine(connection, **kwargs)
-        except sa.exc.OperationalError as e:
-            # A refused connection oslo.db 18 does not recognise (libpq
-            # 14's "connection to server ... failed"): not retried, but
-            # reported as what it is.
-            raise db_exc.DBConnectionError(e) from e
-        if sqlite:
-            # oslo.db 18 makes every SQLite transaction start with BEGIN,
-            # so a transaction's first read fixes its WAL snapshot and its
-            # first write fails at once with "database is locked"
-            # (SQLITE_BUSY_SNAPSHOT, which the busy timeout does not wait
-            # out) when another connection committed in between: observed,
-            # 4 tests of test_binder (a delete racing a bind, resume after
-            # a crash) and test_lifecycle's restart failed so.  Transactions
-            # here start at their first write, as with a plain engine; the
-            # writers that read first take the write lock up front
-            # (write_lock; Database.write begins with BEGIN IMMEDIATE).
-            event.listen(self.engine, 'connect', _sqlite_implicit_begin)
-            event.listen(self.engine, 'commit', _sqlite_no_explicit_begin)
-            event.listen(self.engine, 'rollback', _sqlite_no_explicit_begin)
-            # oslo.db's connection test opened one connection before these
-            # listeners existed (autocommit, so a rollback would undo
-            # nothing); it must not stay in the pool.
-            self.engine.dispose()
+            self.engine = _sqlite_engine(url, opts)
+        else:
+            self.engine = _server_engine(connection, opts)
         self._sessionmaker = orm.sessionmaker(bind=self.engine,
                                               expire_on_commit=False)
         self._retry = oslo_db_api.wrap_db_retry(
@@ -244,33 +283,6 @@ class Database:
             max_retry_interval=opts['db_max_retry_interval'],
             retry_on_disconnect=opts['use_db_reconnect'],
             retry_on_deadlock=True)
-
-    @staticmethod
-    def _sqlite_engine(url, pool_options=None, **engine_args):
-        # oslo.db 18 gives SQLite files a NullPool (``_init_connection_args``
-        # for sqlite): every transaction opened a connection, set the
-        # pragmas and closed it, and closing the last connection of a WAL
-        # database checkpoints the log, which made every transaction
-        # clearly slower than on a pooled connection (the contributor
-        # guide's "Design measurements"); PATCH -> event runs two such
-        # transactions.  A pooled connection only ever serves one thread
-        # at a time (``check_same_thread=False`` lets it change threads),
-        # and the pool's rollback on return ends its read snapshot.
-        # ``:memory:`` keeps oslo.db's StaticPool.
-        if (pool_options is not None and
-                engine_args.get('poolclass') is sa.pool.NullPool):
-            engine_args.update(
-                poolclass=sa.pool.QueuePool,
-                pool_size=pool_options['max_pool_size'] or 5,
-                max_overflow=(50 if pool_options['max_overflow'] is None
-                              else pool_options['max_overflow']),
-                pool_timeout=pool_options['pool_timeout'] or 30)
-        engine_args['connect_args'] = dict(
-            engine_args.get('connect_args') or {},
-            check_same_thread=False, timeout=SQLITE_BUSY_TIMEOUT)
-        engine = sa.create_engine(url, **engine_args)
-        event.listen(engine, 'connect', _sqlite_pragmas)
-        return engine, engine
 
     @classmethod
     def from_conf(cls, conf):

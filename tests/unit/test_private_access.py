@@ -16,7 +16,9 @@ another library's private attributes.
 The scan reads every module's syntax tree and reports each
 ``<expr>._name`` (one or more leading underscores, dunders such as
 ``__class__`` excepted) and each ``getattr``/``setattr``/``hasattr``/
-``delattr`` of such a name given as a string, unless ``<expr>`` is
+``delattr`` of such a name given as a string, and each private keyword
+argument (``f(_engine_target=...)``) of a call, unless ``<expr>`` (the
+called expression's leftmost name, for keywords) is
 ``self``, ``cls``, a class defined at the top of the same module, or a
 name imported from one of our packages (a module, class or function of
 ours).  Anything else (a local variable, ``super()``, a library's
@@ -95,7 +97,19 @@ def private_uses(source, filename='<snippet>'):
                 _private(node.args[1].value)):
             found.append((node.lineno, node.args[1].value,
                           ast.unparse(node)))
+        if isinstance(node, ast.Call) and _root(node.func) not in own:
+            found.extend((node.lineno, kw.arg, ast.unparse(node))
+                         for kw in node.keywords
+                         if kw.arg and _private(kw.arg))
     return sorted(found)
+
+
+def _root(func):
+    """The leftmost name of a called expression (``a`` of ``a.b.c()``),
+    or None when it does not start with a name."""
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def scan(root=ROOT):
@@ -137,9 +151,12 @@ class ScannerTest(testtools.TestCase):
             '        return super()._hard_reboot()',
             'setattr(resp, "_content_consumed", True)',
             'getattr(resp, "__weakref__")',
+            'from oslo_db.sqlalchemy import engines',
+            'engines.create_engine("sqlite://", _engine_target=print)',
         ))
         self.assertEqual(['_content', '_refs', '_dbapi_connection',
-                          '_hard_reboot', '_content_consumed'],
+                          '_hard_reboot', '_content_consumed',
+                          '_engine_target'],
                          self.attrs(source))
         self.assertEqual((4, '_content', 'resp._content'),
                          private_uses(source)[0])
@@ -162,6 +179,8 @@ class ScannerTest(testtools.TestCase):
             'db_api._defaults()',
             'nova_accel._private',
             'sibling._thing',
+            'db_api.Database("sqlite://", _private_kw=1)',
+            'dict(a=1, b=2)',
         ))
         self.assertEqual([], self.attrs(source))
 
