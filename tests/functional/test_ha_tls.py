@@ -252,6 +252,7 @@ class TestLoadBalancedTLS(testtools.TestCase):
                           lambda a=api: 'Hang up: Master' in a.log_text())
         self.wait_progress('after SIGHUP')
         self.assertEqual([True] * len(procs), [p.running() for p in procs])
+        self.wait_states(api1='UP', api2='UP')
 
         # 4. The upgrade ends: node3's agent, then the cap, node by node.
         old_log = self.agents[PREVIOUS].log_text()
