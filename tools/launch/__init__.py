@@ -15,8 +15,7 @@ all-in-one cloud run: one module per component
 (:mod:`tools.launch.postgresql`, :mod:`tools.launch.rabbitmq`,
 :mod:`tools.launch.placement`, :mod:`tools.launch.accel_backend`,
 :mod:`tools.launch.cyborg`, :mod:`tools.launch.haproxy`), standard library
-only (the all-in-one's
-launcher runs with nothing installed).
+only (the all-in-one's launcher runs with nothing installed).
 
 The modules know where the programs are, which arguments, files and
 environment a private, loopback-only, throwaway instance needs, and when
