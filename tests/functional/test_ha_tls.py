@@ -83,7 +83,7 @@ HOSTS = ('node1', 'node2', 'node3')
 PREVIOUS = 'node3'
 APIS = ('api1', 'api2')
 #: Attach handles of each host: more than the load binds there.
-FAKE_TOTAL = 128
+FAKE_TOTAL = 256
 PROFILE = 'ha-fpga'
 GROUP = {'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'}
 CAPPED = {'upgrade_levels': {'agent': '1.0'}}
@@ -222,7 +222,7 @@ class TestLoadBalancedTLS(testtools.TestCase):
         self.acc.create_device_profile(name=PROFILE, groups=[GROUP])
         self.load = self.useFixture(bind_load.BindLoad(
             PROFILE, providers, self.nova_client(), self.acc,
-            self.sdk_binder()))
+            self.sdk_binder(), limit=FAKE_TOTAL * len(HOSTS)))
         self.wait_progress('at first')
 
         # 1. An API node dies; HAProxy takes it out, binds go on.
@@ -285,8 +285,12 @@ class TestLoadBalancedTLS(testtools.TestCase):
         return found if sorted(found) == sorted(HOSTS) else None
 
     def check_links(self):
-        """Links say https through the load balancer, http directly."""
+        """Links say https through the load balancer, http directly; a
+        client that does not trust the test's CA is refused (so the
+        clients here verify it)."""
         headers = {'X-Auth-Token': 'admin'}
+        self.assertRaises(requests.exceptions.SSLError, requests.get,
+                          self.lb.root + '/v2', headers=headers, timeout=10)
         seen = requests.get(self.lb.root + '/v2', headers=headers,
                             verify=self.lb.cafile, timeout=10).json()
         self.assertEqual([self.lb.root + '/v2/'],
