@@ -36,6 +36,7 @@ PROCESS_MODULES = ('subprocess', 'multiprocessing', 'pty', 'pexpect',
 #: and ``tools.launch``'s command lines).
 PROJECT_STARTERS = ('tools.fixtures.process', 'tools.fixtures.accel_backend',
                     'tools.fixtures.cyborg', 'tools.fixtures.databases',
+                    'tools.fixtures.haproxy',
                     'tools.fixtures.placement', 'tools.fixtures.rabbitmq',
                     'tools.launch', 'tools.nested.node')
 #: ``os`` functions that start or replace a process, and the prefixes of

@@ -12,7 +12,9 @@
 
 """``tools.launch.haproxy.config`` renders the shipped sample: its own
 lines as they are, this deployment's address, certificate and API nodes
-in place of the sample's, and refuses a sample it cannot map."""
+in place of the sample's, and refuses a sample it cannot map.  (No
+process is started; the module is here because the unit tier imports
+nothing of ``tools.launch``.)"""
 
 import testtools
 
