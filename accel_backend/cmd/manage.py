@@ -12,8 +12,17 @@
 
 """``accel-backend-manage``:
 
-* ``db sync``: create or upgrade the database schema (SQLite, PostgreSQL,
-  MySQL) with alembic;
+* ``db expand``: this release's additive migrations (the ``expand``
+  branch, ``accel_backend.db.migration``); the processes of the previous
+  release keep working on the result, so it runs first in a rolling
+  upgrade;
+* ``db contract``: this release's removals (the ``contract`` branch);
+  refused before ``db expand``; run it once no process of the previous
+  release is left;
+* ``db sync``: both, expand first: a new database, or an upgrade with
+  every process stopped (SQLite, PostgreSQL, MySQL);
+* ``db version``: the database's revision on each branch and this
+  release's;
 * ``discovery sync [--force]``: one discovery and Placement report pass
   of this host (``[DEFAULT] host``), now; ``--force`` removes the devices
   and providers that vanished even when they are more than ``[discovery]
@@ -41,18 +50,60 @@
 import sys
 import time
 
+from alembic import util as alembic_util
 from oslo_config import cfg
 
 from accel_backend import cmd
 from accel_backend import conf as conf_mod
 from accel_backend import cyborg_import
 from accel_backend.db import api as db_api
+from accel_backend.db import migration
 from accel_backend import exception
 
 
+def _db_upgrade(conf, branches, done):
+    db = db_api.Database.from_conf(conf)
+    try:
+        db.sync(branches)
+        current = db.schema_revisions()[0]
+    except (exception.SchemaOutOfDate, exception.SchemaContractedAhead,
+            exception.SchemaRevisionUnknown,
+            alembic_util.CommandError) as e:
+        print('%s refused: %s' % (' and '.join(branches), e),
+              file=sys.stderr)
+        return 1
+    finally:
+        db.dispose()
+    print('Database %s: at revision %s' % (done, ', '.join(current)))
+    return 0
+
+
 def _db_sync(conf):
-    db_api.Database.from_conf(conf).sync()
-    print('Database at revision head')
+    return _db_upgrade(conf, migration.BRANCHES, 'expanded and contracted')
+
+
+def _db_expand(conf):
+    return _db_upgrade(conf, (migration.EXPAND,), 'expanded')
+
+
+def _db_contract(conf):
+    return _db_upgrade(conf, (migration.CONTRACT,), 'contracted')
+
+
+def _db_version(conf):
+    db = db_api.Database.from_conf(conf)
+    try:
+        current, heads = db.schema_revisions()
+        found = migration.branch_revisions(current)
+    except exception.SchemaRevisionUnknown as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    finally:
+        db.dispose()
+    for branch in migration.BRANCHES:
+        print('%s\tdatabase %s\trelease %s' % (
+            branch, found[branch] or 'none', heads[branch]))
+    return 0
 
 
 def _discovery_sync(conf):
@@ -141,8 +192,16 @@ def _audit_deleted_instances(conf):
 def _add_commands(subparsers):
     db = subparsers.add_parser('db', help='database schema')
     db_sub = db.add_subparsers(dest='action', required=True)
-    sync = db_sub.add_parser('sync', help='create or upgrade the schema')
-    sync.set_defaults(func=_db_sync)
+    for name, func, text in (
+            ('expand', _db_expand, 'additive migrations only (safe while '
+             'processes of the previous release run)'),
+            ('contract', _db_contract, 'removals, after db expand, once no '
+             'process of the previous release is left'),
+            ('sync', _db_sync, 'expand then contract: create the schema '
+             'or upgrade it with every process stopped'),
+            ('version', _db_version, 'the revisions of the database and '
+             'of this release')):
+        db_sub.add_parser(name, help=text).set_defaults(func=func)
     disc = subparsers.add_parser('discovery', help='device discovery')
     disc_sub = disc.add_subparsers(dest='action', required=True)
     dsync = disc_sub.add_parser(

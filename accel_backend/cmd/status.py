@@ -20,8 +20,10 @@
 Exit status 0 (all passed), 1 (warnings) or 2 (a failure), the
 oslo.upgradecheck codes.  Checks:
 
-* database schema at the newest migration (``accel-backend-manage db
-  sync`` ran);
+* database schema expanded to this release (``accel-backend-manage db
+  expand`` or ``db sync`` ran) and not contracted by a later one; a
+  warning while this release's contract migrations have not run
+  (``db contract``, once no process of the previous release is left);
 * Nova sends a service token (``[service_user] send_service_user_token``
   in the ``nova.conf`` of ``[discovery] nova_config_file``): binding and
   unbinding ARQs need one (policy ``accelerator:arq:update``);
@@ -49,7 +51,9 @@ import sqlalchemy as sa
 from accel_backend import cmd
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
+from accel_backend.db import migration
 from accel_backend.db import models
+from accel_backend import exception
 from accel_backend.nova import notifier
 from accel_backend.nova import orphans
 from accel_backend.objects import arq as arq_obj
@@ -77,14 +81,23 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_schema(self):
         db = self._database()
         try:
-            current, head = db.schema_revisions()
+            found = db.check_schema()
+        except (exception.SchemaOutOfDate, exception.SchemaContractedAhead,
+                exception.SchemaRevisionUnknown) as e:
+            why = str(e)
+            return Result(Code.FAILURE, why[:1].upper() + why[1:])
         finally:
             db.dispose()
-        if current == head:
-            return Result(Code.SUCCESS)
-        return Result(Code.FAILURE, 'The database schema is at revision %s, '
-                      'the code needs %s: run accel-backend-manage db sync' %
-                      (current, head))
+        heads = migration.code_heads()
+        if migration.contract_pending(found, heads):
+            return Result(Code.WARNING, 'The contract migrations of this '
+                          'release have not run (contract branch at %s, '
+                          'this release has %s): once no process of the '
+                          'previous release is left, run '
+                          'accel-backend-manage db contract' % (
+                              found[migration.CONTRACT] or 'none',
+                              heads[migration.CONTRACT]))
+        return Result(Code.SUCCESS)
 
     def _check_service_token(self):
         path = self.conf.discovery.nova_config_file

@@ -66,10 +66,6 @@ import contextlib
 import logging
 import os
 
-import alembic.command
-import alembic.config
-from alembic.runtime import migration
-import alembic.script
 from oslo_config import cfg
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -80,10 +76,11 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import orm
 
+from accel_backend.db import migration
 from accel_backend.db import models
 from accel_backend import exception
 
-MIGRATIONS_DIR = os.path.join(os.path.dirname(__file__), 'migrations')
+MIGRATIONS_DIR = migration.MIGRATIONS_DIR
 
 #: ``[database]`` options handed to ``engines.create_engine`` as they are.
 ENGINE_OPTIONS = (
@@ -145,12 +142,6 @@ def write_lock(session):
 
 def _defaults():
     return {opt.name: opt.default for opt in db_options.database_opts}
-
-
-def _alembic_config():
-    cfg = alembic.config.Config()
-    cfg.set_main_option('script_location', MIGRATIONS_DIR)
-    return cfg
 
 
 def _server_engine(connection, opts):
@@ -330,33 +321,32 @@ class Database:
                 return fn(session, *args, **kwargs)
         return self._retry(attempt)()
 
-    def sync(self):
-        """Create or upgrade the schema to the newest alembic revision."""
-        cfg = _alembic_config()
-        with self.engine.begin() as conn:
-            cfg.attributes['connection'] = conn
-            alembic.command.upgrade(cfg, 'head')
+    def sync(self, branches=migration.BRANCHES):
+        """Create or upgrade the schema: this code's migrations of
+        ``branches`` (``'expand'``, ``'contract'``; both by default, expand
+        first), as ``accel_backend.db.migration.upgrade``."""
+        migration.upgrade(self.engine, branches)
 
     def schema_revisions(self):
-        """``(current, head)``: the database's alembic revision (None for
-        an empty database) and the newest one of this code (str)."""
+        """``(current, head)``: the database's alembic revisions (a tuple
+        of str, empty for an empty database) and the head revision of
+        each branch in this code (``{branch: str}``)."""
         with self.engine.connect() as conn:
-            current = migration.MigrationContext.configure(
-                conn).get_current_revision()
-        head = alembic.script.ScriptDirectory.from_config(
-            _alembic_config()).get_current_head()
-        return current, head
+            current = migration.database_heads(conn)
+        return current, migration.code_heads()
 
     def check_schema(self):
-        """Refuse a database whose schema is not this code's.
+        """Refuse a database this code cannot run on: not expanded to
+        this release, or contracted by a later one
+        (``accel_backend.db.migration.check``).
 
-        :raises SchemaOutOfDate: not at the head revision (``db sync`` has
-            not run since the upgrade, or never).
+        :returns: ``{branch: the database's revision or None}``.
+        :raises SchemaOutOfDate: not expanded to this release.
+        :raises SchemaContractedAhead: contracted by a later release.
+        :raises SchemaRevisionUnknown: at a revision of no release.
         """
-        current, head = self.schema_revisions()
-        if current != head:
-            raise exception.SchemaOutOfDate(current=current or 'none',
-                                            head=head)
+        with self.engine.connect() as conn:
+            return migration.check(migration.database_heads(conn))
 
     def dispose(self):
         """Close every pooled connection."""

@@ -62,7 +62,9 @@ from accel_backend.exception.service import ComputeNodeProviderNotFound
 from accel_backend.exception.service import CyborgImportRefused
 from accel_backend.exception.service import DatabaseOptionUnsupported
 from accel_backend.exception.service import PlacementError
+from accel_backend.exception.service import SchemaContractedAhead
 from accel_backend.exception.service import SchemaOutOfDate
+from accel_backend.exception.service import SchemaRevisionUnknown
 
 __all__ = [
     'AccelBackendError', 'DeviceSpecError', 'MassRemovalRefused',
@@ -77,5 +79,5 @@ __all__ = [
     'DeviceProfileExists', 'DeviceProfileInUse', 'DeviceProfileNotFound',
     'DeviceProfileUUIDExists', 'NotFound', 'ComputeNodeProviderNotFound',
     'CyborgImportRefused', 'DatabaseOptionUnsupported', 'PlacementError',
-    'SchemaOutOfDate',
+    'SchemaOutOfDate', 'SchemaContractedAhead', 'SchemaRevisionUnknown',
 ]

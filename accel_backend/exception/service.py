@@ -50,7 +50,29 @@ class SchemaOutOfDate(AccelBackendError):
     status = 503
     code = 'accel.database.schema_out_of_date'
     msg_fmt = ('the database schema is at revision %(current)s, this '
-               'release needs %(head)s: run accel-backend-manage db sync')
+               'release needs %(head)s: run accel-backend-manage db sync '
+               '(db expand while processes of the previous release run)')
+
+
+class SchemaContractedAhead(AccelBackendError):
+    """A later release ran its contract migrations
+    (``accel_backend.db.migration``): they may have dropped what this
+    release uses, so its processes refuse to run on the database."""
+    status = 503
+    code = 'accel.database.schema_contracted_ahead'
+    msg_fmt = ('the database schema is at revision %(current)s, contracted '
+               'beyond this release\'s %(head)s by a later release: this '
+               'release\'s processes cannot run on it, upgrade them')
+
+
+class SchemaRevisionUnknown(AccelBackendError):
+    """The database holds an alembic revision that neither this code nor
+    a later release of it can have written."""
+    status = 503
+    code = 'accel.database.schema_revision_unknown'
+    msg_fmt = ('the database schema is at revision %(revision)s, which '
+               'this release does not know: is [database] connection the '
+               'database of accel-backend?')
 
 
 class DatabaseOptionUnsupported(AccelBackendError):
