@@ -74,7 +74,7 @@ def _db_upgrade(conf, branches, done):
         return 1
     finally:
         db.dispose()
-    print('Database %s: at revision %s' % (done, ', '.join(current)))
+    print('Database %s: at revision %s' % (done, ', '.join(sorted(current))))
     return 0
 
 

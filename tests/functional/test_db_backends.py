@@ -100,8 +100,8 @@ class _DatabaseBackendTests(database_server.ServerPerClass):
         heads = script.ScriptDirectory(db_api.MIGRATIONS_DIR).get_heads()
         with engine.connect() as conn:
             self.assertEqual(
-                heads, [migration.MigrationContext.configure(
-                    conn).get_current_revision()])
+                sorted(heads), sorted(migration.MigrationContext.configure(
+                    conn).get_current_heads()))
             diff = autogenerate.compare_metadata(
                 migration.MigrationContext.configure(conn),
                 models.Base.metadata)

@@ -226,7 +226,7 @@ class SchemaAtStartTest(testtools.TestCase):
         self.assertIn('run accel-backend-manage db sync', self.logger.output)
         db = db_api.Database(self.url)
         self.addCleanup(db.dispose)
-        self.assertIsNone(db.schema_revisions()[0])
+        self.assertEqual((), db.schema_revisions()[0])
 
     def test_embedded_syncs_unless_told_not_to(self):
         self.assertIsNone(self.build(service_mod.EMBEDDED, self.url,

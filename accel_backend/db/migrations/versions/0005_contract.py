@@ -26,7 +26,10 @@ the releases that read it.  The release that stops writing it first
 gives the column a server default in its expand migration (the column is
 NOT NULL without one, so the previous release's inserts still set it and
 the new release's need not), and the drop follows in its contract
-migration, once no process of the previous release is left.
+migration, once no process of the previous release is left.  Drop it
+with ``op.drop_column`` (SQLite 3.35 and later drop a column in place):
+``op.batch_alter_table`` would copy the table, which SQLite refuses with
+foreign keys on while ``accelerator_requests`` refers to it.
 
 Revision ID: 0005_contract
 Revises: 0004
