@@ -182,13 +182,7 @@ class Service:
                 max_removal_share=self.conf.discovery.max_removal_share,
                 force=force, health_changes=changes,
                 aer_recovery_passes=self.conf.discovery.aer_recovery_passes)
-            reported = [records.ProviderRecord(
-                rp_uuid=d.rp_uuid, address=d.device.address,
-                resource_class=d.resource_class, total=d.num_accelerators,
-                traits=tuple(d.traits),
-                reserved=deployable_obj.reserved_units(d),
-                subname=self._subname(d))
-                for d in deps]
+            reported = [self._record(d) for d in deps]
         for change in changes:
             self.notifications.device_health(change)
         if report:
@@ -246,12 +240,13 @@ class Service:
             LOG.warning('Cannot record the status of host %s: %s',
                         self.conf.host, e)
 
-    def _subname(self, dep):
-        # Deployables of a device with several are named
-        # <host>_<address>_<subname> (objects.host_sync.sync).
-        prefix = '%s_%s_' % (self.conf.host, dep.device.address)
-        return dep.name[len(prefix):] if dep.name.startswith(prefix) \
-            else None
+    def _record(self, dep):
+        address, subname = deployable_obj.record_name(self.conf.host, dep)
+        return records.ProviderRecord(
+            rp_uuid=dep.rp_uuid, address=address,
+            resource_class=dep.resource_class, total=dep.num_accelerators,
+            traits=tuple(dep.traits),
+            reserved=deployable_obj.reserved_units(dep), subname=subname)
 
     def _reserved_for(self, rp_uuid):
         with self.db.transaction() as session:

@@ -43,6 +43,7 @@ from sqlalchemy import event
 from sqlalchemy import orm
 
 from accel_backend.discovery import nvidia_vfio
+from accel_backend.discovery import pooling
 from accel_backend.discovery import sysfs
 from accel_backend import metrics
 from accel_backend.objects import deployable as deployable_obj
@@ -283,6 +284,9 @@ class Cleaner:
             method = dep.cleaning or 'none'
             address, rp_uuid = dep.device.address, dep.rp_uuid
             handle_info = dict(handle.attach_info or {})
+            if pooling.is_pool_address(address):
+                # A pooled deployable: each handle is its own function.
+                address = str(pci.from_handle_info(handle_info))
             dev = dep.device
             about = dict(uuid=dev.uuid, hostname=dev.hostname,
                          address=address, type=dev.type, vendor=dev.vendor,

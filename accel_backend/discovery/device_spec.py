@@ -22,7 +22,8 @@ A spec is a JSON object (``[discovery] device_spec``, one per line)::
      "device_type": "GPU",                           # default GPU
      "attach_handle_type": "PCI",                    # PCI | TEST_PCI
      "vf": false,                                    # optional, see below
-     "managed": "yes"}                               # yes | no
+     "managed": "yes",                               # yes | no
+     "pool": false}                                  # optional, see below
 
 ``"address"`` is a PCI address pattern in the dialect of Nova's ``[pci]
 device_spec`` (``accel_common.pci``): a string ``domain:bus:slot.function``
@@ -44,6 +45,11 @@ for VFIO itself (it stays on its driver, or an operator binds it to
 vfio-pci); its attach handles then say ``"managed": "no"`` and the
 ``<hostdev>`` is ``managed='no'``, so libvirt does not detach and
 reattach it.  Default ``"yes"``.
+
+``"pool": true`` pools the interchangeable functions the spec selects on
+a host (same product, same NUMA node) into one deployable and resource
+provider with one attach handle per function (``discovery.pooling``);
+default false: one provider per function.
 """
 
 import dataclasses
@@ -96,6 +102,7 @@ class DeviceSpec:
     attach_handle_type: str = 'PCI'
     vf: bool = None
     managed: str = 'yes'
+    pool: bool = False
     address_pattern: pci.AddressPattern = dataclasses.field(
         default=None, compare=False, repr=False)
 
@@ -150,7 +157,7 @@ def parse(text):
         raise exception.DeviceSpecError(spec=text, reason='not an object')
     known = {'vendor_id', 'product_id', 'address', 'class',
              'resource_class', 'traits', 'device_type', 'attach_handle_type',
-             'vf', 'managed'}
+             'vf', 'managed', 'pool'}
     unknown = set(raw) - known
     if unknown:
         raise exception.DeviceSpecError(
@@ -200,13 +207,17 @@ def parse(text):
     if managed not in ('yes', 'no'):
         raise exception.DeviceSpecError(
             spec=text, reason='managed must be "yes" or "no"')
+    pool = raw.get('pool', False)
+    if not isinstance(pool, bool):
+        raise exception.DeviceSpecError(
+            spec=text, reason='pool must be true or false')
     return DeviceSpec(
         vendor_id=ids['vendor_id'], product_id=ids['product_id'],
         address=address, address_pattern=pattern,
         class_prefix=(str(raw['class']).lower().replace('0x', '')
                       if raw.get('class') else None),
         resource_class=rc, traits=traits, device_type=dtype,
-        attach_handle_type=ahtype, vf=vf, managed=managed)
+        attach_handle_type=ahtype, vf=vf, managed=managed, pool=pool)
 
 
 def _address(text, raw):

@@ -24,6 +24,7 @@ states are those of ``objects.device``.
 import sqlalchemy as sa
 
 from accel_backend.db import models
+from accel_backend.discovery import pooling
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import lookup
@@ -75,7 +76,9 @@ def reserved_units(dep):
 
     All of them when the device is not enabled (disabled, missing) or
     unhealthy, else one per handle that is dirty, being cleaned or failed
-    cleaning (``device.OUT_OF_SERVICE``), never more than the total.
+    cleaning (``device.OUT_OF_SERVICE``) and one per unit of the total
+    that has no handle (an unhealthy member of a pooled deployable,
+    ``objects.pool_members``), never more than the total.
 
     :param dep: ``models.Deployable`` with its device and attach handles
         loadable.
@@ -85,8 +88,27 @@ def reserved_units(dep):
     dev = dep.device
     if dev.status != device_obj.ENABLED or dev.health == device_obj.UNHEALTHY:
         return total
-    return min(total, sum(1 for h in dep.attach_handles
-                          if h.state in device_obj.OUT_OF_SERVICE))
+    handles = dep.attach_handles
+    return max(0, min(total, total - len(handles) + sum(
+        1 for h in handles if h.state in device_obj.OUT_OF_SERVICE)))
+
+
+def record_name(hostname, dep):
+    """``(address, subname)`` that name ``dep``'s resource provider
+    (``provider_name``): the device's address and the deployable's name
+    among several of one device, or ``('pool', <pool name>)`` for a
+    pooled deployable (``discovery.pooling``).
+
+    :param hostname: the host's name in deployable names (str).
+    :param dep: ``models.Deployable`` with its device loadable.
+    """
+    address = dep.device.address
+    if pooling.is_pool_address(address):
+        return pooling.PREFIX, dep.name[len(hostname) +
+                                        len(pooling.PREFIX) + 2:]
+    prefix = '%s_%s_' % (hostname, address)
+    return address, (dep.name[len(prefix):]
+                     if dep.name.startswith(prefix) else None)
 
 
 def reserved_units_of_rp(session, rp_uuid):

@@ -31,6 +31,8 @@ from accel_backend.discovery import aer
 from accel_backend.discovery import removal
 from accel_backend.objects import attribute as attribute_obj
 from accel_backend.objects import device as device_obj
+from accel_backend.objects import pool_members
+from accel_common import handle_states
 
 LOG = logging.getLogger(__name__)
 
@@ -80,10 +82,14 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
     by_address = {}
     for item in discovered:
         by_address.setdefault(item.address, []).append(item)
-    removal.check(hostname, 'devices', len(existing), [
-        address for address, dev in existing.items()
-        if address not in by_address and not _device_in_use(dev)],
-        max_removal_share, force)
+    units = {}
+    for dev in existing.values():
+        units.update(_units(dev))
+    found = {m['address'] for item in discovered
+             for m in (item.members or [{'address': item.address}])}
+    removal.check(hostname, 'devices', len(units), [
+        address for address, used in units.items()
+        if address not in found and not used], max_removal_share, force)
     present = []
     for address, items in by_address.items():
         dev = existing.pop(address, None)
@@ -109,6 +115,24 @@ def _device_in_use(dev):
     return any(_in_use(dep) for dep in dev.deployables)
 
 
+_handle_key = pool_members.handle_key
+
+
+def _units(dev):
+    """``{PCI address: in use}`` of the functions behind ``dev``: the
+    device itself, or each member of a pool device
+    (``discovery.pooling``), so that the mass-removal guard counts
+    functions."""
+    members = (dev.std_board_info or {}).get('members')
+    if members is None:
+        return {dev.address: _device_in_use(dev)}
+    used = {_handle_key(h.attach_type, h.attach_info)
+            for dep in dev.deployables for h in dep.attach_handles
+            if device_obj.handle_in_use(h)}
+    return {address: _handle_key(*m['handle']) in used
+            for address, m in members.items()}
+
+
 def _update_device(dev, hostname, items, health_changes,
                    aer_recovery_passes):
     """Copy what discovery found of one device (``items``, its
@@ -118,8 +142,14 @@ def _update_device(dev, hostname, items, health_changes,
     dev.type, dev.vendor, dev.model = (first.device_type,
                                        first.vendor_id, first.model)
     board = dict(first.std_board_info or {})
-    aer_reason = aer.verdict(dev.std_board_info, board,
-                             aer_recovery_passes)
+    if first.members is None:
+        aer_reason = aer.verdict(dev.std_board_info, board,
+                                 aer_recovery_passes)
+    else:
+        aer_reason = None
+        board['members'] = pool_members.judge(
+            dev, hostname, first.members, aer_recovery_passes,
+            health_changes)
     dev.std_board_info = board
     if dev.status == device_obj.MISSING:
         dev.status = device_obj.ENABLED
@@ -172,7 +202,15 @@ def _sync_deployables(dev, hostname, items):
         dep.resource_class = item.resource_class
         dep.traits = sorted(item.traits)
         dep.cleaning = item.cleaning
-        _sync_handles(dep, hostname, item.attach_handles)
+        if item.members is None:
+            _sync_handles(dep, hostname, item.attach_handles)
+            dep.num_accelerators = len(dep.attach_handles)
+        else:
+            dep.name = pool_members.deployable_name(hostname, item)
+            offered, withheld = pool_members.split(dev)
+            _sync_handles(dep, hostname, offered, withheld)
+            dep.num_accelerators = pool_members.total(
+                item.members, dep.attach_handles)
         board = dev.std_board_info or {}
         attribute_obj.sync_discovered(
             dep, attribute_obj.discovered(
@@ -180,7 +218,6 @@ def _sync_deployables(dev, hostname, items):
                 board.get('iommu_group')),
             lambda key, d=dep: device_obj.stable_uuid(
                 'attribute', d.uuid, key))
-        dep.num_accelerators = len(dep.attach_handles)
         present.append(dep)
     for dep in deps.values():
         if _in_use(dep):
@@ -217,17 +254,26 @@ def _vanished_devices(session, hostname, devs):
     return present
 
 
-def _sync_handles(dep, hostname, handles):
-    by_key = {(h.attach_type, tuple(sorted(h.attach_info.items()))): h
+def _sync_handles(dep, hostname, handles, withheld=()):
+    """Make ``dep``'s attach handles those of ``handles`` (list of
+    ``(attach_type, attach_info)``); a stale one is deleted unless in use.
+    A handle of ``withheld`` (keys of functions not offered now: an
+    unhealthy pool member) that exists is deleted only when
+    ``available``: one a guest may have used stays to be cleaned."""
+    withheld = set(withheld)
+    by_key = {_handle_key(h.attach_type, h.attach_info): h
               for h in dep.attach_handles}
     for attach_type, info in handles:
-        key = (attach_type, tuple(sorted(info.items())))
+        key = _handle_key(attach_type, info)
         if by_key.pop(key, None) is None:
             dep.attach_handles.append(device_obj.new_handle(
                 uuid=device_obj.stable_uuid(
                     'handle', hostname, attach_type,
                     *['%s=%s' % kv for kv in key[1]]),
                 attach_type=attach_type, attach_info=dict(info)))
-    for stale in by_key.values():
-        if not device_obj.handle_in_use(stale):
-            dep.attach_handles.remove(stale)
+    for key, stale in by_key.items():
+        if device_obj.handle_in_use(stale) or (
+                key in withheld and
+                stale.state != handle_states.AVAILABLE):
+            continue
+        dep.attach_handles.remove(stale)

@@ -25,6 +25,7 @@ from oslo_log import log as logging
 from stevedore import driver as sv_driver
 
 from accel_backend.discovery import iommu
+from accel_backend.discovery import pooling
 
 LOG = logging.getLogger(__name__)
 NAMESPACE = 'accel_backend.discovery.drivers'
@@ -47,6 +48,13 @@ class DiscoveredDeployable:
         [``_<subname>``] deployable name.
     :ivar cleaning: step between tenants: ``flr``, ``command``, ``none``.
     :ivar health: ``healthy`` or ``unhealthy`` (then ``health_reason``).
+    :ivar pool: None, or the pool tag (str) of a whole function its driver
+        was asked to pool (``discovery.pooling``): functions of one host
+        with the same tag, product and locality become one deployable.
+    :ivar members: for a pooled deployable (``discovery.pooling.merge``),
+        one dict per function: ``address``, ``health``, ``health_reason``,
+        ``std_board_info`` and ``handle`` (its ``(attach_type,
+        attach_info)``); None otherwise.
     """
 
     address: str
@@ -65,6 +73,8 @@ class DiscoveredDeployable:
     cleaning: str = 'none'
     health: str = HEALTHY
     health_reason: str = None
+    pool: str = None
+    members: list = None
 
 
 def load(conf, names):
@@ -97,7 +107,9 @@ def discover_all(drivers):
     """Run every driver; a device reported by two drivers goes to the
     first one (in ``enabled_drivers`` order), with a warning, and of two
     passthrough devices in one IOMMU group only the first is kept
-    (``discovery.iommu.exclusive``).
+    (``discovery.iommu.exclusive``); then the functions a driver tagged
+    for pooling are merged into one deployable per pool
+    (``discovery.pooling.merge``).
 
     :returns: list of ``DiscoveredDeployable``.
     """
@@ -111,4 +123,4 @@ def discover_all(drivers):
                             item.driver_name, first)
                 continue
             found.append(item)
-    return iommu.exclusive(found)
+    return pooling.merge(iommu.exclusive(found))

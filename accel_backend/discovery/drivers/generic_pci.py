@@ -29,7 +29,9 @@ class GenericPCIDriver(base.PCIDriverBase):
     (``device_spec.DeviceSpec.takes_vf``), with the ``CUSTOM_PCI_VF``
     trait.  A PF whose VFs are enabled is never reported whole
     (``PCIDriverBase.vfs_of``), whether its VFs are.  Functions Nova's PCI
-    passthrough claims are refused (``PCIDriverBase``).
+    passthrough claims are refused (``PCIDriverBase``).  The functions
+    of a spec with ``"pool": true`` are tagged ``spec<position>`` for
+    pooling (``discovery.pooling``).
 
     :param conf: accel_backend ``ConfigOpts``.
     :raises DeviceSpecError: at construction, for a malformed spec.
@@ -77,5 +79,7 @@ class GenericPCIDriver(base.PCIDriverBase):
                 resource_class=spec.resource_class,
                 traits=set(spec.traits) | base.pci_traits(fn),
                 attach_handles=[(spec.attach_handle_type,
-                                 spec.handle_info(fn))]))
+                                 spec.handle_info(fn))],
+                pool=('spec%d' % self.specs.index(spec)
+                      if spec.pool else None)))
         return found

@@ -16,6 +16,7 @@ from oslo_log import log as logging
 
 from accel_backend.discovery.drivers import base
 from accel_backend.discovery import pci_ids
+from accel_backend.discovery import pooling
 from accel_backend.discovery import sysfs
 
 LOG = logging.getLogger(__name__)
@@ -44,6 +45,8 @@ class NvidiaGPUDriver(base.PCIDriverBase):
       (``mdev_supported_types/<type>/devices`` not empty): guests use it.
 
     ``[discovery] nvidia_include_vfs`` is deprecated and ignored.
+    ``[discovery] nvidia_gpu_pool`` tags every GPU for pooling
+    (``discovery.pooling``): one provider per product and NUMA node.
 
     :param conf: accel_backend ``ConfigOpts``.
     """
@@ -112,5 +115,7 @@ class NvidiaGPUDriver(base.PCIDriverBase):
                 fn, device_type='GPU', resource_class='PGPU',
                 traits={self.product_trait(fn.product_id)} |
                 base.pci_traits(fn),
-                attach_handles=[('PCI', fn.address_parts)]))
+                attach_handles=[('PCI', fn.address_parts)],
+                pool=(pooling.DEFAULT_TAG
+                      if self.conf.discovery.nvidia_gpu_pool else None)))
         return found

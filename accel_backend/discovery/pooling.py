@@ -1,0 +1,136 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Interchangeable whole functions of one host pooled into one deployable.
+
+A driver asked to pool (a ``[discovery] device_spec`` with ``"pool":
+true``, ``[discovery] nvidia_gpu_pool``) tags each whole function it
+finds with a pool tag (``DiscoveredDeployable.pool``).  After discovery
+(``drivers.discover_all``), the tagged functions of one driver and tag
+that are interchangeable, i.e. same vendor and product, same resource
+class and same NUMA node, become ONE deployable: one resource provider
+whose total is their number, with one attach handle per function, the
+shape Cyborg's data model has for a deployable with several
+accelerators (openstack-cyborg 17.0.0, ``cyborg/objects/deployable.py``:
+``num_accelerators``; one ``AttachHandle`` per accelerator).  A request
+group ``resources:PGPU=8`` is then one group on one provider, not eight
+groups Placement has to spread over eight providers.
+
+The pooled deployable belongs to a device record of its own (the
+``pool device``, address ``pool`` and 12 hex digits of its name's SHA-1,
+as ``devices.address`` holds 16 characters); each function's health,
+board information and AER count are kept per function in its
+``std_board_info["members"]`` (``objects.host_sync``), and a function
+that is unhealthy gives no claimable attach handle, so the provider's
+``reserved`` grows by one (``objects.deployable.reserved_units``).
+
+The pool's name, which names the provider
+(``<compute RP>_pool_<name>``), is ``<vendor>_<product>_numa<N>``
+(``nonuma`` when the functions have no NUMA affinity), with ``_<tag>``
+when the driver's tag is not ``default`` (the generic driver tags with
+the spec's position, ``spec0``...).  Locality stays requestable: every
+member has the pool's NUMA trait (``CUSTOM_NUMA_NODE_<N>``).  The PCIe
+switch a function sits behind is not read (sysfs trees flatten
+``/sys/bus/pci/devices``): functions behind different switches of one
+NUMA node share a pool.
+"""
+
+import dataclasses
+import hashlib
+
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+#: ``drivers.HEALTHY`` (that package imports this module).
+HEALTHY = 'healthy'
+#: The tag a driver gives when it has one kind of pool only.
+DEFAULT_TAG = 'default'
+#: Provider name infix of a pooled deployable
+#: (``<compute RP>_pool_<name>``).
+PREFIX = 'pool'
+#: Cleaning methods, weakest first: a pool whose members the kernel can
+#: reset differently cleans with the strongest (a member that cannot be
+#: cleaned so fails cleaning and is kept out of service, never handed out
+#: uncleaned).
+_CLEANING_ORDER = ('none', 'vgpu', 'flr', 'command')
+
+
+def pool_name(item):
+    """The name of the pool of a tagged ``DiscoveredDeployable`` (str,
+    ``10de_2330_numa0``)."""
+    numa = ('nonuma' if item.numa_node is None
+            else 'numa%d' % item.numa_node)
+    parts = [item.vendor_id, item.product_id, numa]
+    if item.pool != DEFAULT_TAG:
+        parts.append(item.pool)
+    return '_'.join(parts)
+
+
+def device_address(name):
+    """The ``devices.address`` of the pool device of pool ``name`` (str of
+    16 characters: ``pool`` and 12 hex digits of the name's SHA-1)."""
+    return PREFIX + hashlib.sha1(name.encode()).hexdigest()[:12]
+
+
+def is_pool_address(address):
+    """True when a device address is that of a pool device."""
+    return bool(address) and address.startswith(PREFIX) and \
+        ':' not in address
+
+
+def _member(item):
+    return {'address': item.address, 'health': item.health,
+            'health_reason': item.health_reason,
+            'std_board_info': dict(item.std_board_info or {}),
+            'handle': item.attach_handles[0]}
+
+
+def _merged(name, items):
+    first = items[0]
+    cleaning = max((i.cleaning for i in items),
+                   key=lambda m: (_CLEANING_ORDER.index(m)
+                                  if m in _CLEANING_ORDER else 0))
+    if len({i.cleaning for i in items}) > 1:
+        LOG.warning('Pool %s: its functions have different cleaning '
+                    'methods (%s); every one is cleaned with %s',
+                    name, sorted({i.cleaning for i in items}), cleaning)
+    return dataclasses.replace(
+        first, address=device_address(name), subname=name,
+        deployable_name=None, cleaning=cleaning,
+        health=HEALTHY, health_reason=None,
+        std_board_info={'pool': name, 'numa_node': first.numa_node},
+        attach_handles=[h for i in items for h in i.attach_handles],
+        members=[_member(i) for i in items])
+
+
+def merge(found):
+    """Merge the tagged functions of ``found`` into one deployable per
+    pool (see the module docstring); untagged ones pass unchanged.
+
+    :param found: list of ``drivers.DiscoveredDeployable``, each tagged
+        one with exactly one attach handle.
+    :returns: list of ``DiscoveredDeployable``: the untagged ones in their
+        order, then one per pool, by name; a pooled one has ``members``
+        (sorted by address), ``subname`` the pool's name and ``address``
+        its pool device's.
+    """
+    kept, pools = [], {}
+    for item in found:
+        if item.pool is None:
+            kept.append(item)
+            continue
+        key = (item.driver_name, pool_name(item))
+        pools.setdefault(key, []).append(item)
+    for (_, name), items in sorted(pools.items()):
+        items.sort(key=lambda i: i.address)
+        kept.append(_merged(name, items))
+    return kept
