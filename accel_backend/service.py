@@ -182,7 +182,7 @@ class Service:
                 max_removal_share=self.conf.discovery.max_removal_share,
                 force=force, health_changes=changes,
                 aer_recovery_passes=self.conf.discovery.aer_recovery_passes)
-            reported = [self._record(d) for d in deps]
+            reported = [self._provider_record(d) for d in deps]
         for change in changes:
             self.notifications.device_health(change)
         if report:
@@ -240,7 +240,7 @@ class Service:
             LOG.warning('Cannot record the status of host %s: %s',
                         self.conf.host, e)
 
-    def _record(self, dep):
+    def _provider_record(self, dep):
         address, subname = deployable_obj.record_name(self.conf.host, dep)
         return records.ProviderRecord(
             rp_uuid=dep.rp_uuid, address=address,

@@ -17,13 +17,20 @@ reported to a real Placement (openstack-placement's fixture)."""
 import os
 import shutil
 
+import fixtures
+
 from oslo_utils import uuidutils
 import sqlalchemy as sa
+import testtools
 
 from accel_backend.db import models
+from accel_backend.discovery import device_spec
+from accel_backend.discovery import drivers
+from accel_backend.discovery.drivers import generic_pci
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
+from tests.unit.accel_backend import base
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend import test_lifecycle
 
@@ -71,9 +78,9 @@ class PooledTest(test_lifecycle.ServiceTestBase):
     def candidates(self, query):
         body = self.raw.get('/allocation_candidates?%s' % query).json()
         names = {rp['uuid']: n for n, rp in self.providers().items()}
-        return [sorted((names[u], a['resources']['PGPU'])
-                       for u, a in ar['allocations'].items())
-                for ar in body['allocation_requests']]
+        return sorted(sorted((names[u], a['resources']['PGPU'])
+                             for u, a in ar['allocations'].items())
+                      for ar in body['allocation_requests'])
 
     def service(self, **kw):
         svc = self.make_service(self.make_conf(nvidia_gpu_pool='true',
@@ -89,10 +96,10 @@ class PooledTest(test_lifecycle.ServiceTestBase):
         rp = self.providers()[name]['uuid']
         instance = uuidutils.generate_uuid()
         with svc.db.transaction() as session:
-            dp_obj.create(session, 'gpus%d' % amount,
+            profile = uuidutils.generate_uuid()
+            dp_obj.create(session, profile,
                           [{'resources:PGPU': str(amount)}])
-            arqs = arq_obj.create(session, 'gpus%d' % amount,
-                                  project_id='p1')
+            arqs = arq_obj.create(session, profile, project_id='p1')
             for arq in arqs:
                 arq_obj.start_binding(session, arq, COMPUTE, rp, instance)
             uuids = [a.uuid for a in arqs]
@@ -100,6 +107,14 @@ class PooledTest(test_lifecycle.ServiceTestBase):
         for arq_uuid in uuids:
             self.assertEqual(arq_obj.BOUND, svc.binder.bind_one(arq_uuid))
         return uuids
+
+    def bind_one(self, svc, name):
+        """Bind one more ARQ to provider ``name``; returns the state of
+        the handle it got."""
+        (arq,) = self.bind_group(svc, name, 1)
+        with svc.db.transaction() as session:
+            return session.get(models.AttachHandle, arq_obj.get(
+                session, arq).attach_handle_id).state
 
     def handles_of(self, svc, arq_uuids):
         with svc.db.transaction() as session:
@@ -165,7 +180,9 @@ class TestPooledByNUMA(PooledTest):
 
     def test_unhealthy_gpu_raises_reserved_and_is_never_bound(self):
         svc = self.service()
-        os.unlink(os.path.join(self.root, '0000:2a:00.0', 'iommu_group'))
+        group = os.path.join(self.root, '0000:2a:00.0', 'iommu_group')
+        link = os.readlink(group)
+        os.unlink(group)
         svc.discover_and_report()
         self.assertEqual((4, 1, 4), self.inv(POOL0))
         self.assertEqual((4, 0, 4), self.inv(POOL1))
@@ -180,6 +197,12 @@ class TestPooledByNUMA(PooledTest):
         self.assertEqual('enabled', pool['status'])
         self.assertEqual('unhealthy', pool['std_board_info']['members'][
             '0000:2a:00.0']['health'])
+        # Healthy again: offered again, nothing reserved.
+        os.symlink(link, os.path.join(self.root, '0000:2a:00.0',
+                                      'iommu_group'))
+        svc.discover_and_report()
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.assertEqual('bound', self.bind_one(svc, POOL0))
 
     def test_removed_gpu_lowers_total_with_the_guard(self):
         svc = self.service(max_removal_share='0.2')
@@ -218,3 +241,36 @@ class TestNotPooledByDefault(PooledTest):
         self.make_service().discover_and_report()
         self.assertEqual(sorted(a for a, _ in GPUS),
                          sorted(self.providers()))
+
+
+class TestPoolSpec(testtools.TestCase):
+    """``"pool": true`` in a ``[discovery] device_spec``."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.useFixture(fixtures.TempDir()).path
+        write_hgx(self.root)
+
+    def discover(self, **extra):
+        spec = dict(vendor_id='10de', product_id='2330', **extra)
+        return drivers.discover_all([generic_pci.GenericPCIDriver(
+            base.make_conf(self, self.root, [spec]))])
+
+    def test_pool_spec_gives_one_deployable_per_numa_node(self):
+        found = self.discover(pool=True)
+        self.assertEqual(['10de_2330_numa0_spec0', '10de_2330_numa1_spec0'],
+                         [d.subname for d in found])
+        self.assertEqual([4, 4], [len(d.attach_handles) for d in found])
+        self.assertEqual(['0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0',
+                          '0000:5d:00.0'],
+                         [m['address'] for m in found[0].members])
+        self.assertIn('CUSTOM_NUMA_NODE_1', found[1].traits)
+
+    def test_no_pool_key_one_deployable_per_function(self):
+        self.assertEqual(8, len(self.discover()))
+        self.assertEqual(8, len(self.discover(pool=False)))
+
+    def test_pool_must_be_a_bool(self):
+        self.assertRaises(exception.DeviceSpecError, device_spec.parse,
+                          '{"vendor_id": "10de", "product_id": "2330", '
+                          '"pool": "yes"}')
