@@ -90,7 +90,14 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
     removal.check(hostname, 'devices', len(units), [
         address for address, used in units.items()
         if address not in found and not used], max_removal_share, force)
-    present = []
+    # Vanished devices go first: a function that moved into or out of a
+    # pool (discovery.pooling) keeps its handle UUID, which the new row
+    # can only take once the old one is deleted; one still in use keeps
+    # its handle, and the new row waits (``taken``) until it is released.
+    present = _vanished_devices(session, hostname, [
+        existing.pop(a) for a in list(existing) if a not in by_address])
+    session.flush()
+    taken = {h.uuid for dep in present for h in dep.attach_handles}
     for address, items in by_address.items():
         dev = existing.pop(address, None)
         if dev is None:
@@ -101,8 +108,7 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
             session.add(dev)
         _update_device(dev, hostname, items, health_changes,
                        aer_recovery_passes)
-        present.extend(_sync_deployables(dev, hostname, items))
-    present.extend(_vanished_devices(session, hostname, existing.values()))
+        present.extend(_sync_deployables(dev, hostname, items, taken))
     session.flush()
     return present
 
@@ -180,7 +186,7 @@ def _set_health(dev, hostname, reasons, health_changes):
     dev.health_reason = reason
 
 
-def _sync_deployables(dev, hostname, items):
+def _sync_deployables(dev, hostname, items, taken=frozenset()):
     """Make the deployables of ``dev`` those of ``items``; one that
     vanished is deleted unless in use.
 
@@ -203,12 +209,12 @@ def _sync_deployables(dev, hostname, items):
         dep.traits = sorted(item.traits)
         dep.cleaning = item.cleaning
         if item.members is None:
-            _sync_handles(dep, hostname, item.attach_handles)
+            _sync_handles(dep, hostname, item.attach_handles, taken=taken)
             dep.num_accelerators = len(dep.attach_handles)
         else:
             dep.name = pool_members.deployable_name(hostname, item)
             offered, withheld = pool_members.split(dev)
-            _sync_handles(dep, hostname, offered, withheld)
+            _sync_handles(dep, hostname, offered, withheld, taken)
             dep.num_accelerators = pool_members.total(
                 item.members, dep.attach_handles)
         board = dev.std_board_info or {}
@@ -254,9 +260,11 @@ def _vanished_devices(session, hostname, devs):
     return present
 
 
-def _sync_handles(dep, hostname, handles, withheld=()):
+def _sync_handles(dep, hostname, handles, withheld=(), taken=frozenset()):
     """Make ``dep``'s attach handles those of ``handles`` (list of
     ``(attach_type, attach_info)``); a stale one is deleted unless in use.
+    A new handle whose UUID is in ``taken`` (held by a vanished device
+    still in use) is not created yet.
     A handle of ``withheld`` (keys of functions not offered now: an
     unhealthy pool member) that exists is deleted only when
     ``available``: one a guest may have used stays to be cleaned."""
@@ -265,12 +273,13 @@ def _sync_handles(dep, hostname, handles, withheld=()):
               for h in dep.attach_handles}
     for attach_type, info in handles:
         key = _handle_key(attach_type, info)
-        if by_key.pop(key, None) is None:
+        handle_uuid = device_obj.stable_uuid(
+            'handle', hostname, attach_type,
+            *['%s=%s' % kv for kv in key[1]])
+        if by_key.pop(key, None) is None and handle_uuid not in taken:
             dep.attach_handles.append(device_obj.new_handle(
-                uuid=device_obj.stable_uuid(
-                    'handle', hostname, attach_type,
-                    *['%s=%s' % kv for kv in key[1]]),
-                attach_type=attach_type, attach_info=dict(info)))
+                uuid=handle_uuid, attach_type=attach_type,
+                attach_info=dict(info)))
     for key, stale in by_key.items():
         if device_obj.handle_in_use(stale) or (
                 key in withheld and

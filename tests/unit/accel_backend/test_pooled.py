@@ -216,6 +216,19 @@ class TestPooledByNUMA(PooledTest):
         self.assertEqual((2, 0, 2), self.inv(POOL1))
         self.assertEqual((4, 0, 4), self.inv(POOL0))
 
+    def test_turning_pooling_on_replaces_the_providers(self):
+        self.make_service().discover_and_report()
+        self.assertEqual(8, len(self.providers()))
+        svc = self.make_service(self.make_conf(nvidia_gpu_pool='true'))
+        # Every provider of the host would go: the guard asks for force.
+        self.assertRaises(exception.MassRemovalRefused,
+                          svc.discover_and_report)
+        svc.discover_and_report(force=True)
+        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
+        with svc.db.transaction() as session:
+            self.assertEqual(2, len(list(session.scalars(
+                sa.select(models.Device)))))
+
 
 class TestOneBoard(PooledTest):
     """All 8 GPUs on one NUMA node (one board): one provider of 8."""
