@@ -135,6 +135,31 @@ def _plot_concurrency(results, path):
     _save(fig, path)
 
 
+def _plot_sched(s, path):
+    """p50 of allocation candidates against GPUs per request, one line
+    per layout and cloud size; a timeout drawn at the timeout."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    styles = ('o-', 's--', '^:')
+    for i, size in enumerate(s['sizes']):
+        for j, (lay, by_n) in enumerate(size['layouts'].items()):
+            pts = sorted((int(n), c.get('p50') or (
+                s['timeout_s'] * 1000.0 if c.get('status') == 'timeout'
+                else None)) for n, c in by_n.items())
+            pts = [(n, v) for n, v in pts if v]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts],
+                        styles[i % 3], color='C%d' % j,
+                        label='%s, %d hosts' % (lay, size['hosts']))
+    ax.axhline(s['timeout_s'] * 1000.0, color='grey', linestyle=':',
+               label='timeout')
+    _loglog(ax, 'GPUs per request (8 per host)',
+            'GET /allocation_candidates p50 (ms)',
+            'Scheduling cost: per-device vs pooled providers')
+    ax.set_xticks([1, 2, 4, 8])
+    ax.set_xticklabels(['1', '2', '4', '8'])
+    _save(fig, path)
+
+
 def plots(results, prefix):
     """Write one PNG per measured measure as ``<prefix>-<measure>.png``.
 
@@ -149,7 +174,8 @@ def plots(results, prefix):
             ('roundtrip', lambda r: r, _plot_roundtrip),
             ('upstream', lambda r: r, _plot_upstream),
             ('concurrency', lambda r: r, _plot_concurrency),
-            ('scale', lambda r: r['db'], _plot_scale)]
+            ('scale', lambda r: r['db'], _plot_scale),
+            ('sched', lambda r: r, _plot_sched)]
     for name, pick, fn in todo:
         r = results.get(name)
         if not r or common.not_measured(r):

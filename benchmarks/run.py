@@ -41,6 +41,8 @@ Measures (see each module's docstring):
    allocation PUT, bind PATCH, event) against its Placement calls, in a
    cloud of accel-backend's host alone and of 100 more GPU hosts, each
    on a Placement of its own.
+8. ``sched``: allocation candidates for 1, 2, 4 and 8 GPUs per request,
+   per-device and pooled providers, 1 to 1,000 hosts of 8 GPUs.
 
 Writes ``benchmarks/results/<date>-<machine>.md`` and PNG plots next to
 it (``--no-plots``: none, where matplotlib is missing), and prints a
@@ -72,7 +74,7 @@ from tools.fixtures import placement as placement_fx
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
 MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
-            'weigher', 'flow')
+            'weigher', 'flow', 'sched')
 
 
 class Env:
@@ -222,9 +224,15 @@ def run_flow(env):
     return flow.measure(env)
 
 
+def run_sched(env):
+    from benchmarks import sched
+    return sched.measure(env)
+
+
 RUNNERS = {'boot': run_boot, 'roundtrip': run_roundtrip,
            'upstream': run_upstream, 'concurrency': run_concurrency,
-           'scale': run_scale, 'weigher': run_weigher, 'flow': run_flow}
+           'scale': run_scale, 'weigher': run_weigher, 'flow': run_flow,
+           'sched': run_sched}
 
 
 #: Seconds to wait for a quiet machine before a measure starts.

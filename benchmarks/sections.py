@@ -207,3 +207,56 @@ def flow_md(fl):
                 _x(c['ratio_p50']), r['p50'], r['p95'], r['n'],
                 fl['goal'])]
     return L
+
+
+def _sched_cell(cell):
+    """One (layout, N) cell: ``p50 (p95) ms, n, candidates`` or why not."""
+    if not cell:
+        return '-'
+    if cell.get('status') != 'ok' or not cell.get('n'):
+        return cell.get('status', '-')
+    return '%s (%s) ms, n=%d, %d cand.%s' % (
+        _f(cell['p50']), _f(cell['p95']), cell['n'], cell['candidates'],
+        ' +1 timeout' if cell.get('late_timeouts') else '')
+
+
+def sched_ratio(r):
+    """An 8/1 ratio of ``benchmarks.sched.ratios`` as text."""
+    return r if isinstance(r, str) else _x(r)
+
+
+def sched_md(s):
+    """The scheduling cost section: per cloud size and layout, p50 (p95)
+    of ``GET /allocation_candidates`` for 1, 2, 4 and 8 GPUs, and the
+    8-GPU / 1-GPU ratio (list of lines)."""
+    if not s:
+        return []
+    L = ['', '## 8. Scheduling cost against GPUs per request', '']
+    if common.not_measured(s):
+        return L + not_measured(s)
+    ns = sorted({int(n) for size in s['sizes']
+                 for by_n in size['layouts'].values() for n in by_n})
+    L += ['Nova 34\'s `GET /allocation_candidates` (Placement 1.36, '
+          '`limit=%d`, a flavor of VCPU:1, MEMORY_MB:512 and a device '
+          'profile of N GPUs: one request group per device profile group, '
+          '`group_policy=isolate` with two or more) on hosts of 8 GPUs, '
+          'each layout on a real Placement of its own (gunicorn, SQLite); '
+          'per_device: 8 providers of PGPU 1 (N groups of 1); pooled: one '
+          'provider of PGPU 8 (one group of N); pooled_numa: two of PGPU 4, '
+          'one per NUMA node (one group, two of 4 for 8). Cells take turns '
+          'sample by sample after a warm-up; a request has %.0f s '
+          '(`timeout`: the larger N of that layout are then `skipped`); a '
+          'cell stops after %.0f s of samples. p50 (p95), samples, '
+          'candidates answered. Goal for pooled: 8 GPUs <= %.1fx 1 GPU.'
+          % (s['limit'], s['timeout_s'], s['cell_budget_s'], s['goal']), '',
+          '| hosts | layout | %s | 8 / 1 (p50) |' % ' | '.join(
+              'N=%d' % n for n in ns),
+          '|---|---|%s---|' % ('---|' * len(ns))]
+    for size in s['sizes']:
+        for lay, by_n in size['layouts'].items():
+            L.append('| %d | %s | %s | %s |' % (
+                size['hosts'], lay, ' | '.join(
+                    _sched_cell(by_n.get(n, by_n.get(str(n))))
+                    for n in ns),
+                sched_ratio(size['ratio_8_to_1'].get(lay))))
+    return L

@@ -190,12 +190,24 @@ def _weigher(w, rows):
                      x(common.ratio(r['weigh']['p50'], r['a_c']['p50']))))
 
 
+def _sched(s, rows):
+    for size in s['sizes']:
+        for lay, r in size['ratio_8_to_1'].items():
+            one = size['layouts'][lay].get(1) or size['layouts'][lay].get(
+                '1') or {}
+            rows.append(('8 sched', '%d hosts x 8 GPUs, %s: a_c for 1 GPU '
+                         'p50; 8 GPUs / 1 GPU' % (size['hosts'], lay),
+                         '%s ms' % f(one.get('p50')),
+                         r if isinstance(r, str) else x(r)))
+
+
 SECTIONS = (('boot', '1 boot', _boot), ('roundtrip', '2 ARQ round trip',
                                         _roundtrip),
             ('upstream', '3 vs Cyborg 17', _upstream),
             ('concurrency', '4 concurrency', _concurrency),
             ('scale', '5 scale', _scale), ('weigher', '6 weigher', _weigher),
-            ('flow', '7 Nova-like flow', _flow))
+            ('flow', '7 Nova-like flow', _flow),
+            ('sched', '8 sched', _sched))
 
 
 def summary_rows(results):
