@@ -11,9 +11,11 @@
 # under the License.
 
 """The benchmarks' measures that start servers (the arithmetic and its
-presentation: ``tests/unit/test_bench_stats.py``): the flow measure
+presentation: ``tests/unit/test_bench_stats.py`` and
+``tests/unit/test_bench_sched.py``): the flow measure
 (``benchmarks.flow``) on clouds of their own, against the Nova stub in a
-child process, labelled in the summary and the results file."""
+child process, labelled in the summary and the results file; the
+scheduling cost measure (``benchmarks.sched``) on real Placements."""
 
 import shutil
 import tempfile
@@ -22,6 +24,8 @@ import types
 import testtools
 
 from benchmarks import flow
+from benchmarks import sched
+from benchmarks import sections
 from benchmarks import summary
 from tools import fixtures as tools_fixtures
 from tools.fixtures import nova_stub
@@ -53,3 +57,30 @@ class TestFlowMeasure(testtools.TestCase):
         self.assertIn('3 other hosts, %d candidates' % (flow.DEVICES + 15),
                       rows[2][1])
         self.assertIn('goal <= 1.15', rows[3][3])
+
+
+class TestSchedMeasure(testtools.TestCase):
+
+    def test_each_layout_answers_its_candidates(self):
+        work = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, work, True)
+        env = types.SimpleNamespace(workdir=work, quick=True,
+                                    log=lambda _msg: None)
+        res = sched.measure(env, sizes=(1, 2), gpus=(1, 2),
+                            layouts=('per_device', 'pooled'), samples=2)
+        self.assertEqual([1, 2], [s['hosts'] for s in res['sizes']])
+        for size in res['sizes']:
+            for lay, by_n in size['layouts'].items():
+                for n, cell in by_n.items():
+                    # Placement's own answer to Nova's query: per device
+                    # 8 then 56 ordered assignments per host, pooled one
+                    # per host whatever N.
+                    self.assertEqual(
+                        ('ok', sched.expected_candidates(
+                            lay, n, size['hosts']), 2),
+                        (cell['status'], cell['candidates'], cell['n']),
+                        (lay, n))
+                    self.assertGreater(cell['p50'], 0)
+        md = '\n'.join(sections.sched_md(res))
+        self.assertIn('| 2 | pooled | ', md)
+        self.assertEqual(4, len(summary.summary_rows({'sched': res})))
