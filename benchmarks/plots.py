@@ -155,6 +155,7 @@ def _plot_sched(s, path):
     _loglog(ax, 'GPUs per request (8 per host)',
             'GET /allocation_candidates p50 (ms)',
             'Scheduling cost: per-device vs pooled providers')
+    ax.minorticks_off()
     ax.set_xticks([1, 2, 4, 8])
     ax.set_xticklabels(['1', '2', '4', '8'])
     _save(fig, path)

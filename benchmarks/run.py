@@ -372,7 +372,9 @@ def main(argv=None):
             'machine': info, 'versions': env.versions, 'quick': args.quick,
             'measures': only, 'total_seconds': total,
             'command': 'python -m benchmarks.run' + (
-                ' --quick' if args.quick else '')}
+                ' --quick' if args.quick else '') + (
+                '' if len(only) == len(MEASURES) else
+                ' --only ' + ','.join(only))}
     os.makedirs(args.results_dir, exist_ok=True)
     path = report.write(args.results_dir, meta, results,
                         plots=not args.no_plots)

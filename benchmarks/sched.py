@@ -77,7 +77,7 @@ GPU_TRAITS = ('OWNER_CYBORG', PRODUCT_TRAIT)
 ROOT_TRAIT = 'COMPUTE_ACCELERATORS'
 LIMIT = 1000
 TIMEOUT = 30.0
-CELL_BUDGET = 60.0
+CELL_BUDGET = 30.0
 SAMPLES = {False: 20, True: 8}
 #: The pooled layout's goal: 8 GPUs cost at most this times 1 GPU.
 GOAL = 1.5
