@@ -78,7 +78,8 @@ def pool_name(item):
 def device_address(name):
     """The ``devices.address`` of the pool device of pool ``name`` (str of
     16 characters: ``pool`` and 12 hex digits of the name's SHA-1)."""
-    return PREFIX + hashlib.sha1(name.encode()).hexdigest()[:12]
+    return PREFIX + hashlib.sha1(name.encode(),
+                                 usedforsecurity=False).hexdigest()[:12]
 
 
 def is_pool_address(address):
