@@ -48,7 +48,7 @@ class BareInstallTest(test_layouts._Layout):
             f.write('[database]\nconnection = sqlite:///%s\n' %
                     os.path.join(self.tmp, 'accel.sqlite'))
         manage = os.path.join(venv, 'bin', 'accel-backend-manage')
-        self.assertIn('revision head', test_layouts._run(
+        self.assertIn('Database expanded and contracted', test_layouts._run(
             [manage, '--config-file', conf, 'db', 'sync']))
         status = os.path.join(venv, 'bin', 'accel-backend-status')
         out = test_layouts._run(
