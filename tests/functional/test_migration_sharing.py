@@ -13,23 +13,23 @@
 
 """Expand/contract migrations on a PostgreSQL server
 (``tools.fixtures.databases``, one per class): each branch's discipline
-checked on the server's own DDL, and the processes of two releases on one
-database during an upgrade (``migration_checks.SharingScenarios``, the
-SQLite twin in ``tests/unit/accel_backend/test_migration_branches.py``).
+checked on the server's own DDL (``migration_checks.DisciplineScenarios``)
+and the processes of two releases on one database during an upgrade
+(``migration_checks.SharingScenarios``); the SQLite twins are in
+``tests/unit/accel_backend/test_migration_branches.py``.
 """
 
 import fixtures
 import sqlalchemy as sa
 import testtools
 
-from accel_backend.db import migration
 from tests.functional.fixtures import database_server
 from tests.unit.accel_backend import migration_checks as checks
 from tools.fixtures import databases
 
 
-class TestPostgreSQL(checks.SharingScenarios, database_server.ServerPerClass,
-                     testtools.TestCase):
+class TestPostgreSQL(checks.SharingScenarios, checks.DisciplineScenarios,
+                     database_server.ServerPerClass, testtools.TestCase):
     SERVER = databases.PostgreSQLServer
 
     def setUp(self):
@@ -44,21 +44,3 @@ class TestPostgreSQL(checks.SharingScenarios, database_server.ServerPerClass,
         engine = sa.create_engine(self.new_url())
         self.addCleanup(engine.dispose)
         return engine
-
-    def test_branch_discipline(self):
-        later = checks.plant(self.tmp, checks.LATER_EXPAND,
-                             checks.LATER_CONTRACT)
-        for branch in migration.BRANCHES:
-            report = checks.walk(self.engine(), branch, later)
-            self.assertEqual(['0005_' + branch, '0006_' + branch],
-                             [r[0] for r in report])
-            self.assertEqual([], [r for r in report if r[1]])
-
-    def test_bad_expand_is_caught(self):
-        cfg = checks.plant(self.tmp, checks.BAD_EXPAND)
-        report = checks.walk(self.engine(), migration.EXPAND, cfg)
-        self.assertEqual(('0006_expand', [
-            'adds NOT NULL column accelerator_requests.zone without a '
-            'server default',
-            'makes accelerator_requests.hostname NOT NULL',
-            'drops column attach_handles.state_reason']), report[-1])

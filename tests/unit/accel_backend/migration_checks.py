@@ -181,6 +181,45 @@ def _upgrade(engine, cfg, target):
         alembic.command.upgrade(cfg, target)
 
 
+class DisciplineScenarios:
+    """Each branch's discipline checked on a backend's own DDL: a
+    ``testtools.TestCase`` mixin whose class gives ``engine()`` (a fresh,
+    empty database's engine) and ``self.tmp`` (a directory)."""
+
+    def test_expand_migrations_only_add(self):
+        report = walk(self.engine(), migration.EXPAND)
+        self.assertEqual('0005_expand', report[0][0])
+        self.assertEqual([], [r for r in report if r[1]])
+
+    def test_contract_migrations_only_remove(self):
+        report = walk(self.engine(), migration.CONTRACT)
+        self.assertEqual('0005_contract', report[0][0])
+        self.assertEqual([], [r for r in report if r[1]])
+
+    def test_later_release_pair_passes(self):
+        cfg = plant(self.tmp, LATER_EXPAND, LATER_CONTRACT)
+        for branch in migration.BRANCHES:
+            report = walk(self.engine(), branch, cfg)
+            self.assertEqual(['0005_' + branch, '0006_' + branch],
+                             [r[0] for r in report])
+            self.assertEqual([], [r for r in report if r[1]])
+
+    def test_bad_expand_is_caught(self):
+        cfg = plant(self.tmp, BAD_EXPAND)
+        report = walk(self.engine(), migration.EXPAND, cfg)
+        self.assertEqual(('0006_expand', [
+            'adds NOT NULL column accelerator_requests.zone without a '
+            'server default',
+            'makes accelerator_requests.hostname NOT NULL',
+            'drops column attach_handles.state_reason']), report[-1])
+
+    def test_bad_contract_is_caught(self):
+        cfg = plant(self.tmp, BAD_CONTRACT)
+        report = walk(self.engine(), migration.CONTRACT, cfg)
+        self.assertEqual(('0006_contract', ['adds column devices.numa_node']),
+                         report[-1])
+
+
 class SharingScenarios:
     """Old and new processes on one database during an upgrade.  Mixed
     into a ``testtools.TestCase`` that has ``new_url()`` (an empty

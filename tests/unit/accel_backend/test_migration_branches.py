@@ -90,42 +90,8 @@ class BranchLayoutTest(_SQLite):
         self.assertEqual((4, None), migration.parse('0004'))
 
 
-class DisciplineTest(_SQLite):
+class DisciplineTest(checks.DisciplineScenarios, _SQLite):
     """Every migration of a branch does only what its branch allows."""
-
-    def test_expand_migrations_only_add(self):
-        report = checks.walk(self.engine(), migration.EXPAND)
-        self.assertEqual('0005_expand', report[0][0])
-        self.assertEqual([], [r for r in report if r[1]])
-
-    def test_contract_migrations_only_remove(self):
-        report = checks.walk(self.engine(), migration.CONTRACT)
-        self.assertEqual('0005_contract', report[0][0])
-        self.assertEqual([], [r for r in report if r[1]])
-
-    def test_later_release_pair_passes(self):
-        cfg = checks.plant(self.tmp, checks.LATER_EXPAND,
-                           checks.LATER_CONTRACT)
-        for branch in migration.BRANCHES:
-            report = checks.walk(self.engine(), branch, cfg)
-            self.assertEqual(['0005_' + branch, '0006_' + branch],
-                             [r[0] for r in report])
-            self.assertEqual([], [r for r in report if r[1]])
-
-    def test_bad_expand_is_caught(self):
-        cfg = checks.plant(self.tmp, checks.BAD_EXPAND)
-        report = checks.walk(self.engine(), migration.EXPAND, cfg)
-        self.assertEqual(('0006_expand', [
-            'adds NOT NULL column accelerator_requests.zone without a '
-            'server default',
-            'makes accelerator_requests.hostname NOT NULL',
-            'drops column attach_handles.state_reason']), report[-1])
-
-    def test_bad_contract_is_caught(self):
-        cfg = checks.plant(self.tmp, checks.BAD_CONTRACT)
-        report = checks.walk(self.engine(), migration.CONTRACT, cfg)
-        self.assertEqual(('0006_contract', ['adds column devices.numa_node']),
-                         report[-1])
 
 
 class SchemaCheckTest(_SQLite):
