@@ -275,6 +275,11 @@ class TestLoadBalancedTLS(testtools.TestCase):
     def providers(self):
         """``{host: resource provider UUID}`` of the fake deployables,
         once all three hosts have theirs in Placement with inventory."""
+        # Placement answers 400 to ``required`` naming a trait nobody
+        # has created yet: until the first agent reports, wait.
+        if not self.placement.request(
+                'GET', '/traits?name=in:CUSTOM_FAKE_DEVICE')['traits']:
+            return None
         reported = {rp['uuid'] for rp in self.placement.request(
             'GET', '/resource_providers?resources=FPGA:1'
             '&required=CUSTOM_FAKE_DEVICE')['resource_providers']}
