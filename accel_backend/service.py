@@ -10,24 +10,29 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The accel_backend process: API, binder and discovery.
+"""The accel_backend process: API, conductor and agent work.
 
-``Service`` wires the pieces together for one of three roles:
+``Service`` wires the pieces together for one of four roles:
 
 ``embedded`` (``accel-backend``, ``accel_backend.cmd.server``)
-    everything in one process: the API (cheroot), the binder, discovery
-    and the Placement report of ``[DEFAULT] host``, cleaning and the
-    audit.  Bind requests go to the process's own binder (``[binding]
-    mode = inline``, the default) or, with ``mode = agents``, to the agent of
-    each ARQ's host (its own host still in-process).
+    everything in one process: the API (cheroot), the binder, discovery,
+    the Placement report, cleaning and the audit of ``[DEFAULT] host``.
+    Binds run in the PATCH's transaction (``[binding] mode = inline``, the
+    default) or after its commit (``mode = agents``, where the process is
+    also the conductor of the other hosts' ``accel-backend-agent``).
 ``api`` (``accel-backend-api``, ``accel_backend.cmd.api``)
     the REST API only, on the shared database (PostgreSQL); bind requests
-    are cast over oslo.messaging to the agent of each ARQ's host
-    (``accel_backend.binding.dispatcher``).  Several may run.
+    are cast over oslo.messaging to a conductor, cleaning wake-ups to the
+    agent of the device's host (``accel_backend.binding.dispatcher``).
+    Several may run.
+``conductor`` (``accel-backend-conductor``)
+    the database work of the agents (``accel_backend.conductor.rpc``), the
+    binder (ARQs of every host, events to Nova) and the audit of every
+    host; no HTTP.  Several may run.
 ``agent`` (``accel-backend-agent``, ``accel_backend.cmd.agent``)
-    one per compute node: discovery and Placement report of its host,
-    the binder (serving the API's casts, ``accel_backend.binding.rpc``),
-    cleaning and the audit of its host; no HTTP.
+    one per compute node, without database credentials: discovery and
+    the Placement report of its host, cleaning and health; every row it
+    needs goes through the conductor (``conductor.rpc.RemoteHostStore``).
 
 Tests build a ``Service`` directly and serve ``service.app`` in-process.
 """
@@ -39,9 +44,11 @@ from oslo_log import log as logging
 
 from accel_backend.api import wsgi
 from accel_backend import audit
+from accel_backend import audit_hosts
 from accel_backend.binding import binder as binder_mod
 from accel_backend.binding import dispatcher as dispatcher_mod
 from accel_backend import cleaning
+from accel_backend.conductor import store as store_mod
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
 from accel_backend.discovery import drivers as drivers_mod
@@ -49,9 +56,7 @@ from accel_backend import exception
 from accel_backend import metrics
 from accel_backend import notifications
 from accel_backend.nova import notifier as notifier_mod
-from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import host_status
-from accel_backend.objects import host_sync
 from accel_backend import periodic
 from accel_backend.placement import client as placement_client
 from accel_backend.placement import records
@@ -62,8 +67,9 @@ LOG = logging.getLogger(__name__)
 
 EMBEDDED = 'embedded'
 API = 'api'
+CONDUCTOR = 'conductor'
 AGENT = 'agent'
-ROLES = (EMBEDDED, API, AGENT)
+ROLES = (EMBEDDED, API, CONDUCTOR, AGENT)
 
 
 class Service:
@@ -74,30 +80,38 @@ class Service:
         Placement (default: loaded from ``[placement]``).
     :param nova_auth: optional keystoneauth1 auth plugin for Nova
         (default: loaded from ``[nova]``).
-    :param role: ``EMBEDDED``, ``API`` or ``AGENT`` (see the module).
+    :param role: ``EMBEDDED``, ``API``, ``CONDUCTOR`` or ``AGENT`` (see
+        the module).
     :param transport: an oslo.messaging RPC transport to use instead of
         one built from ``[DEFAULT] transport_url`` (tests share a
         ``fake://`` one between services).
+    :param direct_db: with ``role = AGENT``: store in the database
+        (``[database]``) instead of through a conductor; what
+        ``accel-backend-manage discovery sync`` does where the database's
+        credentials are (one host, before ``import-cyborg``).
 
     Only the embedded role creates or upgrades the schema at start, and
-    only with ``[database] sync_on_startup`` (default true); otherwise,
-    and always for the API and the agents, the schema must be at this
-    code's revision (``accel-backend-manage db sync``; several processes
-    starting at once must not race alembic) or the service refuses to
-    start (``SchemaOutOfDate``).
+    only with ``[database] sync_on_startup`` (default true); otherwise the
+    schema must be at this code's revision (``accel-backend-manage db
+    sync``; several processes starting at once must not race alembic) or
+    the service refuses to start (``SchemaOutOfDate``).  The agent opens
+    no database: its ``[database]`` section is not read.
     """
 
     def __init__(self, conf, placement_auth=None, nova_auth=None,
-                 role=EMBEDDED, transport=None):
+                 role=EMBEDDED, transport=None, direct_db=False):
         if role not in ROLES:
             raise ValueError('role must be one of %s' % (ROLES,))
         self.conf = conf
         self.role = role
-        self.db = db_api.Database.from_conf(conf)
-        if role == EMBEDDED and conf.database.sync_on_startup:
-            self.db.sync()
-        else:
-            self.db.check_schema()
+        self.db = None
+        self.direct_db = direct_db
+        if role != AGENT or direct_db:
+            self.db = db_api.Database.from_conf(conf)
+            if role == EMBEDDED and conf.database.sync_on_startup:
+                self.db.sync()
+            else:
+                self.db.check_schema()
         self.notifications = notifications.Notifications(conf)
         self.notifier = notifier_mod.NovaNotifier(
             notifier_mod.adapter_from_conf(conf, auth=nova_auth),
@@ -109,56 +123,68 @@ class Service:
             self.placement, records.compute_rp_names(conf),
             reserved_for=self._reserved_for,
             max_removal_share=conf.discovery.max_removal_share)
-        self.binder = self.cleaner = self.auditor = None
+        mode = conf_mod.binding_mode(conf) if role == EMBEDDED else None
+        self.transport = transport
+        if self.transport is None and (role != EMBEDDED or
+                                       mode == 'agents'):
+            self.transport = transports.get_rpc_transport(conf)
+        self._owns_transport = transport is None and \
+            self.transport is not None
+        self.binder = self.cleaner = self.auditor = self.store = None
         self.drivers = []
-        mode = conf_mod.binding_mode(conf)
-        binds_here = role == AGENT or mode == 'agents'
-        if role != API:
+        if role in (EMBEDDED, CONDUCTOR):
             self.binder = binder_mod.Binder(
                 self.db, self.notifier, workers=conf.binding.workers,
                 retry_interval=conf.nova.event_retry_interval,
                 retry_timeout=conf.nova.event_retry_timeout,
-                host=conf.host if binds_here else None,
                 notifications=self.notifications,
                 # Half the API threads at most (the embedded service's
                 # PATCH binds in its transaction; Binder.finish).
                 inline_events=(conf.api.workers // 2
                                if role == EMBEDDED else 0))
+        if role in (EMBEDDED, AGENT):
+            self.store = self._host_store()
             self.drivers = drivers_mod.load(conf,
                                             conf.discovery.enabled_drivers)
             self.cleaner = cleaning.Cleaner(
-                self.db, self.reporter, conf, conf.host,
+                self.store, self.reporter, conf, conf.host,
                 workers=conf.cleaning.workers,
                 notifications=self.notifications)
-        # The agents share the API's database: only the API (or the
-        # embedded service) reads the ARQ and device gauges from it.
+        # The ARQ and device gauges are the API's (or embedded service's).
         self.metrics = metrics.Endpoint(
-            conf, db=None if role == AGENT else self.db)
-        self.transport = transport
+            conf, db=self.db if role in (EMBEDDED, API) else None)
         self.dispatcher = None
-        self._rpc_server = None
-        if role != AGENT:
-            self.dispatcher, self.transport = dispatcher_mod.for_service(
-                conf, role, self.binder, transport=transport)
+        if role in (EMBEDDED, API):
+            self.dispatcher = dispatcher_mod.for_service(
+                conf, role, self.binder, self.transport)
             # An operator's [healthcheck] backends still wins.
             conf.set_default('backends', list(conf_mod.HEALTH_BACKENDS[
                 role]), group='healthcheck')
             self.app = wsgi.make_app(conf, self)
-        elif self.transport is None:
-            self.transport = transports.get_rpc_transport(conf)
         if self.binder is not None:
-            self.auditor = audit.Auditor.from_service(self)
+            self.auditor = (audit.Auditor.from_service(self)
+                            if mode == 'inline' else
+                            audit_hosts.AllHosts.from_service(self))
             self._audit_loop = periodic.AuditLoop(self.auditor,
                                                   conf.audit.interval)
-        self._serves_rpc = role == AGENT or (
-            role == EMBEDDED and mode == 'agents')
-        self._owns_transport = transport is None and \
-            self.transport is not None
+        self._serves_conductor = role == CONDUCTOR or mode == 'agents'
+        self._rpc_servers = []
         self._stop = threading.Event()
         self._thread = None
 
+    def _host_store(self):
+        if self.role == AGENT and not self.direct_db:
+            from accel_backend.conductor import rpc as conductor_rpc
+            return conductor_rpc.RemoteHostStore(
+                conductor_rpc.ConductorAPI.from_conf(self.conf,
+                                                     self.transport),
+                self.conf.host)
+        return store_mod.HostStore.from_conf(
+            self.db, self.conf, notifications=self.notifications)
+
     def discover_and_report(self, force=False, report=True):
-        """Discover devices, store them, report them to Placement.
+        """Discover devices, store them (``store.sync``), report them to
+        Placement.
 
         :param force: remove whatever vanished, even more than ``[discovery]
             max_removal_share`` of the host's devices (the operator's
@@ -170,21 +196,14 @@ class Service:
             nothing changed.
         :raises MassRemovalRefused: too many devices or providers would be
             removed; none was.
+        :raises ConductorUnavailable: (agent) the conductor did not answer;
+            nothing changed.
         :raises ComputeNodeProviderNotFound: nova-compute has not created
             the compute node RP yet.
         :raises PlacementError: Placement failed.
         """
         found = drivers_mod.discover_all(self.drivers)
-        changes = []
-        with self.db.transaction() as session:
-            deps = host_sync.sync(
-                session, self.conf.host, found,
-                max_removal_share=self.conf.discovery.max_removal_share,
-                force=force, health_changes=changes,
-                aer_recovery_passes=self.conf.discovery.aer_recovery_passes)
-            reported = [self._provider_record(d) for d in deps]
-        for change in changes:
-            self.notifications.device_health(change)
+        reported = self.store.sync(found, force=force)
         if report:
             self.reporter.report(reported, force=force)
         return reported
@@ -230,33 +249,22 @@ class Service:
 
     def _record(self, state, error=None):
         try:
-            with self.db.transaction() as session:
-                host_status.record(
-                    session, self.conf.host, state,
-                    reason=str(error) if error is not None else None,
-                    code=getattr(error, 'code', None) or (
-                        type(error).__name__ if error is not None else None))
+            self.store.record_status(
+                state, reason=str(error) if error is not None else None,
+                code=getattr(error, 'code', None) or (
+                    type(error).__name__ if error is not None else None))
         except Exception as e:
             LOG.warning('Cannot record the status of host %s: %s',
                         self.conf.host, e)
 
-    def _provider_record(self, dep):
-        address, subname = deployable_obj.record_name(self.conf.host, dep)
-        return records.ProviderRecord(
-            rp_uuid=dep.rp_uuid, address=address,
-            resource_class=dep.resource_class, total=dep.num_accelerators,
-            traits=tuple(dep.traits),
-            reserved=deployable_obj.reserved_units(dep), subname=subname)
-
     def _reserved_for(self, rp_uuid):
-        with self.db.transaction() as session:
-            return deployable_obj.reserved_units_of_rp(session, rp_uuid)
+        return self.store.reserved_units(rp_uuid)
 
     def start(self):
         """Serve the metrics when enabled; resume half-done binding and
-        cleaning work, serve the API's bind casts (agents) and start the
-        periodic report and audit (``accel_backend.audit``).  The API
-        role has nothing else to start.
+        cleaning work, serve the RPC APIs of the role (conductor, agent)
+        and start the periodic report and audit (``accel_backend.audit``).
+        The API role has nothing else to start.
 
         :raises OSError: the metrics port cannot be bound.
         """
@@ -264,23 +272,34 @@ class Service:
         if self.metrics.port:
             LOG.info('Metrics at http://%s:%d/metrics',
                      self.conf.metrics.host, self.metrics.port)
-        if self.binder is None:
-            return
         # Resume before serving casts: whatever the database says is
-        # BindStarted for this host is queued first (binding is
-        # idempotent, so a cast of the same ARQ queued meanwhile by the
-        # broker changes nothing).
-        self.binder.resume()
-        self.cleaner.start()
-        if self._serves_rpc:
+        # BindStarted is queued first (binding is idempotent, so a cast of
+        # the same ARQ queued meanwhile by the broker changes nothing).
+        if self.binder is not None:
+            self.binder.resume()
+        if self.cleaner is not None:
+            self.cleaner.start()
+        if self._serves_conductor:
+            from accel_backend.conductor import rpc as conductor_rpc
+            self._rpc_servers.append(conductor_rpc.start_server(
+                self.transport, self.conf.conductor.topic, self.conf.host,
+                conductor_rpc.store_factory(self.db, self.conf,
+                                            self.notifications),
+                self.binder))
+        if self.role == AGENT:
             from accel_backend.binding import rpc
-            self._rpc_server = rpc.start_server(
+            from accel_backend.conductor import rpc as conductor_rpc
+            self._rpc_servers.append(rpc.start_server(
                 self.transport, self.conf.binding.agent_topic,
-                self.conf.host, self.binder, self.cleaner)
-        self._audit_loop.start()
-        self._thread = threading.Thread(target=self._report_loop,
-                                        name='accel-report', daemon=True)
-        self._thread.start()
+                self.conf.host, conductor_rpc.BindForwarder(self.store.api),
+                self.cleaner))
+        if self.binder is not None:
+            self._audit_loop.start()
+        if self.store is not None:
+            self._thread = threading.Thread(target=self._report_loop,
+                                            name='accel-report',
+                                            daemon=True)
+            self._thread.start()
 
     def _report_loop(self):
         interval = self.conf.discovery.report_interval
@@ -306,15 +325,17 @@ class Service:
         """Stop background work and close the database."""
         self._stop.set()
         self.metrics.stop()
-        if self._rpc_server is not None:
+        if self._rpc_servers:
             from accel_backend.binding import rpc
-            rpc.stop_server(self._rpc_server)
-            self._rpc_server = None
+            for server in self._rpc_servers:
+                rpc.stop_server(server)
+            self._rpc_servers = []
         if self._thread is not None:
             self._thread.join(timeout=10)
         if self.binder is not None:
             self._audit_loop.stop()
             self.binder.stop()
+        if self.cleaner is not None:
             self.cleaner.stop()
         if self.dispatcher is not None:
             self.dispatcher.stop()
@@ -322,42 +343,35 @@ class Service:
             self.transport.cleanup()
             self._owns_transport = False
         self.notifications.close()
-        self.db.dispose()
+        if self.db is not None:
+            self.db.dispose()
 
 
-def build_or_refuse(conf, role, name):
+def build_or_refuse(conf, role, name, transport=None):
     """``Service(conf, role=role)``, or None after one clear log line when
     the configuration is unusable (Nova's ``[pci] device_spec`` cannot be
     read, an unknown discovery driver option...): the service refuses to
     start rather than guess.
 
     :param name: the program's name, for the message.
+    :param transport: as ``Service``'s (tests).
     """
     try:
-        return Service(conf, role=role)
+        return Service(conf, role=role, transport=transport)
     except (exception.AccelBackendError, db_exc.DBConnectionError,
             ValueError) as e:
         LOG.error('%s refuses to start: %s', name, e)
-        if role != API:
-            _record_refusal(conf, e)
+        if role in (EMBEDDED, AGENT):
+            # Best effort, and bounded: a broker or database that does
+            # not answer must not keep a refusing process alive.
+            recorder = threading.Thread(
+                target=store_mod.record_refusal,
+                args=(conf, e, role == AGENT, transport),
+                name='accel-refusal', daemon=True)
+            recorder.start()
+            recorder.join(REFUSAL_RECORD_TIMEOUT)
         return None
 
 
-def _record_refusal(conf, error):
-    """Best effort: record in the database that this host's service
-    refused to start, so the API's health check says why."""
-    try:
-        db = db_api.Database(conf.database.connection)
-    except Exception as e:
-        LOG.warning('Cannot record the refusal of host %s: %s', conf.host, e)
-        return
-    try:
-        with db.transaction() as session:
-            host_status.record(session, conf.host, host_status.REFUSED,
-                               reason=str(error),
-                               code=getattr(error, 'code', None) or
-                               type(error).__name__)
-    except Exception as e:
-        LOG.warning('Cannot record the refusal of host %s: %s', conf.host, e)
-    finally:
-        db.dispose()
+#: Seconds a refusing service tries to record why (``build_or_refuse``).
+REFUSAL_RECORD_TIMEOUT = 15

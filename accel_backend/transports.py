@@ -41,6 +41,15 @@ _GLOBAL_ONLY_OPTS = (
 )
 
 
+#: Modules whose exceptions a conductor's answer may re-raise in the
+#: caller as themselves (oslo.messaging's ``allowed_remote_exmods``);
+#: any other remote exception arrives as ``oslo_messaging.RemoteError``.
+REMOTE_EXCEPTION_MODULES = [
+    'accel_backend.exception.base', 'accel_backend.exception.discovery',
+    'accel_backend.exception.request', 'accel_backend.exception.resource',
+    'accel_backend.exception.service']
+
+
 def register_global_only_opts(conf):
     """Register on ``conf`` the oslo.messaging options it reads from a
     transport's conf but registers on ``cfg.CONF`` only.
@@ -70,4 +79,5 @@ def get_rpc_transport(conf):
     :raises oslo_messaging.DriverLoadFailure: no driver for its scheme.
     """
     register_global_only_opts(conf)
-    return messaging.get_rpc_transport(conf)
+    return messaging.get_rpc_transport(
+        conf, allowed_remote_exmods=REMOTE_EXCEPTION_MODULES)

@@ -16,19 +16,21 @@
 ``dispatcher.bind({hostname: [arq_uuid, ...]})``:
 
 ``LocalDispatcher``
-    the embedded ``accel-backend`` (``[binding] mode = inline``, the
-    default): every ARQ goes to the process's own ``Binder`` threads.
+    the embedded ``accel-backend``: every ARQ goes to the process's own
+    ``Binder``, in the PATCH's transaction (``[binding] mode = inline``,
+    the default) or after its commit (``mode = agents``, where the process
+    is also the conductor of other hosts' agents, whose cleaners it wakes
+    with ``clean`` casts).
 ``RpcDispatcher``
-    ``accel-backend-api`` (always) and an embedded ``accel-backend`` with
-    ``[binding] mode = agents``: the ARQs of each host are cast over
-    oslo.messaging to the agent of that host
-    (``accel_backend.binding.rpc``); ARQs of the process's own host, when
-    it is an agent too, go to its own binder.
+    ``accel-backend-api``: the ARQs are cast over oslo.messaging to a
+    conductor (``accel_backend.conductor.rpc``), which binds them;
+    releases wake the cleaner of the device's host with a ``clean`` cast
+    to its agent (``accel_backend.binding.rpc``).
 
 A cast that cannot be handed to the broker raises ``BindDispatchFailed``
-(503); the ARQs stay ``BindStarted`` in the database, where the agent of
-their host finds them when it (re)starts (``Binder.resume``) and the audit
-re-queues them after ``[audit] grace_period``.
+(503); the ARQs stay ``BindStarted`` in the database, where a conductor
+finds them when it (re)starts (``Binder.resume``) and its audit re-queues
+them after ``[audit] grace_period``.
 """
 
 from oslo_log import log as logging
@@ -40,32 +42,40 @@ LOG = logging.getLogger(__name__)
 
 
 class BindDispatchFailed(exception.AccelBackendError):
-    """503: a bind PATCH committed ``BindStarted`` but the cast to the
-    agent of the ARQs' host could not be sent (broker unreachable); the
-    agent binds them when it (re)starts.
+    """503: a bind PATCH committed ``BindStarted`` but the cast to a
+    conductor could not be sent (broker unreachable); a conductor binds
+    them when it (re)starts.
 
     :param arqs: the ARQ UUIDs joined by ``', '`` (str).
-    :param host: the host (str).
+    :param host: the hosts of the ARQs (str).
     :param reason: the messaging error (exception or str).
     """
     status = 503
     code = 'accel.arq.bind_dispatch_failed'
-    msg_fmt = ('Could not hand the binding of ARQs %(arqs)s to the agent '
-               'of host %(host)s: %(reason)s. They stay BindStarted and are '
-               'bound when the agent (re)starts.')
+    msg_fmt = ('Could not hand the binding of ARQs %(arqs)s (host '
+               '%(host)s) to a conductor: %(reason)s. They stay BindStarted '
+               'and are bound when a conductor (re)starts.')
 
 
 class LocalDispatcher:
     """Binds in this process.
 
     :param binder: the process's ``Binder``.
+    :param in_transaction: bind in the PATCH's transaction (``mode =
+        inline``), else after its commit.
+    :param agent_api: ``binding.rpc.AgentAPI`` waking the cleaners of
+        other hosts (``mode = agents``), or None.
+    :param local_host: this process's host (its cleaner is woken by the
+        commit itself).
     """
 
-    def __init__(self, binder):
+    def __init__(self, binder, in_transaction=True, agent_api=None,
+                 local_host=None):
         self.binder = binder
-
-    #: The PATCH handler binds in its own transaction (``bind_locked``).
-    binds_in_transaction = True
+        #: The PATCH handler binds in its own transaction (``bind_locked``).
+        self.binds_in_transaction = in_transaction
+        self.agent_api = agent_api
+        self.local_host = local_host
 
     def bind_locked(self, session, arqs):
         """Bind ARQs the PATCH's transaction moved to ``BindStarted``, in
@@ -82,95 +92,93 @@ class LocalDispatcher:
 
     def bind(self, arqs_by_host, request_id=None):
         """:param arqs_by_host: ``{hostname: [arq_uuid, ...]}``;
-        ``request_id`` is for the RPC dispatcher's agents."""
+        ``request_id`` is for the RPC dispatcher's conductors."""
         uuids = [u for host in sorted(arqs_by_host, key=str)
                  for u in arqs_by_host[host]]
         self.binder.submit(uuids)
 
     def clean(self, hosts):
-        """Nothing to do: releases wake this process's cleaner at commit."""
+        """Wake the cleaners of other hosts' agents (``mode = agents``);
+        this host's is woken by the release's commit."""
+        if self.agent_api is not None:
+            _wake_cleaners(self.agent_api, set(hosts) - {self.local_host})
 
     def stop(self):
         """Nothing to stop: the binder is the ``Service``'s to stop."""
 
 
+def _wake_cleaners(agent_api, hosts):
+    """``clean`` casts to the agents of ``hosts`` (best effort: they also
+    poll)."""
+    for host in sorted(set(hosts) - {None}, key=str):
+        try:
+            agent_api.clean(host)
+        except Exception as e:
+            LOG.warning('Cannot wake the cleaner of host %s (it polls '
+                        'every [cleaning] poll_interval): %s', host, e)
+
+
 class RpcDispatcher:
-    """Casts to the agents of the ARQs' hosts.
+    """Casts bind requests to a conductor, cleaning wake-ups to agents.
 
     ``bind`` is called after the PATCH's commit of ``BindStarted``: the
-    agent binds in a transaction of its own.
+    conductor binds in a transaction of its own.
 
+    :param conductor_api: ``accel_backend.conductor.rpc.ConductorAPI``.
     :param agent_api: ``accel_backend.binding.rpc.AgentAPI``.
-    :param local_host: this process's host when it also binds (embedded
-        ``mode = agents``), else None.
-    :param local_binder: the binder of ``local_host``.
     """
 
-    def __init__(self, agent_api, local_host=None, local_binder=None):
+    def __init__(self, conductor_api, agent_api):
+        self.conductor_api = conductor_api
         self.agent_api = agent_api
-        self.local_host = local_host
-        self.local_binder = local_binder
 
     binds_in_transaction = False
 
     def bind(self, arqs_by_host, request_id=None):
-        """Cast per host; raises ``BindDispatchFailed`` for the first host
-        whose cast failed (the other hosts were still cast to).
-        ``request_id``: the API request's id, sent to the agents that
-        take it (agent RPC 1.1)."""
-        failed = None
-        for host in sorted(arqs_by_host, key=str):
-            uuids = list(arqs_by_host[host])
-            if not uuids:
-                continue
-            if self.local_binder is not None and host == self.local_host:
-                self.local_binder.submit(uuids)
-                continue
-            try:
-                self.agent_api.bind(host, uuids, request_id=request_id)
-            except Exception as e:
-                LOG.error('Cannot cast the binding of ARQs %s to host %s: '
-                          '%s', uuids, host, e)
-                failed = failed or BindDispatchFailed(
-                    arqs=', '.join(uuids), host=host, reason=e)
-        if failed is not None:
-            raise failed
+        """One cast of every ARQ to a conductor.
+
+        :raises BindDispatchFailed: the cast could not be sent.
+        """
+        uuids = [u for host in sorted(arqs_by_host, key=str)
+                 for u in arqs_by_host[host]]
+        if not uuids:
+            return
+        try:
+            self.conductor_api.bind(uuids, request_id=request_id)
+        except Exception as e:
+            hosts = ', '.join(sorted(str(h) for h in arqs_by_host))
+            LOG.error('Cannot cast the binding of ARQs %s (host %s) to a '
+                      'conductor: %s', uuids, hosts, e)
+            raise BindDispatchFailed(arqs=', '.join(uuids), host=hosts,
+                                     reason=e)
 
     def clean(self, hosts):
         """Wake the cleaners of ``hosts`` (best effort: they also poll)."""
-        for host in sorted(set(hosts) - {None}, key=str):
-            if self.local_binder is not None and host == self.local_host:
-                continue
-            try:
-                self.agent_api.clean(host)
-            except Exception as e:
-                LOG.warning('Cannot wake the cleaner of host %s (it polls '
-                            'every [cleaning] poll_interval): %s', host, e)
+        _wake_cleaners(self.agent_api, hosts)
 
     def stop(self):
         """Nothing to stop: the transport is the ``Service``'s to clean
         up."""
 
 
-def for_service(conf, role, binder, transport=None):
+def for_service(conf, role, binder, transport):
     """The dispatcher of a ``Service``.
 
-    :param role: ``service.EMBEDDED`` or ``service.API`` (an agent
-        dispatches nothing).
+    :param role: ``service.EMBEDDED`` or ``service.API``.
     :param binder: the process's binder (None for the API).
-    :param transport: an RPC transport; default ``[DEFAULT]
-        transport_url``.
-    :returns: ``(dispatcher, transport)``; transport None for local.
+    :param transport: the process's RPC transport (None for an embedded
+        service in ``inline`` mode).
+    :returns: a ``LocalDispatcher`` or ``RpcDispatcher``.
     """
     if role == 'embedded' and accel_conf.binding_mode(conf) == 'inline':
-        return LocalDispatcher(binder), None
+        return LocalDispatcher(binder)
     from accel_backend.binding import rpc
-    from accel_backend import transports
-    if transport is None:
-        transport = transports.get_rpc_transport(conf)
-    api = rpc.AgentAPI(transport, conf.binding.agent_topic,
-                       retry=conf.binding.cast_retry,
-                       version_cap=conf.upgrade_levels.agent)
+    agents = rpc.AgentAPI(transport, conf.binding.agent_topic,
+                          retry=conf.binding.cast_retry,
+                          version_cap=conf.upgrade_levels.agent)
     if role == 'embedded':
-        return RpcDispatcher(api, conf.host, binder), transport
-    return RpcDispatcher(api), transport
+        return LocalDispatcher(binder, in_transaction=False,
+                               agent_api=agents, local_host=conf.host)
+    from accel_backend.conductor import rpc as conductor_rpc
+    return RpcDispatcher(conductor_rpc.ConductorAPI.from_conf(
+        conf, transport), agents)

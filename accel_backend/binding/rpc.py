@@ -12,31 +12,26 @@
 
 """oslo.messaging RPC between ``accel-backend-api`` and the agents.
 
-Every ``accel-backend-agent`` (and an embedded ``accel-backend`` with
-``[binding] mode = agents``) serves the topic ``[binding] agent_topic``
+Every ``accel-backend-agent`` serves the topic ``[binding] agent_topic``
 (default ``accel-agent``) with ``server`` = its ``[DEFAULT] host``, in the
-exchange ``accel_backend``; the API casts to the server named by the ARQ's
-``hostname``, so a request reaches the agent of the host Nova bound the ARQ
-to.  Methods (namespace ``accel_agent``), all casts:
+exchange ``accel_backend``; the API casts to the server named by a
+released device's host.  Methods (namespace ``accel_agent``), all casts:
 
-* ``bind(ctxt, arq_uuids, request_id=None)``: bind these ``BindStarted``
-  ARQs (the API has committed ``BindStarted`` before casting; the agent
-  claims the attach handle, commits ``Bound``/``BindFailed`` with a
-  pending event and delivers it to Nova).  Idempotent: an ARQ no longer
-  ``BindStarted``, or of another host, is skipped.  ``request_id`` (1.1)
-  is the API request's ``req-<uuid>``, which the agent logs so that one
-  bind can be followed from the API's log into the agent's.
 * ``clean(ctxt)``: look for released devices to clean now (instead of at
   the next ``[cleaning] poll_interval``).
+* ``bind(ctxt, arq_uuids, request_id=None)``: what the API of earlier
+  releases cast to the agent of the ARQs' host; binding is the
+  conductor's now (``accel_backend.conductor.rpc``), so the agent hands
+  the ARQs on to a conductor (``conductor.rpc.BindForwarder``), which
+  binds them.  ``request_id`` (1.1) is the API request's ``req-<uuid>``,
+  logged.
 
 Versions: 1.0 ``bind(arq_uuids)``, ``clean()``; 1.1 ``bind`` takes
 ``request_id``.  A minor version only adds optional arguments or methods,
-so an agent serves every older 1.x sender.  The sender sends the newest
-version the receivers serve: during a rolling upgrade, cap it with
-``[upgrade_levels] agent`` (``1.0`` while agents of a 1.0 release
-remain); an agent of 1.0 refuses a 1.1 message (oslo.messaging's
-``UnsupportedVersion``, logged by the agent) and the ARQs then wait in
-``BindStarted`` for the audit.
+so an agent serves every older 1.x sender.  The API sends ``clean`` at
+1.0; ``[upgrade_levels] agent`` caps what it may send while agents of an
+older release remain (an agent refuses a version above its own with
+oslo.messaging's ``UnsupportedVersion``, logged by the agent).
 
 The transport is ``[DEFAULT] transport_url`` (``rabbit://...`` in
 production, ``fake://`` in unit tests), built by
@@ -59,9 +54,11 @@ VERSION = '1.1'
 
 
 class AgentEndpoint:
-    """What an agent serves; delegates to its ``Binder`` and ``Cleaner``.
+    """What an agent serves.
 
-    :param binder: ``accel_backend.binding.binder.Binder`` of the host.
+    :param binder: what ``bind`` hands ARQs to (anything with
+        ``submit(arq_uuids)``: the agent's
+        ``conductor.rpc.BindForwarder``).
     :param cleaner: ``accel_backend.cleaning.Cleaner`` or None.
     """
 
@@ -72,9 +69,9 @@ class AgentEndpoint:
         self.cleaner = cleaner
 
     def bind(self, ctxt, arq_uuids, request_id=None):
-        """RPC cast ``bind``: queue ``arq_uuids`` (list of str) on this
-        host's binder; returns at once (the binder commits and tells
-        Nova).  ``request_id`` (str, 1.1): the API request's id, logged."""
+        """RPC cast ``bind`` (from an API of an earlier release): hand
+        ``arq_uuids`` (list of str) to ``binder``; returns at once.
+        ``request_id`` (str, 1.1): the API request's id, logged."""
         LOG.info('Bind request for ARQs %s (API request %s)',
                  ', '.join(arq_uuids), request_id or 'not sent')
         self.binder.submit(list(arq_uuids))
@@ -110,7 +107,7 @@ def _newer(version, than):
 
 
 class AgentAPI:
-    """Client side: the API casts to the agent of a host.
+    """Client side: the API wakes the cleaner of a host's agent.
 
     :param transport: an RPC transport
         (``accel_backend.transports.get_rpc_transport``).
@@ -136,21 +133,6 @@ class AgentAPI:
         if version_cap:
             LOG.info('Agent RPC capped at version %s ([upgrade_levels] '
                      'agent)', version_cap)
-
-    def bind(self, host, arq_uuids, request_id=None):
-        """Cast ``bind`` to the agent of ``host``: version 1.1 with
-        ``request_id`` where the cap allows, else 1.0 without it.
-
-        :raises oslo_messaging.MessagingException: the message could not be
-            handed to the broker.
-        """
-        kwargs = {'arq_uuids': list(arq_uuids)}
-        version = '1.0'
-        if self.client.can_send_version('1.1'):
-            version = '1.1'
-            kwargs['request_id'] = request_id
-        self.client.prepare(server=host, retry=self.retry,
-                            version=version).cast({}, 'bind', **kwargs)
 
     def clean(self, host):
         """Cast ``clean`` (1.0) to the agent of ``host``."""

@@ -26,11 +26,16 @@ For each ``dirty`` handle of its host the cleaner
    retries),
 5. updates Placement's reserved units again.
 
-Releases wake it at once (an ``after_commit`` hook on sessions that
-released a handle); it also looks every ``[cleaning] poll_interval``
-seconds, and ``start()`` resumes ``dirty`` and ``cleaning`` handles left
-by a previous process.  Placement failures are logged: the periodic
-report derives ``reserved`` from the same states and repairs it.
+Every commit goes through a ``conductor.store.HostStore`` of the host:
+the database itself in the embedded service, the conductor's RPC API in an
+``accel-backend-agent`` (``conductor.rpc.RemoteHostStore``), which holds
+no database credentials.  Releases wake it at once (an ``after_commit``
+hook on sessions of its store's engine that released a handle, or the
+API's ``clean`` cast to an agent); it also looks every ``[cleaning]
+poll_interval`` seconds, and ``start()`` resumes ``dirty`` and
+``cleaning`` handles left by a previous process.  Placement failures are
+logged: the periodic report derives ``reserved`` from the same states and
+repairs it.
 """
 
 import concurrent.futures
@@ -43,10 +48,8 @@ from sqlalchemy import event
 from sqlalchemy import orm
 
 from accel_backend.discovery import nvidia_vfio
-from accel_backend.discovery import pooling
 from accel_backend.discovery import sysfs
 from accel_backend import metrics
-from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import device as device_obj
 from accel_backend import utils
 from accel_common import pci
@@ -144,9 +147,10 @@ def _recreate_vgpu(sysfs_root, handle_info):
 class Cleaner:
     """Cleans the released devices of one host.
 
-    :param db: ``accel_backend.db.api.Database``.
+    :param store: ``accel_backend.conductor.store.HostStore`` of the host,
+        or the agent's ``conductor.rpc.RemoteHostStore``.
     :param reporter: ``placement.report.Reporter`` (its ``set_reserved``
-        computes units from the database), or None.
+        gets the units from ``store``), or None.
     :param conf: accel_backend ``ConfigOpts`` (``[cleaning]``,
         ``[discovery] sysfs_root``).
     :param hostname: the host whose handles it cleans.
@@ -155,9 +159,9 @@ class Cleaner:
         told about failed cleanings, or None.
     """
 
-    def __init__(self, db, reporter, conf, hostname, workers=4,
+    def __init__(self, store, reporter, conf, hostname, workers=4,
                  notifications=None):
-        self.db = db
+        self.store = store
         self.notifications = notifications
         self.reporter = reporter
         self.hostname = hostname
@@ -173,8 +177,9 @@ class Cleaner:
         self._busy = set()
         # Guards _busy; notified when handles leave it (wait_idle).
         self._lock = threading.Condition()
-        with _CLEANERS_LOCK:
-            _CLEANERS.setdefault(db.engine, []).append(self)
+        if store.engine is not None:
+            with _CLEANERS_LOCK:
+                _CLEANERS.setdefault(store.engine, []).append(self)
 
     # -- control ------------------------------------------------------
 
@@ -199,11 +204,11 @@ class Cleaner:
             self._thread.join(timeout=10)
         self._pool.shutdown(wait=True)
         with _CLEANERS_LOCK:
-            mine = _CLEANERS.get(self.db.engine, [])
+            mine = _CLEANERS.get(self.store.engine, [])
             if self in mine:
                 mine.remove(self)
             if not mine:
-                _CLEANERS.pop(self.db.engine, None)
+                _CLEANERS.pop(self.store.engine, None)
 
     def _loop(self):
         while not self._stop.is_set():
@@ -219,13 +224,11 @@ class Cleaner:
 
         :returns: the UUIDs queued now (list).
         """
-        with self.db.transaction() as session:
-            todo = device_obj.handles_to_clean(session, self.hostname)
-            with self._lock:
-                new = [u for u in todo if u not in self._busy]
-                self._busy.update(new)
-            rp_uuids = {device_obj.get_handle(session, u).deployable.rp_uuid
-                        for u in new}
+        todo = dict(self.store.handles_to_clean())
+        with self._lock:
+            new = [u for u in todo if u not in self._busy]
+            self._busy.update(new)
+        rp_uuids = {todo[u] for u in new}
         # Out of Placement's offers before they wait for a worker: a
         # dirty device must not be allocated to the next tenant.
         for rp_uuid in sorted(filter(None, rp_uuids)):
@@ -256,8 +259,7 @@ class Cleaner:
 
         :returns: ``{handle_uuid: new state}``.
         """
-        with self.db.transaction() as session:
-            todo = device_obj.handles_to_clean(session, self.hostname)
+        todo = [u for u, _rp in self.store.handles_to_clean()]
         return {u: self.clean_one(u) for u in todo}
 
     def wait_idle(self, timeout=10.0):
@@ -276,22 +278,12 @@ class Cleaner:
             ``clean_failed``), or None when it was not this cleaner's to
             clean (not dirty/cleaning any more, or gone).
         """
-        with self.db.transaction() as session:
-            if not device_obj.start_cleaning(session, handle_uuid):
-                return None
-            handle = device_obj.get_handle(session, handle_uuid)
-            dep = handle.deployable
-            method = dep.cleaning or 'none'
-            address, rp_uuid = dep.device.address, dep.rp_uuid
-            handle_info = dict(handle.attach_info or {})
-            if pooling.is_pool_address(address):
-                # A pooled deployable: each handle is its own function.
-                address = str(pci.from_handle_info(handle_info))
-            dev = dep.device
-            about = dict(uuid=dev.uuid, hostname=dev.hostname,
-                         address=address, type=dev.type, vendor=dev.vendor,
-                         model=dev.model, attach_handle_uuid=handle_uuid,
-                         method=method)
+        started = self.store.start_cleaning(handle_uuid)
+        if started is None:
+            return None
+        method, address = started['method'], started['address']
+        rp_uuid, handle_info = started['rp_uuid'], started['handle_info']
+        about = started['about']
         self._update_placement(rp_uuid)
         LOG.info('Cleaning %s (attach handle %s) with %s', address,
                  handle_uuid, method)
@@ -307,11 +299,8 @@ class Cleaner:
                 labels['outcome'] = 'failed'
                 LOG.error('Cleaning of device %s failed; it stays out of '
                           'service: %s', address, error)
-        with self.db.transaction() as session:
-            dep = device_obj.finish_cleaning(session, handle_uuid, error)
-            state = (device_obj.get_handle(session, handle_uuid).state
-                     if dep is not None else None)
-        if dep is not None:
+        state = self.store.finish_cleaning(handle_uuid, error)
+        if state is not None:
             self._update_placement(rp_uuid)
         if error is not None and self.notifications is not None:
             self.notifications.cleaning_error(dict(about, error=error))
@@ -323,8 +312,7 @@ class Cleaner:
         if self.reporter is None or not rp_uuid:
             return
         try:
-            with self.db.transaction() as session:
-                units = deployable_obj.reserved_units_of_rp(session, rp_uuid)
+            units = self.store.reserved_units(rp_uuid)
             if units is not None:
                 self.reporter.set_reserved(rp_uuid, units)
         except Exception as e:

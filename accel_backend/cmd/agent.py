@@ -13,14 +13,15 @@
 """``accel-backend-agent``: the per-compute-node half of accel_backend.
 
 Runs on every compute node with ``[DEFAULT] host`` = the node's
-hypervisor hostname: discovers the node's devices and reports them to
-Placement under its compute node provider, serves the API's ``bind`` casts
-(topic ``[binding] agent_topic``, server = host; oslo.messaging over
-``[DEFAULT] transport_url``), binds the ARQs of its host in the shared
-database, delivers ``accelerator-request-bound`` events to Nova, cleans
-released devices and audits its host.  At start it resumes the
-``BindStarted`` ARQs, undelivered events and cleanings of its host that a
-previous run left.  No HTTP server.  Example::
+hypervisor hostname, without database credentials: discovers the node's
+devices, stores them through the conductor (``[conductor] topic``,
+oslo.messaging over ``[DEFAULT] transport_url``) and reports them to
+Placement under its compute node provider; cleans released devices (the
+API's ``clean`` casts wake it, topic ``[binding] agent_topic``, server =
+host) and commits each step through the conductor.  At start it resumes
+the cleanings of its host that a previous run left.  Binding, the events
+to Nova and the audit are the conductor's (``accel-backend-conductor``).
+No HTTP server.  Example::
 
     accel-backend-agent --config-file /etc/accel-backend/accel-backend.conf
 """

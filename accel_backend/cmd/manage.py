@@ -28,7 +28,9 @@
   and providers that vanished even when they are more than ``[discovery]
   max_removal_share`` of the host's (after the operator checked that they
   are really gone). Exit status 1 with the reason when the pass is
-  refused;
+  refused. It stores in the database when the configuration names one
+  (``[database] connection``), else through a conductor, as the agent of
+  a compute node does;
 * ``discovery status``: the last discovery pass of every host (``ok``,
   ``refused`` or ``failing``, when, why); exit status 1 when a host is
   not ``ok``, for monitoring;
@@ -107,9 +109,14 @@ def _db_version(conf):
 
 
 def _discovery_sync(conf):
-    # The agent's role: discovery, no API, no schema change.
+    # The agent's role: discovery, no API, no schema change.  Stored in
+    # the database where the file names one, else (a compute node's file,
+    # without [database]) through a conductor, as the agent stores.
     from accel_backend import service as service_mod
-    svc = service_mod.Service(conf, role=service_mod.AGENT)
+    named = conf.get_location('connection', 'database').location != \
+        cfg.Locations.opt_default
+    svc = service_mod.Service(conf, role=service_mod.AGENT,
+                              direct_db=named)
     try:
         records = svc.report_pass(force=conf.category.force,
                                   report=not conf.category.no_report)

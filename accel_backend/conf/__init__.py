@@ -28,6 +28,7 @@ from oslo_log import log as logging
 from oslo_log import versionutils
 from oslo_middleware.healthcheck import opts as healthcheck_opts
 
+from accel_backend.conf import conductor
 from accel_backend.conf import discovery
 from accel_backend.conf import nvidia_vgpu
 from accel_backend.conf import upgrade_levels
@@ -277,6 +278,8 @@ def register_opts(conf):
     conf.register_opts(METRICS_OPTS, group=METRICS_GROUP.name)
     conf.register_group(_own(nvidia_vgpu.GROUP))
     conf.register_opts(nvidia_vgpu.OPTS, group=nvidia_vgpu.GROUP.name)
+    conf.register_group(_own(conductor.GROUP))
+    conf.register_opts(conductor.OPTS, group=conductor.GROUP.name)
     conf.register_group(_own(upgrade_levels.GROUP))
     conf.register_opts(upgrade_levels.OPTS, group=upgrade_levels.GROUP.name)
     # oslo.middleware's /healthcheck (accel_backend.api.health): our
@@ -327,5 +330,6 @@ def list_opts():
         (AUDIT_GROUP, AUDIT_OPTS),
         (METRICS_GROUP, METRICS_OPTS),
         (nvidia_vgpu.GROUP, nvidia_vgpu.OPTS),
+        (conductor.GROUP, conductor.OPTS),
         (upgrade_levels.GROUP, upgrade_levels.OPTS),
     ]

@@ -28,4 +28,10 @@ OPTS = [
                     '``1.0`` while agents of a release that serves only '
                     '1.0 remain. Unset: the newest this release knows. A '
                     'cap above that is refused at start.'),
+    cfg.StrOpt('conductor', regex=r'^1\.[0-9]+$',
+               help='Highest version of the conductor RPC API '
+                    '(``accel_backend.conductor.rpc``) that agents and APIs '
+                    'send, while conductors of an older release remain. '
+                    'Unset: the newest this release knows. A cap above '
+                    'that is refused at start.'),
 ]

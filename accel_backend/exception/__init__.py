@@ -59,8 +59,10 @@ from accel_backend.exception.resource import DeviceProfileNotFound
 from accel_backend.exception.resource import DeviceProfileUUIDExists
 from accel_backend.exception.resource import NotFound
 from accel_backend.exception.service import ComputeNodeProviderNotFound
+from accel_backend.exception.service import ConductorUnavailable
 from accel_backend.exception.service import CyborgImportRefused
 from accel_backend.exception.service import DatabaseOptionUnsupported
+from accel_backend.exception.service import NotThisHost
 from accel_backend.exception.service import PlacementError
 from accel_backend.exception.service import SchemaContractedAhead
 from accel_backend.exception.service import SchemaOutOfDate
@@ -78,6 +80,7 @@ __all__ = [
     'DeployableProgramUnsupported', 'DeviceMissing', 'DeviceNotFound',
     'DeviceProfileExists', 'DeviceProfileInUse', 'DeviceProfileNotFound',
     'DeviceProfileUUIDExists', 'NotFound', 'ComputeNodeProviderNotFound',
-    'CyborgImportRefused', 'DatabaseOptionUnsupported', 'PlacementError',
+    'ConductorUnavailable', 'CyborgImportRefused',
+    'DatabaseOptionUnsupported', 'NotThisHost', 'PlacementError',
     'SchemaOutOfDate', 'SchemaContractedAhead', 'SchemaRevisionUnknown',
 ]

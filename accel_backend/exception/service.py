@@ -92,3 +92,30 @@ class CyborgImportRefused(AccelBackendError):
 
     code = 'accel.cyborg_import.refused'
     msg_fmt = 'Cyborg import refused: %(reason)s'
+
+
+class NotThisHost(AccelBackendError):
+    """403: an agent asked the conductor to change a row of another host
+    (``accel_backend.conductor.store``); nothing changed.
+
+    :param host: the host the agent acts for (str).
+    :param kind: ``attach handle`` or ``resource provider``.
+    :param ident: the row's UUID (str).
+    """
+    status = 403
+    code = 'accel.conductor.not_this_host'
+    msg_fmt = ('refused: the agent of host %(host)s may not change '
+               '%(kind)s %(ident)s, which belongs to another host')
+
+
+class ConductorUnavailable(AccelBackendError):
+    """503: an agent could not reach the conductor (``[conductor]
+    topic``) within ``[conductor] call_timeout`` seconds; the work is
+    retried at the agent's next pass.
+
+    :param method: the RPC method (str).
+    :param reason: the messaging error (exception or str).
+    """
+    status = 503
+    code = 'accel.conductor.unavailable'
+    msg_fmt = 'the conductor did not answer %(method)s: %(reason)s'

@@ -12,6 +12,10 @@ function iniset {
     python3 -S "$STUB_DIR/ini_tool.py" set "$@"
 }
 
+function inidelete {
+    python3 -S "$STUB_DIR/ini_tool.py" delete "$@"
+}
+
 function iniadd {
     python3 -S "$STUB_DIR/ini_tool.py" add "$@"
 }

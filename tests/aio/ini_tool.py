@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``ini_tool.py set|add FILE SECTION KEY VALUE``: devstack's iniset and
-iniadd on a real file, keeping repeated keys (MultiStrOpt)."""
+"""``ini_tool.py set|add FILE SECTION KEY VALUE`` and ``ini_tool.py
+delete FILE SECTION KEY``: devstack's iniset, iniadd and inidelete on a
+real file, keeping repeated keys (MultiStrOpt)."""
 
 import os
 import sys
@@ -41,12 +42,13 @@ def write(path, sections):
             f.write('\n')
 
 
-def main(op, path, section, key, value):
+def main(op, path, section, key, value=None):
     sections = read(path)
     items = sections.setdefault(section, [])
-    if op == 'set':
+    if op in ('set', 'delete'):
         items[:] = [(k, v) for k, v in items if k != key]
-    items.append((key, value))
+    if op != 'delete':
+        items.append((key, value))
     write(path, sections)
 
 

@@ -230,6 +230,8 @@ class TestDevstackPlugin(unittest.TestCase):
         self.assertEqual('agents', self.value(conf, 'binding', 'mode'))
         self.assertEqual('rabbit://stackrabbit:secret@192.0.2.10:5672/',
                          self.value(conf, 'DEFAULT', 'transport_url'))
+        # No database credentials on a compute node.
+        self.assertIsNone(self.value(conf, 'database', 'connection'))
         self.assertIn('run_process accel-agent %s --config-file %s' % (
             os.path.join(self.tmp, 'bin', 'accel-backend-agent'),
             conf_path), calls)

@@ -78,6 +78,9 @@ class TestL1Configs(unittest.TestCase):
         self.assertEqual(('0.0.0.0', self.layout.ports['l1_metrics']),
                          (conf.metrics.host, conf.metrics.port))
         self.assertTrue(conf.state_path.startswith(nested.L1_STATE))
+        # No database credentials on the compute node.
+        self.assertNotIn('[database]', nested.agent_conf(
+            self.layout).render())
 
     def test_the_demo_and_tempest_ask_for_an_edu_function(self):
         lay = self.layout

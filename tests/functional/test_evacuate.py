@@ -17,18 +17,17 @@ Two compute nodes, compute1 and compute2, each with the recorded
 host name, so the hosts' GPUs stay apart):
 
 * compute1's accel_backend is the embedded ``Service`` of the harness
-  (the API Nova talks to), with ``[binding] mode = agents``: it binds
-  compute1's ARQs in-process and casts other hosts' binds over
-  oslo.messaging;
-* compute2's is a second in-process ``Service`` with role ``agent`` on
-  the same SQLite database file and the same (``fake://``) RPC transport:
-  it reports compute2's GPUs to Placement under compute2's provider,
-  binds compute2's ARQs and tells Nova.
+  (the API Nova talks to), with ``[binding] mode = agents``: it is also
+  the conductor, binding every host's ARQs and telling Nova;
+* compute2's is a second in-process ``Service`` with role ``agent``,
+  talking to it over the same (``fake://``) RPC transport: it stores
+  compute2's GPUs through the conductor and reports them to Placement
+  under compute2's provider.
 
 compute1 goes down (service stopped, forced down) and the server is
 evacuated: Nova's conductor deletes the old ARQs, creates new ones and
 binds them to a GPU of compute2 (``_create_and_bind_arq_for_instance``);
-compute2's agent binds them and Nova rebuilds the guest on compute2 with
+the conductor binds them and Nova rebuilds the guest on compute2 with
 compute2's GPU.  compute1's allocation is removed when compute1 comes back
 (Nova's ``_destroy_evacuated_instances``), as for any evacuation.
 """
@@ -209,20 +208,19 @@ class EvacuateTest(base.AccelServersTestBase):
                                          binary='nova-compute')[0]
         self.api.put_service(service1['id'], {'forced_down': True})
 
-        bound_by = {'compute1': [], 'compute2': []}
-        for host, binder in (('compute1', self.accel.binder),
-                             ('compute2', self.agent2.binder)):
-            self.useFixture(fixtures.MockPatchObject(
-                binder, 'bind_many', side_effect=self._recorder(
-                    binder.bind_many, bound_by[host])))
+        self.assertIsNone(self.agent2.binder)
+        bound = []
+        binder = self.accel.binder
+        self.useFixture(fixtures.MockPatchObject(
+            binder, 'bind_many', side_effect=self._recorder(
+                binder.bind_many, bound)))
 
         server = self._evacuate_server(server, expected_host='compute2')
 
         arq, address = self.assert_on('compute2', server['id'])
         self.assertNotEqual(old_arq['uuid'], arq['uuid'])
-        # The agent of compute2, not compute1's embedded service, bound it.
-        self.assertEqual({'compute1': [], 'compute2': [arq['uuid']]},
-                         bound_by)
+        # The conductor (the embedded service) bound compute2's ARQ.
+        self.assertEqual([arq['uuid']], bound)
         gpu_allocs = {rp for rp, res in self.allocations(
             server['id']).items() if 'PGPU' in res}
         # Until compute1 comes back the server holds both GPUs in

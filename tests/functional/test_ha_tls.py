@@ -18,8 +18,9 @@ TLS with a CA made for the test, configured from the shipped
 ``etc/haproxy/accel-backend.cfg.sample``, in front of two API nodes
 (gunicorn serving ``accel_backend.wsgi.api:application``); PostgreSQL,
 RabbitMQ, Placement (gunicorn), the Nova stub (``tools.fixtures
-.nova_stub``: Nova's external events API) and the ``accel-backend-agent``
-of three hosts (the fake discovery driver: one deployable of
+.nova_stub``: Nova's external events API), one ``accel-backend-conductor``
+and the ``accel-backend-agent`` of three hosts, configured without
+database credentials (the fake discovery driver: one deployable of
 ``FAKE_TOTAL`` handles each).  No Keystone: the API nodes run ``[api]
 auth_strategy = noauth`` (the admin token ``admin``, Nova's service token
 ``nova``), as the other multi-node tests do; no fixture here starts a
@@ -27,8 +28,8 @@ Keystone cheaply, and the clients authenticate the same way with
 keystoneauth's ``admin_token`` plugin.
 
 The rolling upgrade is under way when the test starts: host ``node3``
-runs the agent of the previous release (``fixtures.previous_agent``:
-agent RPC 1.0 only) and the API nodes cap what they send with
+runs an agent that serves agent RPC 1.0 only (``fixtures
+.previous_agent``) and the API nodes cap what they send it with
 ``[upgrade_levels] agent = 1.0``.
 
 Through the load balancer, over TLS with the CA verified, binds run all
@@ -40,11 +41,15 @@ along (``fixtures.bind_load``: Nova 34's own Cyborg client,
 1. kills one API node (SIGKILL to gunicorn and its worker); HAProxy's
    ``httpchk`` on ``/healthcheck`` takes it out, binds go on through the
    other; the node comes back and HAProxy puts it back;
-2. restarts the agents one by one (SIGTERM, start);
-3. sends SIGHUP to every API node and agent: they reload and go on;
+2. kills the conductor (SIGKILL): the API's casts wait in RabbitMQ and
+   the restarted conductor binds them and resumes what it left
+   ``BindStarted``; then restarts the agents one by one (SIGTERM, start);
+3. sends SIGHUP to every API node, the conductor and the agents: they
+   reload and go on;
 4. finishes the upgrade: ``node3``'s agent becomes the current release,
    then each API node in turn is drained in HAProxy, restarted without
-   the cap and put back; binds now carry the API's request id.
+   the cap and put back.  Binds carry the API's request id into the
+   conductor's log all along.
 
 After each step more binds are ``Bound``.  At the end every acknowledged
 bind is ``Bound`` exactly once, on its host, each attach handle held by
@@ -111,6 +116,8 @@ class TestLoadBalancedTLS(testtools.TestCase):
                               'fake_total': FAKE_TOTAL},
                 'oslo_middleware': {'enable_proxy_headers_parsing': True}})
         conf.db_sync(self.useFixture(fixtures.TempDir()).path)
+        self.conductor = self.useFixture(ha_nodes.Conductor(
+            conf, 'conductor1'))
         self.agents = {h: self.useFixture(ha_nodes.Agent(
             conf, h, previous=h == PREVIOUS)) for h in HOSTS}
         self.apis = {n: self.useFixture(ha_nodes.GunicornApi(
@@ -119,8 +126,8 @@ class TestLoadBalancedTLS(testtools.TestCase):
             {n: api.port for n, api in self.apis.items()}))
         for api in self.apis.values():
             api.wait_ready()
-        for agent in self.agents.values():
-            agent.wait_started()
+        for proc in [self.conductor] + list(self.agents.values()):
+            proc.wait_started()
         self.wait_states(api1='UP', api2='UP')
         self.addOnException(self.attach_logs)
         self.addDetail('setup_seconds', testtools.content.text_content(
@@ -128,7 +135,8 @@ class TestLoadBalancedTLS(testtools.TestCase):
 
     def attach_logs(self, exc_info):
         for name, proc in list(self.apis.items()) + list(
-                self.agents.items()) + [('haproxy', self.lb)]:
+                self.agents.items()) + [('conductor', self.conductor),
+                                        ('haproxy', self.lb)]:
             self.addDetail(name + '.log', testtools.content.text_content(
                 proc.log_text()[-6000:]))
 
@@ -234,17 +242,22 @@ class TestLoadBalancedTLS(testtools.TestCase):
         self.apis['api1'].start(options=CAPPED)
         self.wait_states(api1='UP', api2='UP')
 
-        # 2. The agents restart one by one.
+        # 2. The conductor dies and comes back; the agents restart one by
+        # one.
+        self.conductor.kill()
+        self.wait_progress_after_restart(self.conductor)
         for host in HOSTS:
             self.agents[host].stop()
             self.agents[host].start()
             self.wait_progress('after %s restarted' % host)
 
         # 3. SIGHUP to every process: they reload and go on.
-        procs = list(self.apis.values()) + list(self.agents.values())
+        procs = list(self.apis.values()) + list(self.agents.values()) + [
+            self.conductor]
         for proc in procs:
             proc.hup()
-        for host, agent in self.agents.items():
+        for host, agent in list(self.agents.items()) + [
+                ('conductor', self.conductor)]:
             self.wait_for('%s reloaded' % host, lambda a=agent: (
                 'SIGHUP: configuration files read again' in a.log_text()))
         for name, api in self.apis.items():
@@ -305,17 +318,21 @@ class TestLoadBalancedTLS(testtools.TestCase):
         self.assertEqual([self.apis['api2'].root + '/v2/'],
                          [link['href'] for link in direct['links']])
 
+    def wait_progress_after_restart(self, conductor):
+        """Binds are accepted while the conductor is down; once it is
+        back they, and those it left, are bound."""
+        mark = self.load.mark()
+        self.wait_for('binds acknowledged without a conductor',
+                      lambda: len(self.load.since(mark)) >= 2)
+        conductor.start()
+        self.wait_progress('after the conductor came back')
+
     def check_upgrade(self, old_log):
-        """The previous release's agent was sent 1.0 binds and bound
-        them; after the upgrade binds carry the API's request id."""
-        old = [line for line in old_log.splitlines()
-               if 'Bind request for ARQs' in line]
-        self.assertNotEqual([], old)
-        self.assertEqual([], [line for line in old
-                              if 'API request not sent' not in line])
+        """The 1.0-only agent was never sent what it cannot read; the
+        conductor was told each bind's API request id."""
         self.assertNotIn('UnsupportedVersion', old_log)
-        new = self.agents[PREVIOUS].log_text()
-        self.assertIn('(API request req-', new)
+        self.assertNotIn('UnsupportedVersion', self.conductor.log_text())
+        self.assertIn('(API request req-', self.conductor.log_text())
 
     def check_failures(self, killed, down):
         """Calls failed only between the SIGKILL and HAProxy taking the

@@ -10,33 +10,50 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Many compute nodes: ``accel-backend-api`` and one
-``accel-backend-agent`` per host, as real processes.
+"""Many compute nodes: ``accel-backend-api``, ``accel-backend-conductor``
+and one ``accel-backend-agent`` per host, as real processes, laid out as
+the install guide says: the agents' configuration has no ``[database]``
+section.
 
 Started here: RabbitMQ (Debian ``rabbitmq-server``), PostgreSQL (the
 throwaway server of ``fixtures.databases``), Placement (gunicorn), a Nova
 stub, the compute node providers of hosts ``node1`` and ``node2``, two
 agents (both over the recorded ``two-gpus`` sysfs tree: device and
 provider UUIDs are derived from the host, so the two hosts' GPUs stay
-apart) and two API processes on the shared database.  The test checks
-that:
+apart; cleaning by ``[cleaning] command``), one conductor and two API
+processes on the shared database.  The test checks that:
 
-* both hosts' devices are listed by either API and sit in Placement under
-  the right compute node provider;
-* an ARQ bound (through one API) to a GPU of node2 is bound by node2's
-  agent (its log, not node1's, says so; the attach handle is node2's
-  device) and the Nova stub gets ``accelerator-request-bound``;
-* with node1's agent killed (SIGKILL), binds for node1 are accepted and
-  stay ``BindStarted``; node1's restarted agent resumes them from the
-  database, binds them and tells Nova.
+* both hosts' devices, discovered by agents that opened no database, are
+  listed by either API and sit in Placement under the right compute node
+  provider;
+* an ARQ bound (through one API) to a GPU of node2 is bound by the
+  conductor (the attach handle is node2's device) and the Nova stub gets
+  ``accelerator-request-bound``;
+* with the conductor killed (SIGKILL), binds are accepted and stay
+  ``BindStarted``; the restarted conductor resumes them from the database,
+  binds them and tells Nova;
+* deleting the ARQs releases the devices; each host's agent runs its
+  cleaning command and commits the outcome through the conductor, and the
+  devices bind again; node1's agent, killed (SIGKILL) before the delete,
+  cleans its devices once started again;
+* the conductor refuses what the agent of node1 asks about node2's attach
+  handles (over the real broker), and nothing changes.
 """
 
+import os
 import time
 
 import fixtures
+import sqlalchemy as sa
 import testtools
 
+from accel_backend.conductor import rpc as conductor_rpc
+from accel_backend import conf as accel_conf
+from accel_backend.db import api as db_api
+from accel_backend.db import models
+from accel_backend import exception
 from accel_backend.objects import device as device_obj
+from accel_backend import transports
 from tests.functional.fixtures import accel_nodes
 from tests import waiting
 from tools.fixtures import databases
@@ -68,21 +85,30 @@ class TestMultiNode(testtools.TestCase):
         self.compute_rps = {h: self.placement.create_provider(h)
                             for h in HOSTS}
         self.rabbit.wait_ready()
+        self.database = database
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.cleaned = os.path.join(tmp, 'cleaned')
         self.conf = accel_nodes.MultiNodeConf(
-            database, self.rabbit.url, self.placement, self.nova)
-        self.conf.db_sync(self.useFixture(fixtures.TempDir()).path)
+            database, self.rabbit.url, self.placement, self.nova,
+            options={'cleaning': {'methods': 'generic_pci:command'}})
+        self.conf.db_sync(tmp)
+        self.conductor = self.useFixture(accel_nodes.ConductorProcess(
+            self.conf, 'conductor1'))
         self.agents = {h: self.useFixture(accel_nodes.AgentProcess(
-            self.conf, h)) for h in HOSTS}
+            self.conf, h, options={'cleaning': {
+                'command': 'sh -c "echo %s {address} >> %s"' % (
+                    h, self.cleaned)}})) for h in HOSTS}
         self.apis = [self.useFixture(accel_nodes.ApiServer(
             self.conf, 'api%d' % i)) for i in (1, 2)]
-        for agent in self.agents.values():
-            agent.wait_started()
+        for proc in [self.conductor] + list(self.agents.values()):
+            proc.wait_started()
         self.addDetail('setup_seconds', testtools.content.text_content(
             '%.1f' % (time.monotonic() - started)))
 
     def details(self):
+        procs = dict(self.agents, conductor=self.conductor)
         return '\n'.join('--- %s:\n%s' % (h, a.log_text()[-3000:])
-                         for h, a in self.agents.items())
+                         for h, a in procs.items())
 
     # -- helpers ---------------------------------------------------------
 
@@ -126,7 +152,18 @@ class TestMultiNode(testtools.TestCase):
     # -- the test --------------------------------------------------------
 
     def test_two_hosts(self):
-        # Both hosts' devices, through either API.
+        self.check_reported()
+        self.apis[0].request('POST', '/v2/device_profiles',
+                             [{'name': 'gpu', 'groups': [T4_GROUP]}],
+                             expect=(201,))
+        vm1, vm2 = self.check_conductor_binds_and_resumes()
+        # node1's agent may not touch node2's rows: refused, unchanged.
+        self.check_host_refused()
+        self.check_cleaning(vm1, vm2)
+
+    def check_reported(self):
+        """Both hosts' devices, through either API and in Placement,
+        from agents that opened no database."""
         def all_devices():
             devs = self.apis[1].request('GET', '/v2/devices')['devices']
             return devs if len(devs) == 4 else None
@@ -155,11 +192,20 @@ class TestMultiNode(testtools.TestCase):
             self.assertEqual({self.compute_rps[host]},
                              {rp['parent_provider_uuid'] for rp in children})
 
-        self.apis[0].request('POST', '/v2/device_profiles',
-                             [{'name': 'gpu', 'groups': [T4_GROUP]}],
-                             expect=(201,))
+        # The agents opened no database: none in their files, no SQLite
+        # file where the default would put one.
+        for agent in self.agents.values():
+            with open(agent.config_file) as f:
+                self.assertNotIn('[database]', f.read())
+            self.assertEqual([], [f for f in os.listdir(agent.tmpdir)
+                                  if 'sqlite' in f])
 
-        # A node2 GPU is bound by node2's agent, and Nova is told.
+    def check_conductor_binds_and_resumes(self):
+        """The conductor binds; killed, it resumes the binds it missed.
+
+        :returns: the two instances (node1's, node2's).
+        """
+        # A node2 GPU is bound by the conductor, and Nova is told.
         arq2, vm2 = self.new_arq(), '22222222-2222-4222-8222-222222222222'
         self.bind(arq2, 'node2', ADDRESSES[1], vm2)
         bound = self.wait_bound(arq2)
@@ -167,11 +213,10 @@ class TestMultiNode(testtools.TestCase):
                          (bound['hostname'], bound['device_rp_uuid'],
                           bound['attach_handle_info']['bus']))
         self.wait_event(arq2, vm2)
-        self.assertIn('%s to PCI' % arq2, self.agents['node2'].log_text())
-        self.assertNotIn(arq2, self.agents['node1'].log_text())
+        self.assertIn('%s to PCI' % arq2, self.conductor.log_text())
 
-        # node1's agent crashes; binds for node1 wait in the database.
-        self.agents['node1'].kill()
+        # The conductor crashes; binds wait in the database.
+        self.conductor.kill()
         arqs1 = [self.new_arq() for _ in ADDRESSES]
         vm1 = '11111111-1111-4111-8111-111111111111'
         for arq_uuid, address in zip(arqs1, ADDRESSES):
@@ -179,23 +224,80 @@ class TestMultiNode(testtools.TestCase):
         time.sleep(1)
         self.assertEqual(['BindStarted', 'BindStarted'],
                          [self.arq(u, api=1)['state'] for u in arqs1])
-        # The restarted agent resumes them from the database.
-        self.agents['node1'].start()
+        # The restarted conductor resumes them from the database.
+        self.conductor.start()
         for arq_uuid in arqs1:
             self.assertEqual('node1', self.wait_bound(arq_uuid)['hostname'])
             self.wait_event(arq_uuid, vm1)
-        log = self.agents['node1'].log_text()
-        self.assertIn('Resuming binding of 2 ARQs of host node1', log)
-        for arq_uuid in arqs1:
-            self.assertIn(arq_uuid, log)
+        log = self.conductor.log_text()
+        self.assertIn('Resuming binding of 2 ARQs', log)
         self.assertEqual(
             {'af', 'd8'},
             {self.arq(u)['attach_handle_info']['bus'] for u in arqs1})
+        return vm1, vm2
 
-        # Delete frees the devices (node2's agent still serves).
+    def check_cleaning(self, vm1, vm2):
+        """Deletes release the devices; each agent cleans its own."""
+        # Delete frees the devices; each agent cleans its own, committing
+        # through the conductor; they bind again.  node1's agent is dead
+        # meanwhile (SIGKILL): its devices wait, dirty, until it is back.
+        self.agents['node1'].kill()
         for vm in (vm1, vm2):
             self.apis[0].request('DELETE',
                                  '/v2/accelerator_requests?instance=' + vm,
                                  expect=(204,))
         self.assertEqual([], self.apis[1].request(
             'GET', '/v2/accelerator_requests')['arqs'])
+        self.wait_for('node2 cleaned', lambda: self.cleanings() == [
+            'node2 ' + ADDRESSES[1]])
+        self.assertEqual({'dirty'}, set(self.handles('node1').values()) -
+                         {'available'})
+        self.agents['node1'].start()
+        want = sorted(['node1 ' + a for a in ADDRESSES] +
+                      ['node2 ' + ADDRESSES[1]])
+        self.wait_for('3 cleanings', lambda: self.cleanings() == want)
+        self.wait_for('every handle available', lambda: set(
+            self.handles().values()) == {'available'})
+        again = self.new_arq()
+        self.bind(again, 'node1', ADDRESSES[0], vm1)
+        self.wait_bound(again)
+
+    # -- rows, as the conductor sees them ------------------------------------
+
+    def cleanings(self):
+        if not os.path.exists(self.cleaned):
+            return []
+        with open(self.cleaned) as f:
+            return sorted(line.strip() for line in f if line.strip())
+
+    def handles(self, host=None):
+        """``{attach handle UUID: state}`` (of ``host``'s devices)."""
+        db = db_api.Database(self.database)
+        try:
+            with db.transaction() as session:
+                query = (sa.select(models.AttachHandle.uuid,
+                                   models.AttachHandle.state)
+                         .join(models.Deployable).join(models.Device))
+                if host:
+                    query = query.where(models.Device.hostname == host)
+                return dict(session.execute(query).all())
+        finally:
+            db.dispose()
+
+    def check_host_refused(self):
+        """What node1's agent would send about a handle of node2, over
+        the real broker, is refused by the conductor."""
+        conf = accel_conf.new_conf([], config_files=[
+            self.agents['node1'].config_file])
+        transport = transports.get_rpc_transport(conf)
+        self.addCleanup(transport.cleanup)
+        store = conductor_rpc.RemoteHostStore(
+            conductor_rpc.ConductorAPI.from_conf(conf, transport), 'node1')
+        before = self.handles('node2')
+        handle = sorted(before)[0]
+        for call in (lambda: store.start_cleaning(handle),
+                     lambda: store.finish_cleaning(handle, 'forged')):
+            self.assertRaises(exception.NotThisHost, call)
+        self.assertEqual(before, self.handles('node2'))
+        self.assertIn('Refused: host node1 asked to change attach handle %s'
+                      % handle, self.conductor.log_text())

@@ -27,7 +27,8 @@ import os
 import test_layouts
 
 SCRIPTS = ('accel-backend', 'accel-backend-api', 'accel-backend-agent',
-           'accel-backend-manage', 'accel-backend-status')
+           'accel-backend-conductor', 'accel-backend-manage',
+           'accel-backend-status')
 
 
 class BareInstallTest(test_layouts._Layout):

@@ -208,9 +208,9 @@ class RealGuestTestBase(testtools.TestCase):
                                        self.cloud.prog('nova-accel'),
                                        layout.path('etc', 'nova',
                                                    'nova.conf')),
-                # The agent in L1 binds and cleans (forwarded port).
+                # The conductor binds for L1's agent.
                 'metrics_url': 'http://127.0.0.1:%d/metrics' % (
-                    layout.ports['l1_metrics']),
+                    layout.ports['conductor_metrics']),
             }})
         rc, out = tempest_mod.run_in(
             self.cloud, workspace, 'nova_accel_tempest_plugin.tests.'

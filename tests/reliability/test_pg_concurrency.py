@@ -15,16 +15,17 @@ deployments:
 
 ``TestPostgreSQLConcurrency``
     RabbitMQ, one ``accel-backend-agent`` (host ``node1``, 8 generated
-    GPUs) and two ``accel-backend-api`` processes (``[api] workers = 8``
-    each) on the shared database: the API commits ``BindStarted`` and the
-    agent binds in transactions of its own.
+    GPUs, no database credentials), one ``accel-backend-conductor`` and
+    two ``accel-backend-api`` processes (``[api] workers = 8`` each) on
+    the shared database: the API commits ``BindStarted`` and the conductor
+    binds in transactions of its own.
 ``TestPostgreSQLConcurrencyEmbedded``
     one embedded ``accel-backend`` (host ``node1``, the same 8 GPUs,
     ``[api] workers = 8``, ``[binding] mode = inline``): each bind PATCH
     binds its ARQs in its own transaction, run again after a deadlock.
     A reader polling the database during the run (every 50 ms) must
     never see an ARQ ``BindStarted``: it is committed together with the
-    outcome.  (With the agent it is routinely seen: a figure only.)
+    outcome.  (With the conductor it is routinely seen: a figure only.)
 
 Both also start a throwaway PostgreSQL, Placement and a Nova stub.  16
 client threads, spread over the API processes, each with its own
@@ -269,11 +270,12 @@ class ConcurrencyTest:
 
 @reliability.slow
 class TestPostgreSQLConcurrency(ConcurrencyTest, testtools.TestCase):
-    """API + agent: two ``accel-backend-api`` (8 client threads each) and
-    one ``accel-backend-agent`` over RabbitMQ."""
+    """API + conductor + agent: two ``accel-backend-api`` (8 client
+    threads each), one ``accel-backend-conductor`` and one
+    ``accel-backend-agent`` over RabbitMQ."""
 
     RESULT = 'pg_concurrency'
-    deployment = {'deployment': 'api+agent', 'api_processes': 2}
+    deployment = {'deployment': 'api+conductor+agent', 'api_processes': 2}
 
     def start_early(self):
         self.rabbit = self.useFixture(rabbitmq.RabbitMQServer(wait=False))
@@ -285,13 +287,17 @@ class TestPostgreSQLConcurrency(ConcurrencyTest, testtools.TestCase):
             sysfs_root=self.sysfs, spec=rel_fixtures.MANY_GPUS_SPEC,
             api_workers=API_WORKERS)
         conf.db_sync(self.useFixture(fixtures.TempDir()).path)
+        conductor = self.useFixture(accel_nodes.ConductorProcess(
+            conf, 'conductor1'))
         agent = self.useFixture(accel_nodes.AgentProcess(conf, HOST))
         apis = [self.useFixture(accel_nodes.ApiServer(
             conf, 'api%d' % (i + 1))) for i in range(2)]
+        conductor.wait_started()
         agent.wait_started()
         self.api = apis[0]
         self.roots = [a.root for a in apis]
-        self.log_sources = [('agent', agent.log_text)] + [
+        self.log_sources = [('agent', agent.log_text),
+                            ('conductor', conductor.log_text)] + [
             (a.name, a.log_text) for a in apis]
 
 

@@ -76,6 +76,7 @@ class UnitsAndRulesTest(testtools.TestCase):
         units = sorted(os.listdir(os.path.join(ETC, 'systemd')))
         self.assertEqual(['accel-backend-agent.service',
                           'accel-backend-api.service',
+                          'accel-backend-conductor.service',
                           'accel-backend.service'], units)
         for unit in units:
             parser = configparser.ConfigParser(interpolation=None)

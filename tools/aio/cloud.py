@@ -263,14 +263,14 @@ def up(db='postgresql', discovery=('generic_pci', 'fake'), keep=False,
         this machine, ``discovery`` as given) or ``'nested'`` (the nested
         compute node, :mod:`tools.aio.nested`; its ``edu`` functions are
         the accelerators, ``discovery`` is ignored; PostgreSQL only: the
-        agent in L1 shares the API's database).
+        API and the conductor share the database).
     """
     say = Say()
     host = config.HOST
     if compute == 'nested':
         if db != 'postgresql':
             raise SystemExit('the nested compute node needs --db postgresql '
-                             '(its agent shares the API\'s database)')
+                             '(its API and conductor share the database)')
         from tools.aio import nested
         host, discovery = nested.L1_HOST, ['l1_edu']
     elif compute != 'fake':

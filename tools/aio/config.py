@@ -64,7 +64,7 @@ CATALOG = [
 #: Ports the cloud listens on (keys of ``Layout.ports``).
 PORT_NAMES = ('keystone', 'placement', 'glance', 'nova_api', 'accel',
               'neutron_stub', 'rabbit', 'rabbit_dist', 'epmd', 'postgres',
-              'metrics', 'l1_metrics')
+              'metrics', 'l1_metrics', 'conductor_metrics')
 #: Databases (one per name; Nova has three).
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova_cell0',
              'nova_cell1', 'accel_backend')
@@ -351,4 +351,15 @@ def all_configs(layout):
         'etc/nova/nova.conf': nova_conf(layout),
         'etc/nova/nova-cpu.conf': nova_cpu_conf(layout),
         'etc/accel-backend/accel-backend.conf': accel_backend_conf(layout),
+        'etc/accel-backend/accel-backend-conductor.conf':
+            conductor_overlay(layout),
     }
+
+
+def conductor_overlay(layout):
+    """What ``accel-backend-conductor`` reads after accel-backend.conf
+    (nested compute node): its own metrics port, where the bind latency
+    and failures of every host are counted."""
+    return Ini().update('metrics', {
+        'enabled': True, 'host': '127.0.0.1',
+        'port': layout.ports['conductor_metrics']})

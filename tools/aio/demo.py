@@ -230,9 +230,9 @@ class Demo:
     def bind_latency(self):
         """Print the metrics address and accel_backend's bind latency
         histogram (``accel_bind_seconds``) as Prometheus scrapes it (from
-        the agent in L1 on the nested compute node)."""
-        port = 'l1_metrics' if self.cloud.layout.compute == 'nested' else \
-            'metrics'
+        the conductor, which binds for the nested compute node)."""
+        port = 'conductor_metrics' if self.cloud.layout.compute == \
+            'nested' else 'metrics'
         url = 'http://127.0.0.1:%d/metrics' % self.cloud.layout.ports[port]
         print('\n== accel-backend metrics at %s: bind latency '
               '(accel_bind_seconds, PATCH to Bound)' % url)

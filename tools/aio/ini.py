@@ -42,6 +42,12 @@ class Ini:
             self.set(section, key, value)
         return self
 
+    def remove(self, section):
+        """Drop ``section`` and its keys (no-op when absent); returns
+        self."""
+        self.sections.pop(section, None)
+        return self
+
     def get(self, section, key, default=None):
         """The last value of ``key`` in ``section``."""
         values = self.get_all(section, key)

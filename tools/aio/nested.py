@@ -104,6 +104,9 @@ def agent_conf(layout):
     discovery on L1's own sysfs, metrics on every address of L1 so that
     the machine reaches them through the host forward)."""
     ini = config.accel_backend_conf(layout)
+    # No database credentials on a compute node: the conductor on the
+    # machine stores what the agent finds and cleans.
+    ini.remove('database')
     ini.set('DEFAULT', 'state_path', L1_STATE + '/accel-backend')
     ini.set('oslo_concurrency', 'lock_path', L1_STATE + '/lock')
     ini.update('metrics', {'host': '0.0.0.0',

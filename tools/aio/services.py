@@ -276,11 +276,18 @@ def _accel_backend(cloud, say, token):
     cloud.run('accel-backend-manage', launch_accel.db_sync_argv(
         [cloud.prog('accel-backend-manage')], conf))
     if layout.compute == 'nested':
-        # The API alone here; the agent of the compute node runs in L1.
+        # The API and the conductor here; the agent of the compute node
+        # runs in L1, without database credentials.
         cloud.serve('accel-backend', [
             cloud.prog('accel-backend-api'), '--config-file', conf],
             layout.url('accel', '/'))
-        say('accel-backend-api: up at %s' % layout.url('accel', '/v2'))
+        cloud.serve('accel-backend-conductor', [
+            cloud.prog('accel-backend-conductor'), '--config-file', conf,
+            '--config-file', layout.path(
+                'etc', 'accel-backend', 'accel-backend-conductor.conf')],
+            'http://127.0.0.1:%d/metrics' % layout.ports['conductor_metrics'])
+        say('accel-backend-api: up at %s, accel-backend-conductor serves '
+            'the agents' % layout.url('accel', '/v2'))
         return
     rec = cloud.serve('accel-backend', [
         cloud.prog('accel-backend'), '--config-file', conf],

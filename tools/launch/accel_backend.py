@@ -15,8 +15,8 @@ file of a test or benchmark deployment, the commands, and when a service
 is ready.
 
 Programs are the console scripts of ``setup.cfg``
-(``accel-backend``, ``accel-backend-api``, ``accel-backend-agent``,
-``accel-backend-manage``).
+(``accel-backend``, ``accel-backend-api``, ``accel-backend-conductor``,
+``accel-backend-agent``, ``accel-backend-manage``).
 """
 
 import json

@@ -154,8 +154,10 @@ class TestCleanings(AuditTestBase):
 
     def test_real_cleaner_finishes_requeued_cleaning(self):
         from accel_backend import cleaning
+        from accel_backend.conductor import store
         conf = base.make_conf(self)
-        cleaner = cleaning.Cleaner(self.db, None, conf, HOST)
+        cleaner = cleaning.Cleaner(store.HostStore(self.db, HOST), None,
+                                   conf, HOST)
         cleaner.start()
         self.addCleanup(cleaner.stop)
         handle = self.af_handle()

@@ -180,8 +180,10 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
 
     def test_agent_serves_its_own_work(self):
         """An ``accel-backend-agent`` (agent role) serves ``/metrics``:
-        its discovery pass against Placement and the bind the API cast
-        to it move the counters; the database gauges are the API's."""
+        its discovery pass (stored through the conductor) against
+        Placement and the bind the API cast to the conductor move the
+        counters (one registry per process); the database gauges are the
+        API's."""
         conf = self.make_conf()
         db = db_api.Database.from_conf(conf)
         db.sync()
@@ -190,6 +192,11 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         api = service_mod.Service(self.make_conf(groups={'metrics': {}}),
                                   role=service_mod.API, transport=transport)
         self.addCleanup(api.stop)
+        conductor = service_mod.Service(
+            self.make_conf(groups={'metrics': {}}),
+            role=service_mod.CONDUCTOR, transport=transport)
+        self.addCleanup(conductor.stop)
+        conductor.start()
         agent = service_mod.Service(conf, role=service_mod.AGENT,
                                     transport=transport)
         self.addCleanup(agent.stop)

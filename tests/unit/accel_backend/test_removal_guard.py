@@ -35,6 +35,7 @@ from accel_backend.placement import client as pclient
 from accel_backend import service as service_mod
 from tests import placement_fixture
 from tests.unit.accel_backend import base
+from tests.unit.accel_backend import test_dispatch
 
 COMPUTE = 'compute1'
 AF, D8 = base.T4_ADDRESSES
@@ -212,10 +213,19 @@ class UnusableNovaConfigTest(testtools.TestCase):
         api = service_mod.Service(base.make_conf(self, **groups))
         self.addCleanup(api.stop)
         self.useFixture(fixtures.FakeLogger())
+        # The agent records its refusal through the conductor.
+        transport = test_dispatch.fake_transport(self)
+        conductor = service_mod.Service(
+            base.make_conf(self, audit={'interval': 0}, **groups),
+            role=service_mod.CONDUCTOR, transport=transport)
+        self.addCleanup(conductor.stop)
+        conductor.start()
+        del groups['database']
         agent_conf = base.make_conf(self, discovery={
             'nova_config_file': os.path.join(tmp, 'nova.conf')}, **groups)
         self.assertIsNone(service_mod.build_or_refuse(
-            agent_conf, service_mod.AGENT, 'accel-backend-agent'))
+            agent_conf, service_mod.AGENT, 'accel-backend-agent',
+            transport=transport))
         resp = webob.Request.blank(
             '/healthcheck', headers={'Accept': 'application/json'}
         ).get_response(api.app)

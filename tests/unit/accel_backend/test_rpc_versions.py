@@ -10,17 +10,18 @@
 #    See the License for the specific language governing permissions and
 #    limitations under the License.
 """Agent RPC versions during a rolling upgrade, over oslo.messaging's
-``fake://`` transport with real RPC servers and clients: a new API capped
-by ``[upgrade_levels] agent`` reaches an agent of the previous release
-(1.0), an uncapped one does not, and a new agent serves an old API."""
+``fake://`` transport with real RPC servers and clients: a new API sends
+an agent of the previous release nothing it cannot read, and a new agent
+serves an old API's ``bind`` casts (1.0 and 1.1) by handing them to a
+conductor."""
 
 import fixtures
 from oslo_config import cfg
 import oslo_messaging as messaging
 import testtools
 
-from accel_backend.binding import dispatcher as dispatcher_mod
 from accel_backend.binding import rpc
+from accel_backend.conductor import rpc as conductor_rpc
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_dispatch
 
@@ -66,8 +67,14 @@ class TestRollingUpgrade(testtools.TestCase):
                              request_id=request_id)
         self.useFixture(fixtures.MockPatchObject(rpc.AgentEndpoint, 'bind',
                                                  bind))
-        server = rpc.start_server(self.transport, TOPIC, 'new-node',
-                                  self.new)
+        # A new agent hands binds to a conductor.
+        server = conductor_rpc.start_server(
+            self.transport, 'accel-conductor', 'c1', None, self.new)
+        self.addCleanup(conductor_rpc.stop_server, server)
+        server = rpc.start_server(
+            self.transport, TOPIC, 'new-node', conductor_rpc.BindForwarder(
+                conductor_rpc.ConductorAPI(self.transport,
+                                           'accel-conductor')))
         self.addCleanup(rpc.stop_server, server)
 
     def api(self, cap=None):
@@ -76,35 +83,28 @@ class TestRollingUpgrade(testtools.TestCase):
         return rpc.AgentAPI(self.transport, TOPIC,
                             version_cap=conf.upgrade_levels.agent)
 
-    def test_capped_api_reaches_the_previous_release(self):
-        disp = dispatcher_mod.RpcDispatcher(self.api(cap='1.0'))
-        disp.bind({'old-node': ['a1'], 'new-node': ['b1']},
-                  request_id='req-1')
-        self.assertTrue(test_dispatch.wait_for(lambda: self.old.got()))
-        self.assertEqual(['a1'], self.old.got())
-        # The new agent gets 1.0 too: no request id.
-        self.assertTrue(test_dispatch.wait_for(lambda: self.new.got()))
-        self.assertEqual([None], self.submitted_with)
-
-    def test_uncapped_api_is_refused_by_the_previous_release(self):
-        disp = dispatcher_mod.RpcDispatcher(self.api())
-        disp.bind({'old-node': ['a1'], 'new-node': ['b1']},
-                  request_id='req-2')
-        self.assertTrue(test_dispatch.wait_for(lambda: self.new.got()))
-        self.assertEqual(['req-2'], self.submitted_with)
-        # oslo.messaging's dispatcher refuses the 1.1 message.
-        self.assertTrue(test_dispatch.wait_for(
-            lambda: 'UnsupportedVersion' in self.logger.output))
-        self.assertEqual([], self.old.got())
+    def test_api_sends_the_previous_release_only_1_0(self):
+        # Bind casts go to the conductor now: what an API sends an agent
+        # is ``clean``, a 1.0 method, capped or not.
+        for cap in ('1.0', None):
+            self.api(cap=cap).clean('old-node')
+        self.assertNotIn('UnsupportedVersion', self.logger.output)
 
     def test_new_agent_serves_the_previous_api(self):
-        # What a 1.0 API sends: bind without request_id.
+        # What an API of earlier releases sent: bind without request_id
+        # (1.0) and with it (1.1); the agent hands both to a conductor.
         client = messaging.get_rpc_client(self.transport, messaging.Target(
             exchange=rpc.EXCHANGE, topic=TOPIC, namespace=rpc.NAMESPACE,
-            version='1.0'))
-        client.prepare(server='new-node').cast({}, 'bind', arq_uuids=['c1'])
-        self.assertTrue(test_dispatch.wait_for(lambda: self.new.got()))
-        self.assertEqual(['c1'], self.new.got())
+            version='1.1'))
+        client.prepare(server='new-node', version='1.0').cast(
+            {}, 'bind', arq_uuids=['c1'])
+        client.prepare(server='new-node', version='1.1').cast(
+            {}, 'bind', arq_uuids=['c2'], request_id='req-9')
+        self.assertTrue(test_dispatch.wait_for(
+            lambda: len(self.new.got()) == 2))
+        self.assertEqual(['c1', 'c2'], sorted(self.new.got()))
+        self.assertEqual([None, 'req-9'], sorted(
+            self.submitted_with, key=str))
         self.assertIn('(API request not sent)', self.logger.output)
 
     def test_cap_above_this_release_is_refused(self):

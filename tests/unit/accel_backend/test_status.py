@@ -218,9 +218,10 @@ class SchemaAtStartTest(testtools.TestCase):
         tmp = self.useFixture(fixtures.TempDir()).path
         self.url = 'sqlite:///%s/a.sqlite' % tmp
 
-    def test_agent_refuses_an_empty_database(self):
-        self.assertIsNone(self.build(service_mod.AGENT, self.url))
-        self.assertIn('test-agent refuses to start: the database schema is '
+    def test_conductor_refuses_an_empty_database(self):
+        self.assertIsNone(self.build(service_mod.CONDUCTOR, self.url))
+        self.assertIn('test-conductor refuses to start: the database '
+                      'schema is '
                       'at revision none, this release needs ',
                       self.logger.output)
         self.assertIn('run accel-backend-manage db sync', self.logger.output)
@@ -234,8 +235,18 @@ class SchemaAtStartTest(testtools.TestCase):
         self.assertIn('refuses to start: the database schema',
                       self.logger.output)
         self.assertIsNotNone(self.build(service_mod.EMBEDDED, self.url))
-        # Now at head: the agent starts.
-        self.assertIsNotNone(self.build(service_mod.AGENT, self.url))
+        # Now at head: the conductor starts.
+        self.assertIsNotNone(self.build(service_mod.CONDUCTOR, self.url))
+
+    def test_agent_opens_no_database(self):
+        # An empty database is no reason for an agent to refuse: it never
+        # opens one (its [database] options are not read).
+        svc = self.build(service_mod.AGENT, self.url)
+        self.assertIsNotNone(svc)
+        self.assertIsNone(svc.db)
+        db = db_api.Database(self.url)
+        self.addCleanup(db.dispose)
+        self.assertEqual((), db.schema_revisions()[0])
 
 
 class HealthPerRoleTest(testtools.TestCase):

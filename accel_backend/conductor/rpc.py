@@ -1,0 +1,285 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""oslo.messaging RPC between the agents and the conductor.
+
+The conductor (``accel-backend-conductor``, or an embedded
+``accel-backend`` with ``[binding] mode = agents``) serves the topic
+``[conductor] topic`` (default ``accel-conductor``) in the exchange
+``accel_backend``; any conductor may answer, so several can run.  It is
+the only part of a multi-node deployment besides the API that holds the
+database's credentials: agents call it for every row they need read or
+changed.  Methods (namespace ``accel_conductor``):
+
+calls, each naming the caller's ``host`` (``conductor.store.HostStore``
+refuses rows of another host with ``NotThisHost``):
+
+* ``sync_host(host, deployables, force=False)``: store what discovery
+  found (``DiscoveredDeployable`` payloads, ``conductor.payloads``);
+  returns ``ProviderRecord`` payloads for the agent's Placement report.
+* ``reserved_units(host, rp_uuid)``: int or None.
+* ``record_status(host, state, reason=None, code=None)``.
+* ``handles_to_clean(host)``: ``[[handle_uuid, rp_uuid], ...]``.
+* ``start_cleaning(host, handle_uuid)`` and ``finish_cleaning(host,
+  handle_uuid, error=None)``: commit ``cleaning`` before the step runs
+  and its outcome after.
+
+cast:
+
+* ``bind(arq_uuids, request_id=None)``: bind these ``BindStarted`` ARQs
+  (the API committed ``BindStarted`` first); the conductor claims the
+  attach handles, commits ``Bound``/``BindFailed`` with a pending event
+  and delivers it to Nova.
+
+Versions: 1.0 as above.  A minor version only adds optional arguments or
+methods; cap what agents and APIs send with ``[upgrade_levels]
+conductor`` while conductors of an older release remain.
+
+Who may send: oslo.messaging carries no authenticated sender, so a
+message's ``host`` is what the agent says it is.  The host check stops an
+agent configured for one host from touching another's rows by mistake;
+against a compromised compute node, give each node's RabbitMQ user only
+the permissions the install guide lists.
+"""
+
+from oslo_log import log as logging
+import oslo_messaging as messaging
+
+from accel_backend.conductor import payloads
+from accel_backend.conductor import store as store_mod
+from accel_backend import exception
+from accel_common import rpc_server
+
+LOG = logging.getLogger(__name__)
+
+EXCHANGE = 'accel_backend'
+NAMESPACE = 'accel_conductor'
+#: The newest version of the conductor API; see the module docstring.
+VERSION = '1.0'
+
+
+def _newer(version, than):
+    """True when ``version`` (``'M.N'``) is above ``than``."""
+    return (tuple(int(p) for p in version.split('.')) >
+            tuple(int(p) for p in than.split('.')))
+
+
+class ConductorEndpoint:
+    """What a conductor serves.
+
+    :param store_for: ``hostname -> conductor.store.HostStore``.
+    :param binder: ``accel_backend.binding.binder.Binder`` binding the
+        ARQs of every host.
+    """
+
+    target = messaging.Target(namespace=NAMESPACE, version=VERSION)
+
+    def __init__(self, store_for, binder):
+        self.store_for = store_for
+        self.binder = binder
+
+    @messaging.expected_exceptions(exception.AccelBackendError,
+                                   payloads.PayloadError)
+    def sync_host(self, ctxt, host, deployables, force=False):
+        """Store discovery's findings of ``host``; returns
+        ``ProviderRecord`` payloads."""
+        found = [payloads.to_deployable(d) for d in deployables]
+        return [payloads.provider_record(r) for r in
+                self.store_for(host).sync(found, force=force)]
+
+    @messaging.expected_exceptions(exception.AccelBackendError)
+    def reserved_units(self, ctxt, host, rp_uuid):
+        """Reserved units of a provider of ``host`` (int or None)."""
+        return self.store_for(host).reserved_units(rp_uuid)
+
+    def record_status(self, ctxt, host, state, reason=None, code=None):
+        """Record the outcome of a discovery pass of ``host``."""
+        self.store_for(host).record_status(state, reason=reason, code=code)
+
+    def handles_to_clean(self, ctxt, host):
+        """``[[handle_uuid, rp_uuid], ...]`` of ``host``."""
+        return self.store_for(host).handles_to_clean()
+
+    @messaging.expected_exceptions(exception.AccelBackendError)
+    def start_cleaning(self, ctxt, host, handle_uuid):
+        """``HostStore.start_cleaning`` for ``host``."""
+        return self.store_for(host).start_cleaning(handle_uuid)
+
+    @messaging.expected_exceptions(exception.AccelBackendError)
+    def finish_cleaning(self, ctxt, host, handle_uuid, error=None):
+        """``HostStore.finish_cleaning`` for ``host``."""
+        return self.store_for(host).finish_cleaning(handle_uuid, error)
+
+    def bind(self, ctxt, arq_uuids, request_id=None):
+        """Cast ``bind``: queue ``arq_uuids`` on the binder."""
+        LOG.info('Bind request for ARQs %s (API request %s)',
+                 ', '.join(arq_uuids), request_id or 'not sent')
+        self.binder.submit(list(arq_uuids))
+
+
+def start_server(transport, topic, host, store_for, binder):
+    """Serve ``topic`` (as server ``host``; any conductor answers a
+    message sent to the topic) with the threading executor; returns the
+    started RPC server."""
+    target = messaging.Target(exchange=EXCHANGE, topic=topic, server=host)
+    server = messaging.get_rpc_server(
+        transport, target, [ConductorEndpoint(store_for, binder)],
+        executor='threading')
+    server.start()
+    LOG.info('Serving the conductor API on topic %s', topic)
+    return server
+
+
+def stop_server(server):
+    """Stop and wait for a server of ``start_server`` (None is fine)."""
+    rpc_server.stop(server, 'conductor')
+
+
+class ConductorAPI:
+    """Client side, for the agents (calls) and the API (``bind`` casts).
+
+    :param transport: an RPC transport
+        (``accel_backend.transports.get_rpc_transport``).
+    :param topic: ``[conductor] topic``.
+    :param timeout: seconds a call waits for its answer (``[conductor]
+        call_timeout``).
+    :param retry: reconnection attempts before a call or cast raises (int;
+        None retries forever).
+    :param version_cap: ``[upgrade_levels] conductor`` or None.
+    :raises ValueError: a cap newer than ``VERSION``.
+    """
+
+    def __init__(self, transport, topic, timeout=60, retry=2,
+                 version_cap=None):
+        if version_cap is not None and _newer(version_cap, VERSION):
+            raise ValueError(
+                '[upgrade_levels] conductor = %s: this release speaks '
+                'conductor RPC up to %s' % (version_cap, VERSION))
+        target = messaging.Target(exchange=EXCHANGE, topic=topic,
+                                  namespace=NAMESPACE, version=VERSION)
+        self.client = messaging.get_rpc_client(transport, target,
+                                               version_cap=version_cap)
+        self.timeout = timeout
+        self.retry = retry
+
+    @classmethod
+    def from_conf(cls, conf, transport, timeout=None):
+        """A client with ``[conductor]``'s topic and timeout, ``[binding]
+        cast_retry`` and ``[upgrade_levels] conductor``.
+
+        :param timeout: seconds, instead of ``[conductor] call_timeout``.
+        """
+        return cls(transport, conf.conductor.topic,
+                   timeout=timeout or conf.conductor.call_timeout,
+                   retry=conf.binding.cast_retry,
+                   version_cap=conf.upgrade_levels.conductor)
+
+    def call(self, method, **kwargs):
+        """Call ``method`` (1.0) on any conductor.
+
+        :raises ConductorUnavailable: no answer within ``timeout``, or the
+            broker cannot be reached.
+        :raises AccelBackendError: what the conductor raised
+            (``NotThisHost``, ``MassRemovalRefused``...).
+        """
+        cctxt = self.client.prepare(version='1.0', timeout=self.timeout,
+                                    retry=self.retry)
+        try:
+            return cctxt.call({}, method, **kwargs)
+        except (messaging.MessagingTimeout,
+                messaging.MessageDeliveryFailure) as e:
+            raise exception.ConductorUnavailable(method=method, reason=e)
+
+    def bind(self, arq_uuids, request_id=None):
+        """Cast ``bind`` (1.0) to a conductor.
+
+        :raises oslo_messaging.MessagingException: the message could not be
+            handed to the broker.
+        """
+        self.client.prepare(version='1.0', retry=self.retry).cast(
+            {}, 'bind', arq_uuids=list(arq_uuids), request_id=request_id)
+
+
+class RemoteHostStore:
+    """``conductor.store.HostStore``'s interface over the conductor RPC
+    API, for an ``accel-backend-agent``, which holds no database
+    credentials.
+
+    :param api: ``ConductorAPI``.
+    :param hostname: the agent's ``[DEFAULT] host``.
+
+    Every method raises ``ConductorUnavailable`` when the conductor does
+    not answer, and what ``HostStore`` raises.
+    """
+
+    #: No engine here: releases reach the agent as ``clean`` casts.
+    engine = None
+
+    def __init__(self, api, hostname):
+        self.api = api
+        self.hostname = hostname
+
+    def sync(self, found, force=False):
+        """See ``HostStore.sync``."""
+        return [payloads.to_provider_record(r) for r in self.api.call(
+            'sync_host', host=self.hostname,
+            deployables=[payloads.deployable(d) for d in found],
+            force=force)]
+
+    def reserved_units(self, rp_uuid):
+        """See ``HostStore.reserved_units``."""
+        return self.api.call('reserved_units', host=self.hostname,
+                             rp_uuid=rp_uuid)
+
+    def record_status(self, state, reason=None, code=None):
+        """See ``HostStore.record_status``."""
+        self.api.call('record_status', host=self.hostname, state=state,
+                      reason=reason, code=code)
+
+    def handles_to_clean(self):
+        """See ``HostStore.handles_to_clean``."""
+        return self.api.call('handles_to_clean', host=self.hostname)
+
+    def start_cleaning(self, handle_uuid):
+        """See ``HostStore.start_cleaning``."""
+        return self.api.call('start_cleaning', host=self.hostname,
+                             handle_uuid=handle_uuid)
+
+    def finish_cleaning(self, handle_uuid, error=None):
+        """See ``HostStore.finish_cleaning``."""
+        return self.api.call('finish_cleaning', host=self.hostname,
+                             handle_uuid=handle_uuid, error=error)
+
+
+class BindForwarder:
+    """What an agent's RPC endpoint binds with (``binding.rpc
+    .AgentEndpoint``): a ``bind`` cast from an API of an earlier release,
+    which cast to the agents, goes on to a conductor.
+
+    :param api: ``ConductorAPI``.
+    """
+
+    def __init__(self, api):
+        self.api = api
+
+    def submit(self, arq_uuids):
+        """Cast ``bind`` of ``arq_uuids`` (list of str) to a conductor."""
+        self.api.bind(arq_uuids)
+
+
+def store_factory(db, conf, notifications=None):
+    """``hostname -> HostStore`` for a conductor: stores built on demand
+    with ``conf``'s ``[discovery]`` limits."""
+    def store_for(hostname):
+        return store_mod.HostStore.from_conf(db, conf, hostname=hostname,
+                                             notifications=notifications)
+    return store_for
