@@ -37,6 +37,7 @@ import os
 import fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 
+from accel_backend.conductor import rpc as conductor_rpc
 from accel_backend import conf as accel_conf
 from accel_backend.objects import device as device_obj
 from accel_backend import service as accel_service
@@ -93,6 +94,13 @@ class EvacuateTest(base.AccelServersTestBase):
         conf = self._new_conf()
         svc = accel_service.Service(conf, transport=self._transport(conf))
         self.addCleanup(svc.stop)
+        # The conductor of compute2's agent: its RPC API (the harness
+        # runs discovery itself, so not the whole ``svc.start()``).
+        server = conductor_rpc.start_server(
+            svc.transport, conf.conductor.topic, conf.host,
+            conductor_rpc.store_factory(svc.db, conf, svc.notifications),
+            svc.binder)
+        self.addCleanup(conductor_rpc.stop_server, server)
         intercept = interceptor.RequestsInterceptor(lambda: svc.app,
                                                     url=base.ACCEL_URL)
         intercept.install_intercept()

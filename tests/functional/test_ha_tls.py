@@ -118,6 +118,8 @@ class TestLoadBalancedTLS(testtools.TestCase):
         conf.db_sync(self.useFixture(fixtures.TempDir()).path)
         self.conductor = self.useFixture(ha_nodes.Conductor(
             conf, 'conductor1'))
+        # Agents call the conductor's topic: its queue must exist first.
+        self.conductor.wait_started()
         self.agents = {h: self.useFixture(ha_nodes.Agent(
             conf, h, previous=h == PREVIOUS)) for h in HOSTS}
         self.apis = {n: self.useFixture(ha_nodes.GunicornApi(

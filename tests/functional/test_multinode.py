@@ -94,6 +94,8 @@ class TestMultiNode(testtools.TestCase):
         self.conf.db_sync(tmp)
         self.conductor = self.useFixture(accel_nodes.ConductorProcess(
             self.conf, 'conductor1'))
+        # Agents call the conductor's topic: its queue must exist first.
+        self.conductor.wait_started()
         self.agents = {h: self.useFixture(accel_nodes.AgentProcess(
             self.conf, h, options={'cleaning': {
                 'command': 'sh -c "echo %s {address} >> %s"' % (

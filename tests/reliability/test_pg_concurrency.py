@@ -289,6 +289,7 @@ class TestPostgreSQLConcurrency(ConcurrencyTest, testtools.TestCase):
         conf.db_sync(self.useFixture(fixtures.TempDir()).path)
         conductor = self.useFixture(accel_nodes.ConductorProcess(
             conf, 'conductor1'))
+        conductor.wait_started()
         agent = self.useFixture(accel_nodes.AgentProcess(conf, HOST))
         apis = [self.useFixture(accel_nodes.ApiServer(
             conf, 'api%d' % (i + 1))) for i in range(2)]
