@@ -15,7 +15,9 @@ and one ``accel-backend-agent`` per host, as real processes, laid out as
 the install guide says: the agents' configuration has no ``[database]``
 section.
 
-Started here: RabbitMQ (Debian ``rabbitmq-server``), PostgreSQL (the
+Started here: RabbitMQ (Debian ``rabbitmq-server``; the agents connect
+as a user with only the permissions of
+``etc/rabbitmq/compute-node.permissions``), PostgreSQL (the
 throwaway server of ``fixtures.databases``), Placement (gunicorn), a Nova
 stub, the compute node providers of hosts ``node1`` and ``node2``, two
 agents (both over the recorded ``two-gpus`` sysfs tree: device and
@@ -43,7 +45,9 @@ processes on the shared database.  The test checks that:
 import os
 import time
 
+from amqp import exceptions as amqp_exceptions
 import fixtures
+import kombu
 import sqlalchemy as sa
 import testtools
 
@@ -67,6 +71,17 @@ T4_GROUP = {'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}
 WAIT = 30
 
 
+def compute_permissions():
+    """``(configure, write, read)`` of the shipped
+    ``etc/rabbitmq/compute-node.permissions``."""
+    path = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
+                        'rabbitmq', 'compute-node.permissions')
+    with open(path) as f:
+        found = dict(line.split(' = ', 1) for line in f.read().splitlines()
+                     if line and not line.startswith('#'))
+    return found['configure'], found['write'], found['read']
+
+
 def rp_uuid(host, address):
     return device_obj.stable_uuid('rp', host, address)
 
@@ -85,11 +100,18 @@ class TestMultiNode(testtools.TestCase):
         self.compute_rps = {h: self.placement.create_provider(h)
                             for h in HOSTS}
         self.rabbit.wait_ready()
+        # The install guide's layout: a vhost of accel_backend's own, the
+        # control plane's user with every permission on it, the compute
+        # nodes' user with those of etc/rabbitmq/compute-node.permissions.
+        control_url = self.rabbit.add_user('accel', 'secret', 'accel',
+                                           '.*', '.*', '.*')
+        self.compute_url = compute_url = self.rabbit.add_user(
+            'accel-compute', 'secret', 'accel', *compute_permissions())
         self.database = database
         tmp = self.useFixture(fixtures.TempDir()).path
         self.cleaned = os.path.join(tmp, 'cleaned')
         self.conf = accel_nodes.MultiNodeConf(
-            database, self.rabbit.url, self.placement, self.nova,
+            database, control_url, self.placement, self.nova,
             options={'cleaning': {'methods': 'generic_pci:command'}})
         self.conf.db_sync(tmp)
         self.conductor = self.useFixture(accel_nodes.ConductorProcess(
@@ -97,9 +119,10 @@ class TestMultiNode(testtools.TestCase):
         # Agents call the conductor's topic: its queue must exist first.
         self.conductor.wait_started()
         self.agents = {h: self.useFixture(accel_nodes.AgentProcess(
-            self.conf, h, options={'cleaning': {
-                'command': 'sh -c "echo %s {address} >> %s"' % (
-                    h, self.cleaned)}})) for h in HOSTS}
+            self.conf, h, options={
+                'DEFAULT': {'transport_url': compute_url},
+                'cleaning': {'command': 'sh -c "echo %s {address} >> %s"'
+                             % (h, self.cleaned)}})) for h in HOSTS}
         self.apis = [self.useFixture(accel_nodes.ApiServer(
             self.conf, 'api%d' % i)) for i in (1, 2)]
         for proc in [self.conductor] + list(self.agents.values()):
@@ -161,6 +184,7 @@ class TestMultiNode(testtools.TestCase):
         vm1, vm2 = self.check_conductor_binds_and_resumes()
         # node1's agent may not touch node2's rows: refused, unchanged.
         self.check_host_refused()
+        self.check_compute_user_limits()
         self.check_cleaning(vm1, vm2)
 
     def check_reported(self):
@@ -285,6 +309,18 @@ class TestMultiNode(testtools.TestCase):
                 return dict(session.execute(query).all())
         finally:
             db.dispose()
+
+    def check_compute_user_limits(self):
+        """The compute nodes' RabbitMQ user cannot take the conductor's
+        messages: declaring or reading its queue is refused."""
+        url = self.compute_url.replace('rabbit://', 'amqp://')
+        for action in ('declare', 'get'):
+            with kombu.Connection(url) as conn:
+                channel = conn.channel()
+                call = (lambda: channel.queue_declare('accel-conductor'))
+                if action == 'get':
+                    call = (lambda: channel.basic_get('accel-conductor'))
+                self.assertRaises(amqp_exceptions.AccessRefused, call)
 
     def check_host_refused(self):
         """What node1's agent would send about a handle of node2, over
