@@ -34,7 +34,8 @@ processes on the shared database.  The test checks that:
 * with the conductor killed (SIGKILL), binds are accepted and stay
   ``BindStarted``; the restarted conductor resumes them from the database,
   binds them and tells Nova;
-* deleting the ARQs releases the devices; each host's agent runs its
+* the broker is killed (SIGKILL) and started again; then deleting the
+  ARQs releases the devices; each host's agent runs its
   cleaning command and commits the outcome through the conductor, and the
   devices bind again; node1's agent, killed (SIGKILL) before the delete,
   cleans its devices once started again;
@@ -264,6 +265,10 @@ class TestMultiNode(testtools.TestCase):
 
     def check_cleaning(self, vm1, vm2):
         """Deletes release the devices; each agent cleans its own."""
+        # The broker dies (SIGKILL) and comes back: every process
+        # reconnects before the deletes below need them.
+        self.rabbit.kill()
+        self.rabbit.start()
         # Delete frees the devices; each agent cleans its own, committing
         # through the conductor; they bind again.  node1's agent is dead
         # meanwhile (SIGKILL): its devices wait, dirty, until it is back.
