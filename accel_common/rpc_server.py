@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Stopping an oslo.messaging RPC server, for both halves: accel_backend's
-agent (binding casts) and nova_accel's compute-side hot-plug endpoint."""
+"""oslo.messaging RPC helpers shared by both halves (accel_backend's agent
+and conductor, nova_accel's compute-side hot-plug endpoint): stopping a
+server, checking an ``[upgrade_levels]`` version cap."""
 
 from oslo_log import log as logging
 
@@ -32,3 +33,19 @@ def stop(server, what):
         server.wait()
     except Exception:
         LOG.exception('Stopping the %s RPC server failed', what)
+
+
+def check_version_cap(cap, newest, option):
+    """Refuse a version cap this release cannot speak.
+
+    :param cap: the configured cap (str ``M.N``) or None (no cap).
+    :param newest: the newest version this release speaks (str ``M.N``).
+    :param option: the option's name for the message, e.g.
+        ``[upgrade_levels] agent``.
+    :raises ValueError: ``cap`` is above ``newest``.
+    """
+    def parts(version):
+        return tuple(int(p) for p in version.split('.'))
+    if cap is not None and parts(cap) > parts(newest):
+        raise ValueError('%s = %s: this release speaks it up to %s' % (
+            option, cap, newest))

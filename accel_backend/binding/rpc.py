@@ -100,12 +100,6 @@ def stop_server(server):
     rpc_server.stop(server, 'agent')
 
 
-def _newer(version, than):
-    """True when ``version`` (``'M.N'``) is above ``than``."""
-    return (tuple(int(p) for p in version.split('.')) >
-            tuple(int(p) for p in than.split('.')))
-
-
 class AgentAPI:
     """Client side: the API wakes the cleaner of a host's agent.
 
@@ -121,10 +115,8 @@ class AgentAPI:
     """
 
     def __init__(self, transport, topic, retry=2, version_cap=None):
-        if version_cap is not None and _newer(version_cap, VERSION):
-            raise ValueError(
-                '[upgrade_levels] agent = %s: this release speaks agent RPC '
-                'up to %s' % (version_cap, VERSION))
+        rpc_server.check_version_cap(version_cap, VERSION,
+                                     '[upgrade_levels] agent')
         target = messaging.Target(exchange=EXCHANGE, topic=topic,
                                   namespace=NAMESPACE, version=VERSION)
         self.client = messaging.get_rpc_client(transport, target,

@@ -28,11 +28,8 @@ No HTTP server.  Example::
 
 import sys
 
-from oslo_log import log as logging
-
 from accel_backend import cmd
 from accel_backend.cmd import runner
-from accel_backend import conf as conf_mod
 from accel_backend import service as service_mod
 
 
@@ -42,14 +39,7 @@ def main(argv=None):
 
     Signals: see ``accel_backend.cmd.runner``.
     """
-    conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
-    logging.setup(conf, 'accel-backend-agent')
-    svc = service_mod.build_or_refuse(conf, service_mod.AGENT,
-                                      'accel-backend-agent')
-    if svc is None:
-        return 1
-    return runner.run(conf, runner.Command(
-        svc, 'accel-backend-agent of host %s started' % conf.host))
+    return runner.main(argv, service_mod.AGENT, 'accel-backend-agent')
 
 
 if __name__ == '__main__':

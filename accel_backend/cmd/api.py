@@ -13,11 +13,11 @@
 """``accel-backend-api``: the REST API alone, for many compute nodes.
 
 Serves the Cyborg v2 API with cheroot (``[api] workers`` threads) on the
-database the agents share (PostgreSQL or MySQL; run ``accel-backend-manage
-db sync`` first).  Several processes may serve the same database.  A bind
-PATCH commits ``BindStarted`` and casts ``bind`` over oslo.messaging
-(``[DEFAULT] transport_url``) to the ``accel-backend-agent`` of each ARQ's
-host, which binds and tells Nova.  Example::
+database the conductors share (PostgreSQL or MySQL; run
+``accel-backend-manage db sync`` first).  Several processes may serve the
+same database.  A bind PATCH commits ``BindStarted`` and casts ``bind``
+over oslo.messaging (``[DEFAULT] transport_url``) to an
+``accel-backend-conductor``, which binds and tells Nova.  Example::
 
     accel-backend-api --config-file /etc/accel-backend/accel-backend.conf
 """

@@ -27,11 +27,8 @@ HTTP server.  Example::
 
 import sys
 
-from oslo_log import log as logging
-
 from accel_backend import cmd
 from accel_backend.cmd import runner
-from accel_backend import conf as conf_mod
 from accel_backend import service as service_mod
 
 
@@ -41,14 +38,7 @@ def main(argv=None):
 
     Signals: see ``accel_backend.cmd.runner``.
     """
-    conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
-    logging.setup(conf, 'accel-backend-conductor')
-    svc = service_mod.build_or_refuse(conf, service_mod.CONDUCTOR,
-                                      'accel-backend-conductor')
-    if svc is None:
-        return 1
-    return runner.run(conf, runner.Command(
-        svc, 'accel-backend-conductor of host %s started' % conf.host))
+    return runner.main(argv, service_mod.CONDUCTOR, 'accel-backend-conductor')
 
 
 if __name__ == '__main__':

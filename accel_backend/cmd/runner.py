@@ -53,6 +53,7 @@ at once, would be used by another process than the one that made them.
 """
 
 import signal
+import sys
 import threading
 
 from oslo_log import log as logging
@@ -185,3 +186,23 @@ def run(conf, command):
     finally:
         command.stop()
     return 1 if command.failed else 0
+
+
+def main(argv, role, program):
+    """What ``accel-backend-agent`` and ``accel-backend-conductor`` do:
+    read the configuration (``argv``, default the command line), set up
+    oslo.log, build the ``accel_backend.service.Service`` of ``role`` (or
+    refuse with one line) and ``run`` it.
+
+    :param program: the program's name (logs, the started line).
+    :returns: the exit status (int): 1 when the service refused to start.
+    """
+    from accel_backend import conf as conf_mod
+    from accel_backend import service as service_mod
+    conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
+    logging.setup(conf, program)
+    svc = service_mod.build_or_refuse(conf, role, program)
+    if svc is None:
+        return 1
+    return run(conf, Command(svc, '%s of host %s started' % (program,
+                                                             conf.host)))

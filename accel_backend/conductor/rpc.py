@@ -67,12 +67,6 @@ NAMESPACE = 'accel_conductor'
 VERSION = '1.0'
 
 
-def _newer(version, than):
-    """True when ``version`` (``'M.N'``) is above ``than``."""
-    return (tuple(int(p) for p in version.split('.')) >
-            tuple(int(p) for p in than.split('.')))
-
-
 class ConductorEndpoint:
     """What a conductor serves.
 
@@ -160,10 +154,8 @@ class ConductorAPI:
 
     def __init__(self, transport, topic, timeout=60, retry=2,
                  version_cap=None):
-        if version_cap is not None and _newer(version_cap, VERSION):
-            raise ValueError(
-                '[upgrade_levels] conductor = %s: this release speaks '
-                'conductor RPC up to %s' % (version_cap, VERSION))
+        rpc_server.check_version_cap(version_cap, VERSION,
+                                     '[upgrade_levels] conductor')
         target = messaging.Target(exchange=EXCHANGE, topic=topic,
                                   namespace=NAMESPACE, version=VERSION)
         self.client = messaging.get_rpc_client(transport, target,

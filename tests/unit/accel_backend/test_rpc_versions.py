@@ -108,7 +108,9 @@ class TestRollingUpgrade(testtools.TestCase):
         self.assertIn('(API request not sent)', self.logger.output)
 
     def test_cap_above_this_release_is_refused(self):
-        self.assertRaisesRegex(ValueError, r'speaks agent RPC up to 1\.1',
+        self.assertRaisesRegex(ValueError,
+                               r'agent = 1\.7: this release speaks it up '
+                               r'to 1\.1',
                                self.api, cap='1.7')
 
     def test_cap_that_is_no_version_is_a_configuration_error(self):
