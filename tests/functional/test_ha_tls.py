@@ -53,7 +53,9 @@ along (``fixtures.bind_load``: Nova 34's own Cyborg client,
 
 After each step more binds are ``Bound``.  At the end every acknowledged
 bind is ``Bound`` exactly once, on its host, each attach handle held by
-one ARQ, and Nova took exactly one ``accelerator-request-bound`` per ARQ.
+one ARQ, and Nova took ``accelerator-request-bound`` ``completed`` for
+each ARQ and nothing else (at least once: an event in flight when the
+conductor is killed is sent again after its restart).
 Links in the answers seen through the load balancer say ``https://``.
 """
 
@@ -368,7 +370,9 @@ class TestLoadBalancedTLS(testtools.TestCase):
         self.assertEqual({'Initial'}, set(others.values()) | {'Initial'})
         self.assertLessEqual(len(others), len(self.load.failures))
         self.nova.wait_tags(list(binds), timeout=WAIT)
-        self.assertEqual({u: ['completed'] for u in binds},
-                         self.nova.events_by_tag())
-        self.assertEqual(sorted(binds), sorted(
-            e['tag'] for e in self.nova.sent()))
+        # At least once: an event in flight when the conductor was killed
+        # is sent again by the restarted one (Nova ignores the repeat).
+        self.assertEqual({u: {'completed'} for u in binds},
+                         {u: set(statuses) for u, statuses in
+                          self.nova.events_by_tag().items()})
+        self.assertEqual(set(binds), {e['tag'] for e in self.nova.sent()})
