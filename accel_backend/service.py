@@ -214,7 +214,9 @@ class Service:
         check and ``accel-backend-manage discovery status`` show.  A pass
         whose drivers withhold devices because of their configuration
         (``drivers.config_problems``: a Nova ``[pci] device_spec`` value
-        that does not parse) is recorded ``degraded``, with why.
+        that does not parse), or whose passthrough devices cannot be
+        assigned (no IOMMU group, no interrupt remapping) is recorded
+        ``degraded``, with why (``drivers.degraded``).
 
         :param report: as ``discover_and_report``.
         :returns: list of ``ProviderRecord`` reported.
@@ -235,16 +237,9 @@ class Service:
                 labels['outcome'] = host_status.FAILING
                 self._record(host_status.FAILING, e)
                 raise
-        problems = drivers_mod.config_problems(self.drivers)
-        no_iommu = drivers_mod.without_iommu(self.drivers)
-        if problems:
-            self._record(host_status.DEGRADED, exception.NovaPCISpecWithheld(
-                problems='; '.join(problems)))
-        elif no_iommu:
-            self._record(host_status.DEGRADED, exception.NoIOMMU(
-                addresses=', '.join(no_iommu)))
-        else:
-            self._record(host_status.OK)
+        withheld = drivers_mod.degraded(self.drivers)
+        self._record(host_status.DEGRADED if withheld else host_status.OK,
+                     withheld)
         return reported
 
     def _record(self, state, error=None):

@@ -129,6 +129,17 @@ OPTS = [
                     'device in a slot shows the slot\'s name (e.g. ``CPU2 '
                     'SLOT2``) as ``slot`` in its ``std_board_info`` and '
                     'as the deployable attribute ``slot``.'),
+    cfg.BoolOpt('allow_unsafe_interrupts', default=False,
+                help='Offer passthrough devices on a host whose Intel '
+                     'VT-d IOMMU lacks interrupt remapping, when the '
+                     'vfio_iommu_type1 module parameter '
+                     '``allow_unsafe_interrupts`` is also set (Y). A guest '
+                     'can then inject interrupts into the host and into '
+                     'other guests: for single-tenant hosts only; a '
+                     'warning is logged. False: such devices are reported '
+                     'unhealthy and not offered. Without the module '
+                     'parameter they stay unhealthy either way (VFIO '
+                     'refuses them).'),
     cfg.FloatOpt('max_removal_share', default=0.5, min=0.0, max=1.0,
                  help='Largest share of a host\'s devices (and of its '
                       'resource providers in Placement) that one discovery '

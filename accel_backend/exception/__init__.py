@@ -26,6 +26,7 @@ here, as ``from accel_backend import exception; exception.NotFound``.
 from accel_backend.exception.base import AccelBackendError
 from accel_backend.exception.discovery import DeviceSpecError
 from accel_backend.exception.discovery import MassRemovalRefused
+from accel_backend.exception.discovery import NoInterruptRemapping
 from accel_backend.exception.discovery import NoIOMMU
 from accel_backend.exception.discovery import NovaPCIConfigUnusable
 from accel_backend.exception.discovery import NovaPCISpecWithheld
@@ -70,8 +71,8 @@ from accel_backend.exception.service import SchemaRevisionUnknown
 
 __all__ = [
     'AccelBackendError', 'DeviceSpecError', 'MassRemovalRefused',
-    'NoIOMMU', 'NovaPCIConfigUnusable', 'NovaPCISpecWithheld',
-    'SysfsRootUnavailable', 'BadRequest', 'Forbidden',
+    'NoInterruptRemapping', 'NoIOMMU', 'NovaPCIConfigUnusable',
+    'NovaPCISpecWithheld', 'SysfsRootUnavailable', 'BadRequest', 'Forbidden',
     'InvalidDeviceProfile', 'InvalidJSON', 'InvalidLimit', 'InvalidMarker',
     'InvalidPatch', 'InvalidUUID', 'MethodNotAllowed', 'NotAcceptable',
     'RequestTooLarge', 'SchemaValidationError', 'Unauthorized',

@@ -78,3 +78,18 @@ class NoIOMMU(AccelBackendError):
     msg_fmt = ('%(addresses)s: no IOMMU group (the IOMMU is off: enable '
                'VT-d or AMD-Vi in the firmware and intel_iommu=on or '
                'amd_iommu=on on the kernel command line); not offered')
+
+
+class NoInterruptRemapping(AccelBackendError):
+    """Functions a passthrough driver would offer sit on a host whose
+    IOMMU does not remap interrupts (``discovery.interrupts``): VFIO
+    refuses to assign them, or, with vfio_iommu_type1's
+    ``allow_unsafe_interrupts``, a guest could inject interrupts into the
+    host; they are reported unhealthy.  Recorded as the host's status,
+    never raised."""
+    status = 503
+    code = 'accel.discovery.no_interrupt_remapping'
+    msg_fmt = ('%(addresses)s: no interrupt remapping (Intel VT-d unit '
+               '%(units)s lacks it): VFIO refuses to assign them, or lets '
+               'a guest inject interrupts with allow_unsafe_interrupts; '
+               'not offered')

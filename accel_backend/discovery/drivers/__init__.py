@@ -26,6 +26,7 @@ from stevedore import driver as sv_driver
 
 from accel_backend.discovery import iommu
 from accel_backend.discovery import pooling
+from accel_backend import exception
 
 LOG = logging.getLogger(__name__)
 NAMESPACE = 'accel_backend.discovery.drivers'
@@ -101,6 +102,44 @@ def without_iommu(drivers):
     (sorted list; a driver says so with a ``no_iommu`` set)."""
     return sorted({a for drv in drivers
                    for a in getattr(drv, 'no_iommu', ())})
+
+
+def without_intremap(drivers):
+    """Passthrough functions the drivers' last pass held back because
+    the host has no interrupt remapping (``discovery.interrupts``):
+    ``(addresses, units)``, two sorted lists of str (PCI addresses; the
+    Intel VT-d units lacking it); two empty lists when none.  A driver
+    says so with a ``no_intremap`` set and its ``intremap`` verdict."""
+    addresses, units = set(), set()
+    for drv in drivers:
+        held = getattr(drv, 'no_intremap', ())
+        if held:
+            addresses.update(held)
+            units.update(drv.intremap.units)
+    return sorted(addresses), sorted(units)
+
+
+def degraded(drivers):
+    """Why the drivers' last pass leaves the host ``degraded``, the one
+    rule for it: the first of Nova ``[pci] device_spec`` values that do
+    not parse (``config_problems``), functions without an IOMMU group
+    (``without_iommu``), functions on a host without interrupt remapping
+    (``without_intremap``).
+
+    :returns: an ``exception.NovaPCISpecWithheld``, ``NoIOMMU`` or
+        ``NoInterruptRemapping`` (recorded, never raised), or None.
+    """
+    problems = config_problems(drivers)
+    if problems:
+        return exception.NovaPCISpecWithheld(problems='; '.join(problems))
+    no_iommu = without_iommu(drivers)
+    if no_iommu:
+        return exception.NoIOMMU(addresses=', '.join(no_iommu))
+    no_intremap, units = without_intremap(drivers)
+    if no_intremap:
+        return exception.NoInterruptRemapping(
+            addresses=', '.join(no_intremap), units=', '.join(units))
+    return None
 
 
 def discover_all(drivers):

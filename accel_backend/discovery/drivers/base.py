@@ -19,6 +19,7 @@ from oslo_log import log as logging
 
 from accel_backend.discovery import aer
 from accel_backend.discovery import drivers
+from accel_backend.discovery import interrupts
 from accel_backend.discovery import iommu
 from accel_backend.discovery import nova_pci
 from accel_backend.discovery import pci_ids
@@ -99,6 +100,10 @@ class PCIDriverBase:
         self._slow_link_warned = set()
         #: Addresses the last pass found without an IOMMU group.
         self.no_iommu = set()
+        #: Addresses the last pass held back for the host's lack of
+        #: interrupt remapping, and its verdict (``discovery.interrupts``).
+        self.no_intremap = set()
+        self.intremap = None
         self._ids = None
         self._slots = None
         self._groups = iommu.Groups([])
@@ -115,7 +120,10 @@ class PCIDriverBase:
         are read again)."""
         self._slots = None
         self.no_iommu = set()
+        self.no_intremap = set()
         found = sysfs.scan(self.root)
+        self.intremap = interrupts.check(
+            self.root, self.conf.discovery.allow_unsafe_interrupts)
         self._groups = iommu.Groups(found)
         self._vfs = {}
         for fn in found:
@@ -149,15 +157,20 @@ class PCIDriverBase:
         """``(health, reason)`` of a function from what sysfs shows: a
         function without an IOMMU group (the host's IOMMU is off: vfio-pci
         cannot assign it, every boot onto it would fail in QEMU; recorded
-        in ``no_iommu``), or whose IOMMU group holds an endpoint the host
-        uses (``iommu.Groups.blocker``), or that answers config reads
-        with all ones, cannot be assigned.  Fatal AER errors are judged
-        on the new ones by ``discovery.aer`` (the count goes in
+        in ``no_iommu``), or on a host without interrupt remapping
+        (``discovery.interrupts``: VFIO refuses it, or it would be unsafe;
+        recorded in ``no_intremap``), or whose IOMMU group holds an
+        endpoint the host uses (``iommu.Groups.blocker``), or that answers
+        config reads with all ones, cannot be assigned.  Fatal AER errors
+        are judged on the new ones by ``discovery.aer`` (the count goes in
         ``std_board_info``)."""
         if self.assigns_iommu_group:
             if fn.iommu_group is None:
                 self.no_iommu.add(fn.address)
                 return drivers.UNHEALTHY, NO_IOMMU
+            if self.intremap is not None and self.intremap.reason:
+                self.no_intremap.add(fn.address)
+                return drivers.UNHEALTHY, self.intremap.reason
             blocker = self._groups.blocker(fn)
             if blocker:
                 return drivers.UNHEALTHY, blocker
