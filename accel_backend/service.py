@@ -57,10 +57,12 @@ from accel_backend import metrics
 from accel_backend import notifications
 from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import host_status
+from accel_backend.objects import pool_migration
 from accel_backend import periodic
 from accel_backend.placement import client as placement_client
 from accel_backend.placement import records
 from accel_backend.placement import report
+from accel_backend.placement import reshape
 from accel_backend import transports
 
 LOG = logging.getLogger(__name__)
@@ -196,6 +198,9 @@ class Service:
             nothing changed.
         :raises MassRemovalRefused: too many devices or providers would be
             removed; none was.
+        :raises PoolMigrationIncomplete: turning pooling on for a host
+            with guests did not finish (``placement.reshape.migrate``);
+            the next pass finishes it.
         :raises ConductorUnavailable: (agent) the conductor did not answer;
             nothing changed.
         :raises ComputeNodeProviderNotFound: nova-compute has not created
@@ -203,9 +208,14 @@ class Service:
         :raises PlacementError: Placement failed.
         """
         found = drivers_mod.discover_all(self.drivers)
+        migrated = report and reshape.migrate(self.store, self.reporter,
+                                              found, force=force)
         reported = self.store.sync(found, force=force)
         if report:
-            self.reporter.report(reported, force=force)
+            self.reporter.report(reported, force=force, replaced=(
+                pool_migration.replaced_providers(self.conf.host, found)))
+        if migrated:
+            self._record(host_status.OK)
         return reported
 
     def report_pass(self, force=False, report=True):
@@ -232,6 +242,10 @@ class Service:
                     exception.MassRemovalRefused) as e:
                 labels['outcome'] = host_status.REFUSED
                 self._record(host_status.REFUSED, e)
+                raise
+            except exception.PoolMigrationIncomplete as e:
+                labels['outcome'] = host_status.FAILING
+                self._record(host_status.MIGRATING, e)
                 raise
             except Exception as e:
                 labels['outcome'] = host_status.FAILING

@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from accel_backend.db import models
 from accel_backend import metrics
 from accel_backend.objects import device as device_obj
+from accel_backend.objects import host_status
 
 #: No device of the ARQ's host stands behind its ``device_rp_uuid`` (a
 #: provider we do not have, or another host's).
@@ -45,17 +46,22 @@ DEVICE_NOT_CLEAN = 'device_not_clean'
 NO_FREE_HANDLE = 'no_free_handle'
 #: The audit found the ARQ ``Bound`` without an attach handle.
 BOUND_WITHOUT_HANDLE = 'bound_without_handle'
+#: The host's providers are being migrated into pools
+#: (``placement.reshape``): binding again once it is ``ok`` may succeed.
+HOST_MIGRATING = 'host_migrating'
 
 REASONS = (NO_DEVICE, DEVICE_MISSING, DEVICE_MAINTAINING, DEVICE_UNHEALTHY,
-           DEVICE_NOT_CLEAN, NO_FREE_HANDLE, BOUND_WITHOUT_HANDLE)
+           DEVICE_NOT_CLEAN, NO_FREE_HANDLE, BOUND_WITHOUT_HANDLE,
+           HOST_MIGRATING)
 
 
 def diagnose(session, keys):
     """Why no handle could be claimed for each ``(rp_uuid, hostname)``.
 
-    One SELECT whatever the number of keys, run only when a claim left
+    Two SELECTs whatever the number of keys, run only when a claim left
     ARQs without a handle.  A device with several problems gets the first
-    of ``REASONS`` that applies.
+    of ``REASONS`` that applies; any key of a host being migrated into
+    pools (``objects.host_status.MIGRATING``) gets ``HOST_MIGRATING``.
 
     :param session: a ``Session`` (the binder's transaction).
     :param keys: iterable of ``(rp_uuid, hostname)`` (str, str).
@@ -79,7 +85,12 @@ def diagnose(session, keys):
     for rp, host, status, health, state in rows:
         if (rp, host) in keys:
             found[(rp, host)].append((status, health, state))
-    return {key: _reason(found.get(key)) for key in keys}
+    migrating = set(session.scalars(
+        sa.select(models.HostStatus.hostname).where(
+            models.HostStatus.hostname.in_(sorted({h for _, h in keys})),
+            models.HostStatus.state == host_status.MIGRATING)))
+    return {key: HOST_MIGRATING if key[1] in migrating
+            else _reason(found.get(key)) for key in keys}
 
 
 def _reason(rows):

@@ -36,6 +36,7 @@ from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import host_status
 from accel_backend.objects import host_sync
+from accel_backend.objects import pool_migration
 from accel_backend.placement import records
 from accel_common import pci
 
@@ -101,6 +102,37 @@ class HostStore:
             for change in changes:
                 self.notifications.device_health(change)
         return reported
+
+    def pool_moves(self, found, force=False):
+        """What turning pooling on moves (``objects.pool_migration``):
+        read only.
+
+        :param found: list of ``DiscoveredDeployable``.
+        :param force: as ``sync``'s.
+        :returns: list of ``pool_migration.Move``, empty when the
+            database has no per-device deployable of a pool member.
+        :raises MassRemovalRefused: ``sync`` would refuse the pass
+            (checked only when there is something to move).
+        """
+        with self.db.transaction() as session:
+            moves = pool_migration.moves(session, self.hostname, found)
+            if moves:
+                host_sync.check_removals(
+                    session, self.hostname, found,
+                    max_removal_share=self.max_removal_share, force=force)
+            return moves
+
+    def migrate_pools(self, found):
+        """Move the rows of the pools' members under the pools, in one
+        transaction (``objects.pool_migration.move``), after Placement
+        was reshaped (``placement.reshape``).
+
+        :returns: ``{old rp_uuid: pool rp_uuid}`` of what moved.
+        """
+        with self.db.transaction() as session:
+            return pool_migration.move(
+                session, self.hostname, found,
+                aer_recovery_passes=self.aer_recovery_passes)
 
     def _provider_record(self, dep):
         address, subname = deployable_obj.record_name(self.hostname, dep)

@@ -65,6 +65,7 @@ from accel_backend.exception.service import CyborgImportRefused
 from accel_backend.exception.service import DatabaseOptionUnsupported
 from accel_backend.exception.service import NotThisHost
 from accel_backend.exception.service import PlacementError
+from accel_backend.exception.service import PoolMigrationIncomplete
 from accel_backend.exception.service import SchemaContractedAhead
 from accel_backend.exception.service import SchemaOutOfDate
 from accel_backend.exception.service import SchemaRevisionUnknown
@@ -83,5 +84,6 @@ __all__ = [
     'DeviceProfileUUIDExists', 'NotFound', 'ComputeNodeProviderNotFound',
     'ConductorUnavailable', 'CyborgImportRefused',
     'DatabaseOptionUnsupported', 'NotThisHost', 'PlacementError',
+    'PoolMigrationIncomplete',
     'SchemaOutOfDate', 'SchemaContractedAhead', 'SchemaRevisionUnknown',
 ]

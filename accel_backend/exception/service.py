@@ -119,3 +119,19 @@ class ConductorUnavailable(AccelBackendError):
     status = 503
     code = 'accel.conductor.unavailable'
     msg_fmt = 'the conductor did not answer %(method)s: %(reason)s'
+
+
+class PoolMigrationIncomplete(AccelBackendError):
+    """503: a host's per-device providers are being replaced by pooled
+    ones (``placement.reshape.migrate``) and the migration did not
+    finish; it is finished by the next discovery pass, and binds that
+    find no attach handle on the host meanwhile fail with the retryable
+    reason ``host_migrating`` (``binding.failure``).
+
+    :param host: the host (str).
+    :param reason: what failed (exception or str).
+    """
+    status = 503
+    code = 'accel.discovery.pool_migration_incomplete'
+    msg_fmt = ('host %(host)s is migrating to pooled providers, not '
+               'finished yet: %(reason)s')

@@ -32,12 +32,18 @@ FAILING = 'failing'
 #: devices (a Nova ``[pci] device_spec`` value that does not parse: the
 #: ids it names are left to Nova).
 DEGRADED = 'degraded'
+#: Pooling was turned on and the host's per-device providers are being
+#: migrated into pools (``placement.reshape``): binds that find no
+#: attach handle on it fail with the retryable reason ``host_migrating``
+#: (``binding.failure``) until a pass finishes the migration.
+MIGRATING = 'migrating'
 
 
 def record(session, hostname, state, reason=None, code=None):
     """Set the status of ``hostname`` (one row per host, upserted).
 
-    :param state: ``OK``, ``DEGRADED``, ``REFUSED`` or ``FAILING``.
+    :param state: ``OK``, ``DEGRADED``, ``REFUSED``, ``FAILING`` or
+        ``MIGRATING``.
     :param reason: the error message (str) or None.
     :param code: the error's stable code (``AccelBackendError.code``) or
         None.

@@ -37,7 +37,10 @@ from accel_common import handle_states
 LOG = logging.getLogger(__name__)
 
 
-def _dep_ids(hostname, address, subname):
+def deployable_ids(hostname, address, subname):
+    """``(deployable UUID, resource provider UUID, name)`` (str) of the
+    deployable ``subname`` (None for a device's only one) of the device
+    at ``address`` on ``hostname``."""
     parts = (hostname, address) + ((subname,) if subname else ())
     return (device_obj.stable_uuid('deployable', *parts),
             device_obj.stable_uuid('rp', *parts), '_'.join(parts))
@@ -82,14 +85,8 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
     by_address = {}
     for item in discovered:
         by_address.setdefault(item.address, []).append(item)
-    units = {}
-    for dev in existing.values():
-        units.update(_units(dev))
-    found = {m['address'] for item in discovered
-             for m in (item.members or [{'address': item.address}])}
-    removal.check(hostname, 'devices', len(units), [
-        address for address, used in units.items()
-        if address not in found and not used], max_removal_share, force)
+    _check_removals(hostname, existing.values(), discovered,
+                    max_removal_share, force)
     # Vanished devices go first: a function that moved into or out of a
     # pool (discovery.pooling) keeps its handle UUID, which the new row
     # can only take once the old one is deleted; one still in use keeps
@@ -111,6 +108,40 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
         present.extend(_sync_deployables(dev, hostname, items, taken))
     session.flush()
     return present
+
+
+def check_removals(session, hostname, discovered, max_removal_share=1.0,
+                   force=False):
+    """The mass-removal guard of ``sync`` alone, changing nothing: a
+    pass that would be refused is refused before it changes anything
+    elsewhere (``placement.reshape.migrate``).
+
+    :param session: an open SQLAlchemy session.
+    :param hostname: the host (str).
+    :param discovered: list of ``DiscoveredDeployable``.
+    :param max_removal_share: as ``sync``'s (float).
+    :param force: as ``sync``'s (bool).
+    :raises MassRemovalRefused: ``sync`` would refuse.
+    """
+    devices = session.scalars(
+        sa.select(models.Device).where(models.Device.hostname == hostname)
+        .options(orm.selectinload(models.Device.deployables)
+                 .selectinload(models.Deployable.attach_handles)))
+    _check_removals(hostname, devices, discovered, max_removal_share, force)
+
+
+def _check_removals(hostname, devices, discovered, max_removal_share,
+                    force):
+    """Count the functions behind ``devices`` that ``discovered`` lacks
+    and that are not in use (``discovery.removal``)."""
+    units = {}
+    for dev in devices:
+        units.update(_units(dev))
+    found = {m['address'] for item in discovered
+             for m in (item.members or [{'address': item.address}])}
+    removal.check(hostname, 'devices', len(units), [
+        address for address, used in units.items()
+        if address not in found and not used], max_removal_share, force)
 
 
 def _in_use(dep):
@@ -195,8 +226,8 @@ def _sync_deployables(dev, hostname, items, taken=frozenset()):
     present = []
     deps = {d.uuid: d for d in dev.deployables}
     for item in items:
-        dep_uuid, rp_uuid, name = _dep_ids(hostname, dev.address,
-                                           item.subname)
+        dep_uuid, rp_uuid, name = deployable_ids(hostname, dev.address,
+                                                 item.subname)
         dep = deps.pop(dep_uuid, None)
         if dep is None:
             dep = models.Deployable(uuid=dep_uuid, rp_uuid=rp_uuid,

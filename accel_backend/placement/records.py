@@ -38,6 +38,17 @@ def reserved_units(reserved, total):
     return max(0, min(int(reserved), total))
 
 
+def inventory(total, reserved):
+    """The inventory record of one resource class of one of our
+    providers (dict, Placement's ``PUT
+    /resource_providers/{uuid}/inventories`` fields): ``total`` units
+    (int > 0), ``reserved`` as in ``ProviderRecord``, every unit
+    allocatable on its own."""
+    return {'total': total, 'reserved': reserved_units(reserved, total),
+            'min_unit': 1, 'max_unit': total, 'step_size': 1,
+            'allocation_ratio': 1.0}
+
+
 class Cached:
     """What Placement showed for one of our providers."""
 

@@ -93,7 +93,7 @@ class Reporter:
             self._undeletable.clear()
             self._in_use.clear()
 
-    def report(self, providers, force=False):
+    def report(self, providers, force=False, replaced=frozenset()):
         """Create/update our child RPs; delete ours that are gone.
 
         :param providers: list of ``ProviderRecord`` (one per deployable
@@ -101,6 +101,10 @@ class Reporter:
         :param force: delete every provider of ours that is gone, even
             more than ``max_removal_share`` of them (operator's
             ``--force``).
+        :param replaced: UUIDs of providers whose functions a pool of
+            ``providers`` offers now
+            (``objects.pool_migration.replaced_providers``): deleted when
+            gone, but no removal for ``max_removal_share``.
         :returns: ``(compute_rp_uuid, compute_rp_name)``.
         :raises MassRemovalRefused: more than ``max_removal_share`` of our
             providers would be deleted: none is (the others are still
@@ -143,7 +147,8 @@ class Reporter:
                     self.view.is_ours(rp_uuid, rp['generation'])}
             gone = {u: rp for u, rp in ours.items() if u not in wanted}
             removal.check(root_name, 'resource providers', len(ours),
-                          [rp['name'] for rp in gone.values()],
+                          [rp['name'] for u, rp in gone.items()
+                           if u not in replaced],
                           self.max_removal_share, force)
             for rp_uuid, rp in gone.items():
                 self._delete_rp(rp_uuid, rp['generation'])
@@ -153,6 +158,24 @@ class Reporter:
             if contended:
                 raise contended[0]
             return root_uuid, root_name
+
+    def ensure_provider(self, prov):
+        """Create one provider of ours with its traits, when missing, and
+        leave its inventory alone (``placement.reshape`` writes it).
+
+        :param prov: ``ProviderRecord``.
+        :returns: True when it exists now, False when another provider
+            holds its name.
+        :raises PlacementError: Placement failed.
+        """
+        with self._lock:
+            root_uuid, root_name, tree = self.view.tree()
+            if prov.rp_uuid not in tree and not self._create_rp(
+                    prov, root_uuid, root_name):
+                return False
+            self._sync_traits(prov.rp_uuid, set(prov.traits) |
+                              {provider_tree.OWNER_TRAIT})
+            return True
 
     def _create_rp(self, dep, root_uuid, root_name):
         """:returns: True when the provider exists now, False when
@@ -230,11 +253,8 @@ class Reporter:
         total = dep.total
         # Placement refuses a total of 0 (e.g. an mdev type with no
         # instance left): such a provider has no inventory.
-        want = {dep.resource_class: {
-            'total': total,
-            'reserved': records.reserved_units(dep.reserved, total),
-            'min_unit': 1, 'max_unit': total, 'step_size': 1,
-            'allocation_ratio': 1.0}} if total > 0 else {}
+        want = {dep.resource_class: records.inventory(
+            total, dep.reserved)} if total > 0 else {}
 
         def kept(cached):
             # ``want`` plus, reserved in full, the classes that still have

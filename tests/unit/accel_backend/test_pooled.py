@@ -220,10 +220,10 @@ class TestPooledByNUMA(PooledTest):
         self.make_service().discover_and_report()
         self.assertEqual(8, len(self.providers()))
         svc = self.make_service(self.make_conf(nvidia_gpu_pool='true'))
-        # Every provider of the host would go: the guard asks for force.
-        self.assertRaises(exception.MassRemovalRefused,
-                          svc.discover_and_report)
-        svc.discover_and_report(force=True)
+        # Every per-device provider goes, but its function is a pool's
+        # now: no removal for the guard, no --force needed
+        # (placement.reshape).
+        svc.discover_and_report()
         self.assertEqual([POOL0, POOL1], sorted(self.providers()))
         with svc.db.transaction() as session:
             self.assertEqual(2, len(list(session.scalars(
