@@ -98,12 +98,15 @@ def moves(session, hostname, found):
         still has as per-device deployables; empty when there is nothing
         to migrate.
     """
+    pooled = _pooled(found)
+    # One SELECT for every pool: a host that has migrated finds none.
+    devices = _old_devices(session, hostname, {
+        m['address'] for item in pooled for m in item.members})
     result = []
-    for item in _pooled(found):
+    for item in pooled:
         addresses = {m['address'] for m in item.members}
-        old = {dep.rp_uuid: dev.address
-               for dev in _old_devices(session, hostname, addresses)
-               for dep in dev.deployables}
+        old = {dep.rp_uuid: dev.address for dev in devices
+               if dev.address in addresses for dep in dev.deployables}
         if not old:
             continue
         result.append(Move(

@@ -44,8 +44,14 @@ class PoolMigrationTest(test_pooled.PooledTest):
         self.before.discover_and_report()
         self.old_rp = self.providers()[GPU]['uuid']
         self.instance = uuidutils.generate_uuid()
+        # The guest's VCPUs, on the compute node, stay where they are.
+        self.raw.put('/resource_providers/%s/inventories' %
+                     self.compute_uuid, {'resource_provider_generation': 0,
+                                         'inventories': {'VCPU': {
+                                             'total': 8}}})
         self.raw.put('/allocations/%s' % self.instance, {
-            'allocations': {self.old_rp: {'resources': {'PGPU': 1}}},
+            'allocations': {self.old_rp: {'resources': {'PGPU': 1}},
+                            self.compute_uuid: {'resources': {'VCPU': 2}}},
             'project_id': 'p1', 'user_id': 'u1',
             'consumer_generation': None})
         with self.before.db.transaction() as session:
@@ -70,8 +76,11 @@ class PoolMigrationTest(test_pooled.PooledTest):
                     handle.attach_info)
 
     def allocations(self):
-        return {rp: a['resources'] for rp, a in self.raw.get(
+        """The guest's allocations, its VCPUs checked and left out."""
+        allocs = {rp: a['resources'] for rp, a in self.raw.get(
             '/allocations/%s' % self.instance).json()['allocations'].items()}
+        self.assertEqual({'VCPU': 2}, allocs.pop(self.compute_uuid))
+        return allocs
 
     def usage(self, rp):
         return self.raw.get('/resource_providers/%s/usages' % rp
