@@ -29,6 +29,7 @@ import os
 
 from tools.aio import devices
 from tools.aio.ini import Ini
+from tools.launch import keystone as launch_keystone
 from tools.launch import rabbitmq as launch_rabbit
 
 REGION = 'RegionOne'
@@ -173,19 +174,12 @@ def _common(ini, layout):
 
 
 def keystone_conf(layout):
-    """keystone.conf: fernet tokens, keys under the run directory."""
+    """keystone.conf: fernet tokens, keys under the run directory
+    (``tools.launch.keystone.config``)."""
     ini = _common(Ini(), layout)
-    ini.set('database', 'connection', layout.db_url('keystone'))
-    ini.set('token', 'provider', 'fernet')
-    # bcrypt's default 12 rounds cost ~0.3 s a user/token on 2 cores; this
-    # throwaway cloud does not need them.
-    ini.set('identity', 'password_hash_rounds', 4)
-    ini.set('fernet_tokens', 'key_repository',
-            layout.path('keystone', 'fernet-keys'))
-    ini.set('fernet_receipts', 'key_repository',
-            layout.path('keystone', 'fernet-keys'))
-    ini.set('credential', 'key_repository',
-            layout.path('keystone', 'credential-keys'))
+    for section, values in launch_keystone.config(
+            layout.db_url('keystone'), layout.path('keystone')).items():
+        ini.update(section, values)
     return ini
 
 

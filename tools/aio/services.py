@@ -33,6 +33,7 @@ from tools.aio import infra
 from tools.aio import procs
 from tools.aio import venv as venv_mod
 from tools.launch import accel_backend as launch_accel
+from tools.launch import keystone as launch_keystone
 from tools.launch import placement as launch_placement
 
 #: The name of the image Glance holds (a tiny raw file, or the nested
@@ -73,26 +74,18 @@ def start_all(cloud, say):
 
 def _keystone(cloud, say):
     layout = cloud.layout
-    conf = layout.path('etc', 'keystone', 'keystone.conf')
-    km = [cloud.prog('keystone-manage'), '--config-file', conf]
+    config_dir = layout.path('etc', 'keystone')
     user = pwd.getpwuid(os.geteuid()).pw_name
     group = grp.getgrgid(os.getegid()).gr_name
     say('keystone: db_sync, fernet and credential keys, bootstrap')
-    cloud.run('keystone-manage', km + ['db_sync'])
-    for what in ('fernet_setup', 'credential_setup'):
-        cloud.run('keystone-manage', km + [
-            what, '--keystone-user', user, '--keystone-group', group])
     url = layout.auth_url
-    cloud.run('keystone-manage', km + [
-        'bootstrap', '--bootstrap-password', layout.passwords['admin'],
-        '--bootstrap-username', 'admin', '--bootstrap-project-name', 'admin',
-        '--bootstrap-role-name', 'admin', '--bootstrap-service-name',
-        'keystone', '--bootstrap-region-id', config.REGION,
-        '--bootstrap-admin-url', url, '--bootstrap-internal-url', url,
-        '--bootstrap-public-url', url])
-    cloud.gunicorn('keystone', 'keystone.wsgi.api', 'keystone',
-                   cloud.env(OS_KEYSTONE_CONFIG_DIR=layout.path(
-                       'etc', 'keystone')))
+    for argv in launch_keystone.setup_argvs(
+            cloud.prog('keystone-manage'),
+            os.path.join(config_dir, 'keystone.conf'), user, group,
+            layout.passwords['admin'], url, config.REGION):
+        cloud.run('keystone-manage', argv)
+    cloud.gunicorn('keystone', launch_keystone.WSGI_MODULE, 'keystone',
+                   cloud.env(**launch_keystone.environment(config_dir)))
     say('keystone: up at %s' % url)
 
 
