@@ -16,16 +16,21 @@ binds.
 Real processes on this machine: HAProxy (Debian ``haproxy``) terminating
 TLS with a CA made for the test, configured from the shipped
 ``etc/haproxy/accel-backend.cfg.sample``, in front of two API nodes
-(gunicorn serving ``accel_backend.wsgi.api:application``); PostgreSQL,
-RabbitMQ, Placement (gunicorn), the Nova stub (``tools.fixtures
-.nova_stub``: Nova's external events API), one ``accel-backend-conductor``
-and the ``accel-backend-agent`` of three hosts, configured without
-database credentials (the fake discovery driver: one deployable of
-``FAKE_TOTAL`` handles each).  No Keystone: the API nodes run ``[api]
-auth_strategy = noauth`` (the admin token ``admin``, Nova's service token
-``nova``), as the other multi-node tests do; no fixture here starts a
-Keystone cheaply, and the clients authenticate the same way with
-keystoneauth's ``admin_token`` plugin.
+(gunicorn serving ``accel_backend.wsgi.api:application``); Keystone
+(``tools.fixtures.keystone``, under gunicorn as the all-in-one cloud runs
+it), PostgreSQL, RabbitMQ, Placement (gunicorn), the Nova stub
+(``tools.fixtures.nova_stub``: Nova's external events API), one
+``accel-backend-conductor`` and the ``accel-backend-agent`` of three
+hosts, configured without database credentials (the fake discovery
+driver: one deployable of ``FAKE_TOTAL`` handles each).
+
+The API nodes run ``[api] auth_strategy = keystone`` with the install
+guide's accounts and roles (``fixtures.ha_identity``): every client
+authenticates with a password against Keystone and finds the API's
+``https://`` endpoint in its catalog; servers belong to a project member,
+Nova adds its service user's token.  Placement validates Keystone's
+tokens too, and accel_backend reaches it as the ``accelerator`` user with
+the ``service`` role.  Only the Nova stub takes any token.
 
 The rolling upgrade is under way when the test starts: host ``node3``
 runs an agent that serves agent RPC 1.0 only (``fixtures
@@ -51,7 +56,9 @@ along (``fixtures.bind_load``: Nova 34's own Cyborg client,
    the cap and put back.  Binds carry the API's request id into the
    conductor's log all along.
 
-After each step more binds are ``Bound``.  At the end every acknowledged
+Before the load starts, tokens Keystone did not issue are answered 401,
+and a bind without Nova's service token 403.  After each step more binds
+are ``Bound``.  At the end every acknowledged
 bind is ``Bound`` exactly once, on its host, each attach handle held by
 one ARQ, and Nova took ``accelerator-request-bound`` ``completed`` for
 each ARQ and nothing else (at least once: an event in flight when the
@@ -62,22 +69,13 @@ Links in the answers seen through the load balancer say ``https://``.
 import time
 
 import fixtures
-from keystoneauth1 import loading as ks_loading
-from keystoneauth1 import service_token
-from keystoneauth1 import session as ks_session
-from keystoneauth1 import token_endpoint
-from openstack import connection
-from oslo_config import fixture as config_fixture
+from openstack import exceptions as os_exceptions
 import requests
 import testtools
 
-from nova.accelerator import cyborg as nova_cyborg
-from nova import conf as nova_conf
-from nova import context as nova_context
-from nova import service_auth
-
 from tests.functional.fixtures import accel_nodes
 from tests.functional.fixtures import bind_load
+from tests.functional.fixtures import ha_identity
 from tests.functional.fixtures import ha_nodes
 from tests import waiting
 from tools.fixtures import databases
@@ -107,7 +105,9 @@ class TestLoadBalancedTLS(testtools.TestCase):
         self.rabbit = self.useFixture(rabbitmq.RabbitMQServer(wait=False))
         database = self.useFixture(
             databases.PostgreSQLServer()).create_database('accel_ha')
-        self.placement = self.useFixture(placement_fx.PlacementServer())
+        self.identity = self.useFixture(ha_identity.Identity())
+        self.placement = self.useFixture(placement_fx.PlacementServer(
+            keystone=self.identity.keystone))
         self.nova = self.useFixture(nova_stub.NovaStub())
         for host in HOSTS:
             self.placement.create_provider(host)
@@ -116,7 +116,8 @@ class TestLoadBalancedTLS(testtools.TestCase):
             database, self.rabbit.url, self.placement, self.nova, options={
                 'discovery': {'enabled_drivers': 'fake',
                               'fake_total': FAKE_TOTAL},
-                'oslo_middleware': {'enable_proxy_headers_parsing': True}})
+                'oslo_middleware': {'enable_proxy_headers_parsing': True},
+                **self.identity.node_options()})
         conf.db_sync(self.useFixture(fixtures.TempDir()).path)
         self.conductor = self.useFixture(ha_nodes.Conductor(
             conf, 'conductor1'))
@@ -128,6 +129,7 @@ class TestLoadBalancedTLS(testtools.TestCase):
             conf, n, options=CAPPED)) for n in APIS}
         self.lb = self.useFixture(haproxy_fx.HAProxy(
             {n: api.port for n, api in self.apis.items()}))
+        self.identity.register(self.lb.root + '/v2')
         for api in self.apis.values():
             api.wait_ready()
         for proc in [self.conductor] + list(self.agents.values()):
@@ -146,47 +148,10 @@ class TestLoadBalancedTLS(testtools.TestCase):
 
     # -- clients, through the load balancer ----------------------------
 
-    def sdk(self):
-        """openstacksdk as an admin, verifying the CA."""
-        conn = connection.Connection(
-            auth_type='admin_token',
-            auth={'endpoint': self.lb.root + '/v2', 'token': 'admin'},
-            cacert=self.lb.cafile)
-        self.addCleanup(conn.close)
-        return conn.accelerator
-
-    def sdk_binder(self):
-        """openstacksdk on a session that sends Nova's service token, as
-        Nova 34's client builds it, verifying the CA."""
-        endpoint = self.lb.root + '/v2'
-        auth = service_token.ServiceTokenAuthWrapper(
-            user_auth=token_endpoint.Token(endpoint, 'admin'),
-            service_auth=token_endpoint.Token(endpoint, 'nova'))
-        conn = connection.Connection(session=ks_session.Session(
-            auth=auth, verify=self.lb.cafile))
-        self.addCleanup(conn.close)
-        return conn.accelerator
-
     def nova_client(self):
-        """Nova 34's Cyborg client as nova-conductor runs it: ``[cyborg]
-        endpoint_override`` and ``cafile``, ``[service_user]
-        send_service_user_token`` (keystoneauth's ``admin_token`` plugin
-        with the token noauth takes as a service token)."""
-        conf = self.useFixture(config_fixture.Config(nova_conf.CONF))
-        conf.register_opts(
-            ks_loading.get_auth_plugin_conf_options('admin_token'),
-            group='service_user')
-        conf.config(endpoint_override=self.lb.root + '/v2',
-                    cafile=self.lb.cafile, group='cyborg')
-        conf.config(send_service_user_token=True, auth_type='admin_token',
-                    token='nova', endpoint=self.lb.root + '/v2',
-                    group='service_user')
-        service_auth.reset_globals()
-        self.addCleanup(service_auth.reset_globals)
-        ctx = nova_context.RequestContext(
-            'admin', 'admin-project', roles=['admin', 'member', 'reader'],
-            is_admin=True, auth_token='admin')
-        return nova_cyborg.get_client(ctx)
+        """Nova 34's Cyborg client (``ha_identity.Identity.nova_client``)
+        verifying the test's CA."""
+        return self.identity.nova_client(self.lb.cafile)
 
     # -- waiting -------------------------------------------------------
 
@@ -227,14 +192,17 @@ class TestLoadBalancedTLS(testtools.TestCase):
     # -- the test ------------------------------------------------------
 
     def test_binds_survive_failures_reloads_and_an_upgrade(self):
-        self.acc = self.sdk()
+        self.admin = self.identity.sdk('admin', self.lb.cafile)
+        self.acc = self.identity.sdk('demo', self.lb.cafile)
         self.rps = providers = self.wait_for(
             'the fake deployables of %s' % (HOSTS,), self.providers)
         self.check_links()
-        self.acc.create_device_profile(name=PROFILE, groups=[GROUP])
+        self.admin.create_device_profile(name=PROFILE, groups=[GROUP])
+        self.check_keystone()
         self.load = self.useFixture(bind_load.BindLoad(
             PROFILE, providers, self.nova_client(), self.acc,
-            self.sdk_binder(), limit=FAKE_TOTAL * len(HOSTS)))
+            self.identity.sdk_binder(self.lb.cafile),
+            limit=FAKE_TOTAL * len(HOSTS)))
         self.wait_progress('at first')
 
         # 1. An API node dies; HAProxy takes it out, binds go on.
@@ -302,7 +270,8 @@ class TestLoadBalancedTLS(testtools.TestCase):
             '&required=CUSTOM_FAKE_DEVICE')['resource_providers']}
         # openstacksdk's Deployable has no rp_uuid: the raw list.
         found = {d['name'].split('_', 1)[0]: d['rp_uuid']
-                 for d in self.acc.get('/deployables').json()['deployables']
+                 for d in self.admin.get('/deployables').json()[
+                     'deployables']
                  if d['rp_uuid'] in reported}
         return found if sorted(found) == sorted(HOSTS) else None
 
@@ -310,7 +279,7 @@ class TestLoadBalancedTLS(testtools.TestCase):
         """Links say https through the load balancer, http directly; a
         client that does not trust the test's CA is refused (so the
         clients here verify it)."""
-        headers = {'X-Auth-Token': 'admin'}
+        headers = {'X-Auth-Token': self.identity.token('demo')}
         self.assertRaises(requests.exceptions.SSLError, requests.get,
                           self.lb.root + '/v2', headers=headers, timeout=10)
         seen = requests.get(self.lb.root + '/v2', headers=headers,
@@ -321,6 +290,29 @@ class TestLoadBalancedTLS(testtools.TestCase):
                               headers=headers, timeout=10).json()
         self.assertEqual([self.apis['api2'].root + '/v2/'],
                          [link['href'] for link in direct['links']])
+
+    def check_keystone(self):
+        """The API nodes take only Keystone's tokens: none, or the token
+        noauth would take, is answered 401 (naming Keystone); a bind with
+        the user's token but no service token is refused (403)."""
+        for headers in ({}, {'X-Auth-Token': 'admin'}):
+            resp = requests.get(self.lb.root + '/v2/accelerator_requests',
+                                headers=headers, verify=self.lb.cafile,
+                                timeout=10)
+            self.assertEqual(401, resp.status_code, resp.text)
+            self.assertIn(self.identity.keystone.auth_url,
+                          resp.headers['WWW-Authenticate'])
+        arq = self.acc.create_accelerator_request(
+            device_profile_name=PROFILE)
+        error = self.assertRaises(
+            os_exceptions.HttpException, self.acc.patch_accelerator_request,
+            arq.uuid, [{'op': 'add', 'path': '/hostname', 'value': 'node1'},
+                       {'op': 'add', 'path': '/device_rp_uuid',
+                        'value': self.rps['node1']},
+                       {'op': 'add', 'path': '/instance_uuid',
+                        'value': arq.uuid}])
+        self.assertEqual(403, error.status_code)
+        self.acc.delete_accelerator_request(arq.uuid)
 
     def wait_progress_after_restart(self, conductor):
         """Binds are accepted while the conductor is down; once it is

@@ -32,15 +32,22 @@ ADMIN_HEADERS = {'x-auth-token': 'admin',
                  'openstack-api-version': 'placement ' + MICROVERSION}
 
 
-def config(connection, auth_strategy='noauth2'):
+def config(connection, auth_strategy='noauth2', authtoken=None):
     """``placement.conf`` text: ``[api] auth_strategy`` and the database.
 
     :param connection: SQLAlchemy URL of Placement's database.
+    :param auth_strategy: ``noauth2`` or ``keystone``.
+    :param authtoken: ``[keystone_authtoken]`` options (dict), for
+        ``keystone``.
     :returns: str.
     """
-    return ('[DEFAULT]\ndebug = False\n[api]\nauth_strategy = %s\n'
+    text = ('[DEFAULT]\ndebug = False\n[api]\nauth_strategy = %s\n'
             '[placement_database]\nconnection = %s\n' % (auth_strategy,
                                                          connection))
+    if authtoken:
+        text += '[keystone_authtoken]\n' + ''.join(
+            '%s = %s\n' % kv for kv in authtoken.items())
+    return text
 
 
 def environment(config_dir):
