@@ -215,7 +215,7 @@ class Service:
             self.reporter.report(reported, force=force, replaced=(
                 pool_migration.replaced_providers(self.conf.host, found)))
         if migrated:
-            self._record(host_status.OK)
+            reshape.finished(self.store, self.binder)
         return reported
 
     def report_pass(self, force=False, report=True):

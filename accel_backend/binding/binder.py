@@ -168,8 +168,10 @@ class Binder(delivery.EventDelivery):
             ``BindFailed``, the ARQ's ``instance_uuid`` and the ``event``
             status committed for Nova) for the ARQs this call moved; ARQs
             gone, no longer ``BindStarted`` (deleted or
-            unbound meanwhile) or of another host than this binder's are
-            left out.
+            unbound meanwhile), of another host than this binder's or
+            without a handle on a host being migrated into pools (kept
+            ``BindStarted``, ``binding.failure.HOST_MIGRATING``) are left
+            out.
         """
         outcomes = self.db.write(self._bind_locked, list(arq_uuids))
         self._record(outcomes, models.utcnow())
@@ -309,6 +311,12 @@ class Binder(delivery.EventDelivery):
             key = (arq.device_rp_uuid, arq.hostname)
             handles = claimed.get(key)
             reason = None
+            if not handles and reasons[key] == failure.HOST_MIGRATING:
+                # Kept BindStarted (written so): bound once the host's
+                # pool migration is done (placement.reshape.finished).
+                LOG.info('ARQ %s: host %s is migrating into pools; bound '
+                         'once it is done', arq.uuid, arq.hostname)
+                continue
             if not handles:
                 reason = reasons[key]
                 LOG.warning('ARQ %s: no attach handle on resource provider '

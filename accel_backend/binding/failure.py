@@ -47,12 +47,12 @@ NO_FREE_HANDLE = 'no_free_handle'
 #: The audit found the ARQ ``Bound`` without an attach handle.
 BOUND_WITHOUT_HANDLE = 'bound_without_handle'
 #: The host's providers are being migrated into pools
-#: (``placement.reshape``): binding again once it is ``ok`` may succeed.
+#: (``placement.reshape``): the binder keeps the ARQ ``BindStarted`` and
+#: binds it once the migration is done; never a ``BindFailed`` reason.
 HOST_MIGRATING = 'host_migrating'
 
 REASONS = (NO_DEVICE, DEVICE_MISSING, DEVICE_MAINTAINING, DEVICE_UNHEALTHY,
-           DEVICE_NOT_CLEAN, NO_FREE_HANDLE, BOUND_WITHOUT_HANDLE,
-           HOST_MIGRATING)
+           DEVICE_NOT_CLEAN, NO_FREE_HANDLE, BOUND_WITHOUT_HANDLE)
 
 
 def diagnose(session, keys):
@@ -66,7 +66,7 @@ def diagnose(session, keys):
     :param session: a ``Session`` (the binder's transaction).
     :param keys: iterable of ``(rp_uuid, hostname)`` (str, str).
     :returns: ``{(rp_uuid, hostname): reason}`` for every key, a reason
-        of ``REASONS``.
+        of ``REASONS`` or ``HOST_MIGRATING``.
     """
     keys = set(keys)
     if not keys:

@@ -125,8 +125,8 @@ class PoolMigrationIncomplete(AccelBackendError):
     """503: a host's per-device providers are being replaced by pooled
     ones (``placement.reshape.migrate``) and the migration did not
     finish; it is finished by the next discovery pass, and binds that
-    find no attach handle on the host meanwhile fail with the retryable
-    reason ``host_migrating`` (``binding.failure``).
+    find no attach handle on the host meanwhile wait, ``BindStarted``
+    (``binding.failure.HOST_MIGRATING``).
 
     :param host: the host (str).
     :param reason: what failed (exception or str).

@@ -34,8 +34,8 @@ FAILING = 'failing'
 DEGRADED = 'degraded'
 #: Pooling was turned on and the host's per-device providers are being
 #: migrated into pools (``placement.reshape``): binds that find no
-#: attach handle on it fail with the retryable reason ``host_migrating``
-#: (``binding.failure``) until a pass finishes the migration.
+#: attach handle on it wait, ``BindStarted``, until a pass finishes the
+#: migration (``binding.failure.HOST_MIGRATING``).
 MIGRATING = 'migrating'
 
 

@@ -18,8 +18,9 @@ database still has as per-device deployables
 (``objects.pool_migration.moves``):
 
 1. the host is recorded ``migrating`` (``objects.host_status``), so that
-   a bind that finds no handle on it meanwhile fails with the retryable
-   reason ``host_migrating`` (``binding.failure``);
+   a bind that finds no handle on it meanwhile (one on the pool provider
+   before the database has it) is kept ``BindStarted`` rather than
+   failed (``binding.failure.HOST_MIGRATING``), and bound by ``finished``;
 2. the pool provider is created with its traits, as every provider of
    ours (``report.Reporter.ensure_provider``), then ONE ``POST
    /reshaper`` gives it its inventory and, for every consumer with
@@ -40,9 +41,10 @@ database still has as per-device deployables
 
 A pass that stops between 2 and 3 finds Placement already reshaped (the
 old providers without inventory or allocations) and only does 3.  The
-reporter then deletes the old providers, and the pass records the host
-``ok`` again.  Only the embedded service (and ``accel-backend-manage
-discovery sync``) migrate: an agent's store has no database.
+reporter then deletes the old providers, and ``finished`` records the
+host ``ok`` again and binds the ARQs that waited.  Only the embedded
+service (and ``accel-backend-manage discovery sync``) migrate: an
+agent's store has no database.
 """
 
 import tenacity
@@ -206,3 +208,20 @@ def migrate(store, reporter, found, force=False):
         raise exception.PoolMigrationIncomplete(
             host=store.hostname, reason=e) from e
     return moves
+
+
+def finished(store, binder):
+    """After a pass that migrated (``migrate``) and reported: the host is
+    recorded ``ok`` and the ARQs whose bind waited for the migration
+    (kept ``BindStarted``, ``binding.failure.HOST_MIGRATING``) are bound.
+    Failures are logged: the next pass records the status again.
+
+    :param store: ``conductor.store.HostStore`` of the host.
+    :param binder: ``binding.binder.Binder`` of this process, or None.
+    """
+    try:
+        store.record_status(host_status.OK)
+        if binder is not None:
+            binder.resume()
+    except Exception as e:
+        LOG.warning('Host %s migrated, but %s', store.hostname, e)

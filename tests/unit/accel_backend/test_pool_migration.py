@@ -141,14 +141,28 @@ class PoolMigrationTest(test_pooled.PooledTest):
         self.assertEqual({}, self.inventory(self.old_rp))
         self.assertEqual((arq_obj.BOUND, self.old_rp),
                          self.arq_handle(svc)[:2])
-        # Meanwhile a bind on the host fails with a reason to retry.
+        # Meanwhile a bind on the pool, which the database does not have
+        # yet, is not failed: it waits, BindStarted.
         with svc.db.transaction() as session:
             self.assertEqual({(pool, COMPUTE): failure.HOST_MIGRATING},
                              failure.diagnose(session, [(pool, COMPUTE)]))
+            (waiting,) = arq_obj.create(session, 'one', project_id='p1')
+            arq_obj.start_binding(session, waiting, COMPUTE, pool,
+                                  uuidutils.generate_uuid())
+            waiting = waiting.uuid
+        self.assertIsNone(svc.binder.bind_one(waiting))
         svc.report_pass()
         self.assertEqual(2, len(calls))
         self.check_migrated(svc)
         self.assertEqual(host_status.OK, self.status(svc))
+
+        # ... and is bound once the migration is done, to another GPU.
+        def bound():
+            with svc.db.transaction() as session:
+                return arq_obj.get(session, waiting).state == arq_obj.BOUND
+        self.wait_for(bound)
+        (other,) = self.handles_of(svc, [waiting])
+        self.assertNotEqual(self.handle[3], other)
 
     def test_a_real_mass_removal_is_still_refused(self):
         svc = self.pooled(max_removal_share='0.2')
