@@ -161,7 +161,8 @@ class Reporter:
 
     def ensure_provider(self, prov):
         """Create one provider of ours with its traits, when missing, and
-        leave its inventory alone (``placement.reshape`` writes it).
+        its resource class; leave its inventory alone
+        (``placement.reshape`` writes it).
 
         :param prov: ``ProviderRecord``.
         :returns: True when it exists now, False when another provider
@@ -173,6 +174,7 @@ class Reporter:
             if prov.rp_uuid not in tree and not self._create_rp(
                     prov, root_uuid, root_name):
                 return False
+            self.custom.ensure_rc(self.client, prov.resource_class)
             self._sync_traits(prov.rp_uuid, set(prov.traits) |
                               {provider_tree.OWNER_TRAIT})
             return True
