@@ -1,0 +1,247 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The results of ``benchmarks.growth``: a Markdown file, its JSON and a
+PNG of the curves (matplotlib, when installed), in
+``benchmarks/results/<date>-<machine>-<name>.*``.
+
+    python -m benchmarks.growth_report <results .json>
+
+writes the Markdown and the plot again from a JSON file (on a Python
+with matplotlib, when the run had none)."""
+
+import datetime
+import json
+import os
+import sys
+
+from benchmarks import common
+from benchmarks import report
+from benchmarks import run
+
+#: Kubernetes DRA's published scheduler_perf figures (external reference,
+#: a different system): 500 nodes x 10 devices, 5,000 claims.
+DRA = ('Kubernetes DRA scheduler_perf (500 nodes x 10 devices, 5,000 '
+       'claims): at least 40 pods/s, typically above 51')
+GOAL_CALLS_PER_DEVICE = 3
+
+
+def _p(values, pct):
+    return common.percentile(list(values), pct)
+
+
+def rows(results):
+    """One dict of headline figures per size (seconds, MiB, counts)."""
+    out = []
+    for r in results:
+        n, per = r['hosts'], r['devices_per_host']
+        st, rs, sm, mem = (r['startup'], r['restart'], r['storm'],
+                           r['memory_mib'])
+        calls = list(st['placement_calls'].values())
+        again = list(rs['placement_calls'].values())
+        out.append({
+            'hosts': n, 'layout': r.get('layout', 'pooled'),
+            'ready_all_s': st['all_s'],
+            'ready_p50_s': _p(st['ready_s'].values(), 50),
+            'agent_cpu_p50_s': _p(st['cpu_s'].values(), 50),
+            'calls_per_device_max': max(calls) / per,
+            'calls_per_host_p50': _p(calls, 50),
+            'restart_all_s': rs['all_s'],
+            'restart_calls_per_host_max': max(again),
+            'arqs': sm['arqs'], 'binds_per_s': sm['binds_per_s'],
+            'event_p50_ms': _p(sm['latency_s'], 50) * 1000,
+            'event_p99_ms': _p(sm['latency_s'], 99) * 1000,
+            'bound_twice': sm['bound_twice'],
+            'shared_handles': sm['shared_handles'],
+            'not_bound': len(sm['not_bound']),
+            'patch_errors': len(sm['patch_errors']),
+            'deadlocks': sum(sm['deadlocks'].values()),
+            'agent_rss_p50_mib': _p(mem['agents'], 50),
+            'agent_rss_max_mib': max(mem['agents']),
+            'api_rss_max_mib': max(mem['apis']),
+            'conductor_rss_mib': mem['conductor'],
+            'db_conns_peak': sm['connections_peak'][0],
+            'db_conns_active_peak': sm['connections_peak'][1],
+            'db_conns_idle': sm['connections_idle'][0],
+            'load': r['load'], 'seconds': r['seconds']})
+    return out
+
+
+COLUMNS = (
+    ('hosts', 'hosts', '%d'),
+    ('ready_all_s', 'all providers in Placement, s', '%.1f'),
+    ('ready_p50_s', 'p50 host ready, s', '%.1f'),
+    ('agent_cpu_p50_s', 'agent CPU by then, s (p50)', '%.2f'),
+    ('calls_per_host_p50', 'Placement calls/host (p50)', '%d'),
+    ('calls_per_device_max', 'calls/device (max host)', '%.2f'),
+    ('restart_all_s', 'restart: all reported, s', '%.1f'),
+    ('restart_calls_per_host_max', 'restart calls/host (max)', '%d'),
+    ('arqs', 'ARQs bound', '%d'),
+    ('binds_per_s', 'binds/s', '%.1f'),
+    ('event_p50_ms', 'PATCH->event p50, ms', '%.0f'),
+    ('event_p99_ms', 'PATCH->event p99, ms', '%.0f'),
+    ('bound_twice', 'bound twice', '%d'),
+    ('shared_handles', 'handles held twice', '%d'),
+    ('not_bound', 'not Bound', '%d'),
+    ('deadlocks', 'deadlocks', '%d'),
+    ('agent_rss_p50_mib', 'agent RSS p50, MiB', '%.0f'),
+    ('api_rss_max_mib', 'API RSS max, MiB', '%.0f'),
+    ('conductor_rss_mib', 'conductor RSS, MiB', '%.0f'),
+    ('db_conns_peak', 'DB connections during storm, max', '%d'),
+    ('db_conns_active_peak', '... of them active (not idle), max', '%d'),
+    ('db_conns_idle', 'DB connections after the storm', '%d'),
+)
+
+
+def markdown(results, meta):
+    """The results file's text (str)."""
+    table = rows(results)
+    m, v = meta['machine'], meta['versions']
+    L = ['# nova-accel growth curves, %s' % meta['date'], '',
+         'Command: `%s` (%.0f s in all).' % (meta['command'],
+                                             meta['total_seconds']), '',
+         'Machine: %s, %s cores, %s, %s. Versions: python %s, '
+         'openstack-placement %s, nova-accel %s (git %s), SQLAlchemy %s.'
+         % (m['cpu'], m['cores'], m['memory'], m['os'], v['python'],
+            v['openstack-placement'], v['nova-accel'], v.get('git'),
+            v['SQLAlchemy']), '',
+         'One fresh cloud per size (PostgreSQL, RabbitMQ, Placement under '
+         'gunicorn, the conductor, two API processes, one agent per host, '
+         'every one a real process on this machine; the Nova stub and the '
+         'threads sending the requests run in the harness). Layout: `%s` '
+         '(see `benchmarks/growth.py`). Every process shares the %s cores: '
+         'start-up and restart times at many hosts are mostly the agents '
+         'waiting for the CPU, which the agent CPU seconds show apart; '
+         'latencies are measured under the load of the harness itself.'
+         % (table[0]['layout'] if table else '-', m['cores']), '']
+    L += ['| hosts | %s |' % ' | '.join(str(r['hosts']) for r in table),
+          '|---|' + '---|' * len(table)]
+    for key, label, fmt in COLUMNS[1:]:
+        cells = ' | '.join(fmt % r[key] for r in table)
+        L.append('| %s | %s |' % (label, cells))
+    L += ['', 'Samples: a host is one sample of the start-up and restart '
+          'figures; an ARQ one sample of PATCH->event (8 per host). '
+          '1-minute load average at start and end of each size: %s.' % (
+              ', '.join('%d hosts %.1f -> %.1f' % (r['hosts'], *r['load'])
+                        for r in table)), '',
+          '## Goals', '']
+    L += goals(table)
+    L += ['', 'External reference for bind throughput, a different system '
+          'and question (whole-scheduler pod throughput, not ARQ binds): '
+          '%s.' % DRA, '']
+    for r in results:
+        by = r['startup']['placement_by_call']
+        again = r['restart']['placement_by_call']
+        L.append('Placement calls by method and status, %d hosts: start-up '
+                 '%s; restart %s.' % (r['hosts'], _calls(by), _calls(again)))
+    return '\n'.join(L) + '\n'
+
+
+def _calls(by):
+    return ', '.join('%s x%d' % (k, n) for k, n in sorted(by.items()))
+
+
+def goals(table):
+    """The goals, met or not, with the numbers (Markdown lines)."""
+    out = []
+    for row in table:
+        out.append(
+            '* %d hosts: %.2f Placement calls per device at start-up '
+            '(goal <= %d: %s); restart with no change %d calls per host '
+            '(goal 1: %s); bound twice %d, deadlocks %d (goal 0: %s).' % (
+                row['hosts'], row['calls_per_device_max'],
+                GOAL_CALLS_PER_DEVICE,
+                'met' if row['calls_per_device_max'] <=
+                GOAL_CALLS_PER_DEVICE else 'NOT met',
+                row['restart_calls_per_host_max'],
+                'met' if row['restart_calls_per_host_max'] <= 1
+                else 'NOT met', row['bound_twice'], row['deadlocks'],
+                'met' if not (row['bound_twice'] or row['deadlocks'] or
+                              row['shared_handles']) else 'NOT met'))
+    return out
+
+
+def plot(results, path):
+    """The curves against the number of hosts, to ``path`` (PNG); False
+    when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    table = rows(results)
+    x = [r['hosts'] for r in table]
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    panels = (
+        (axes[0][0], 'start-up, s', (('ready_all_s', 'all providers'),
+                                     ('restart_all_s', 'restart'))),
+        (axes[0][1], 'bind storm', (('binds_per_s', 'binds/s'),
+                                    ('event_p50_ms', 'PATCH->event p50 ms'),
+                                    ('event_p99_ms', 'PATCH->event p99 ms'))),
+        (axes[1][0], 'memory, MiB', (('agent_rss_p50_mib', 'agent p50'),
+                                     ('api_rss_max_mib', 'API max'),
+                                     ('conductor_rss_mib', 'conductor'))),
+        (axes[1][1], 'counts', (('calls_per_device_max',
+                                 'Placement calls/device'),
+                                ('restart_calls_per_host_max',
+                                 'restart calls/host'),
+                                ('db_conns_peak', 'DB connections peak'))))
+    for ax, title, series in panels:
+        for key, label in series:
+            ax.plot(x, [r[key] for r in table], marker='o', label=label)
+        ax.set_xscale('log')
+        ax.set_xticks(x, [str(n) for n in x])
+        ax.minorticks_off()
+        ax.set_xlabel('hosts (8 devices each)')
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+    fig.suptitle('accel_backend growth, %s layout' % table[0]['layout'])
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def write(results, name, seconds, argv):
+    """Write ``<date>-<machine>-<name>.md/.json/.png``; returns the
+    Markdown's path."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    meta = {'date': now.strftime('%Y-%m-%d %H:%M UTC'),
+            'machine': run.machine_info(), 'versions': run.versions(),
+            'total_seconds': seconds,
+            'command': ' '.join(['python -m benchmarks.growth'] +
+                                list(argv if argv is not None
+                                     else sys.argv[1:]))}
+    base = os.path.join(common.REPO, 'benchmarks', 'results', '%s-%s-%s' % (
+        now.strftime('%Y-%m-%d'), report._slug(meta), name))
+    with open(base + '.json', 'w') as f:
+        json.dump({'meta': meta, 'results': results}, f, indent=1)
+    return render(base + '.json')
+
+
+def render(json_path):
+    """(Re)write the Markdown and PNG beside ``json_path``; returns the
+    Markdown's path."""
+    with open(json_path) as f:
+        data = json.load(f)
+    base = json_path[:-len('.json')]
+    text = markdown(data['results'], data['meta'])
+    if plot(data['results'], base + '.png'):
+        text += '\n![growth](%s.png)\n' % os.path.basename(base)
+    with open(base + '.md', 'w') as f:
+        f.write(text)
+    return base + '.md'
+
+
+if __name__ == '__main__':
+    print(render(sys.argv[1]))
