@@ -93,7 +93,7 @@ def not_measured(res):
 
 def accel_backend(workdir, placement, stub, name, sysfs, devices=None,
                   connection=None, api_workers=8, binding_workers=4,
-                  timeout=180):
+                  timeout=180, spec=None):
     """Start ``accel-backend`` (``tools.fixtures.accel_backend``) for a
     measure: host ``name``, files in ``<workdir>/<name>``, the GPUs of
     ``sysfs`` (``make_sysfs``), reporting to ``placement`` (a started
@@ -104,12 +104,14 @@ def accel_backend(workdir, placement, stub, name, sysfs, devices=None,
         are stored and reported, so that measuring starts on a quiet
         service; None: only until the API answers.
     :param connection: SQLAlchemy URL; default a SQLite file.
+    :param spec: the ``[discovery] device_spec`` (dict); default
+        ``GPU_SPEC``.
     :returns: the started fixture (``cleanUp()`` stops it; ``root`` is its
         URL).
     :raises AssertionError: it does not start or report in time.
     """
     backend = accel_fx.AccelBackendServer(
-        placement.endpoint, stub.endpoint, sysfs, [GPU_SPEC],
+        placement.endpoint, stub.endpoint, sysfs, [spec or GPU_SPEC],
         host=name, workdir=workdir, connection=connection,
         options={'api': {'workers': api_workers},
                  'binding': {'workers': binding_workers},
@@ -141,10 +143,10 @@ def gpu_address(i):
     return '0000:%02x:%02x.0' % (0x10 + i // 32, i % 32)
 
 
-def make_sysfs(root, count):
+def make_sysfs(root, count, numa_nodes=2):
     """Write a sysfs tree of ``count`` T4-like GPUs bound to vfio-pci,
     in the layout of ``tests/fixtures/sysfs`` (plain files, relative
-    links)."""
+    links), GPU ``i`` on NUMA node ``i % numa_nodes``."""
     os.makedirs(root, exist_ok=True)
     for i in range(count):
         d = os.path.join(root, gpu_address(i))
@@ -154,7 +156,7 @@ def make_sysfs(root, count):
                             ('subsystem_vendor', '0x10de'),
                             ('subsystem_device', '0x12a2'),
                             ('class', '0x030200'),
-                            ('numa_node', str(i % 2))):
+                            ('numa_node', str(i % numa_nodes))):
             with open(os.path.join(d, name), 'w') as f:
                 f.write(value + '\n')
         os.symlink('../../../bus/pci/drivers/vfio-pci',

@@ -224,6 +224,7 @@ def write(results_dir, meta, results, plots=True):
     L += sections.weigher_md(results.get('weigher'))
     L += sections.flow_md(results.get('flow'))
     L += sections.sched_md(results.get('sched'))
+    L += sections.flow_gpus_md(results.get('flow_gpus'))
     L += _tail_md(results, pngs)
     with open(prefix + '.json', 'w') as f:
         json.dump({'meta': meta, 'results': results}, f, indent=1,

@@ -43,6 +43,8 @@ Measures (see each module's docstring):
    on a Placement of its own.
 8. ``sched``: allocation candidates for 1, 2, 4 and 8 GPUs per request,
    per-device and pooled providers, 1 to 1,000 hosts of 8 GPUs.
+9. ``flow_gpus``: the whole Nova-like flow for 1 and 8 GPUs, pooled and
+   per device, in a cloud of 1 and 101 hosts.
 
 Writes ``benchmarks/results/<date>-<machine>.md`` and PNG plots next to
 it (``--no-plots``: none, where matplotlib is missing), and prints a
@@ -74,7 +76,7 @@ from tools.fixtures import placement as placement_fx
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
 MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
-            'weigher', 'flow', 'sched')
+            'weigher', 'flow', 'sched', 'flow_gpus')
 
 
 class Env:
@@ -229,10 +231,15 @@ def run_sched(env):
     return sched.measure(env)
 
 
+def run_flow_gpus(env):
+    from benchmarks import flow_gpus
+    return flow_gpus.measure(env)
+
+
 RUNNERS = {'boot': run_boot, 'roundtrip': run_roundtrip,
            'upstream': run_upstream, 'concurrency': run_concurrency,
            'scale': run_scale, 'weigher': run_weigher, 'flow': run_flow,
-           'sched': run_sched}
+           'sched': run_sched, 'flow_gpus': run_flow_gpus}
 
 
 #: Seconds to wait for a quiet machine before a measure starts.

@@ -260,3 +260,47 @@ def sched_md(s):
                     for n in ns),
                 sched_ratio(size['ratio_8_to_1'].get(lay))))
     return L
+
+
+def _flow_gpus_cell(cell):
+    """One (layout, N) cell of measure 9: total and Placement part p50
+    (p95) ms, or why not measured."""
+    if not cell:
+        return '-'
+    if cell.get('status') != 'ok':
+        return cell.get('status', '-')
+    t, p = cell['total'], cell['placement']
+    return '%s (%s) ms; Placement %s ms; n=%d, %d cand.' % (
+        _f(t['p50']), _f(t['p95']), _f(p['p50']), t['n'],
+        cell['candidates'])
+
+
+def flow_gpus_md(fg):
+    """The whole-flow section of 1 against 8 GPUs (list of lines)."""
+    if not fg:
+        return []
+    L = ['', '## 9. The Nova-like flow for 1 and 8 GPUs', '']
+    if common.not_measured(fg):
+        return L + not_measured(fg)
+    L += ['One clock per trial: POST ARQs for a device profile of N GPUs -> '
+          'Nova 34\'s `GET /allocation_candidates` -> PUT /allocations '
+          'of the candidate on accel-backend\'s host -> PATCH binding each '
+          'ARQ to the provider Placement mapped its request group to -> '
+          'every ARQ\'s event at the Nova stub. Per layout and cloud a real '
+          'Placement and a real accel-backend of their own, 8 GPUs on one '
+          'NUMA node (pooled: one provider of 8 and one group of N; '
+          'per_device: 8 providers and N groups), the other hosts of the '
+          'same layout; 1 and 8 GPUs alternate, %d samples each after a '
+          'warm-up; an a_c call has %.0f s. Goal for pooled: 8 GPUs <= '
+          '%.1fx 1 GPU.' % (fg['samples'], fg['timeout_s'], fg['goal']),
+          '', '| other hosts | layout | %s | 8 / 1 (p50 total) |' % (
+              ' | '.join('N=%d' % n for n in fg['gpus'])),
+          '|---|---|%s---|' % ('---|' * len(fg['gpus']))]
+    for c in fg['clouds']:
+        for lay, by_n in c['layouts'].items():
+            L.append('| %d | %s | %s | %s |' % (
+                c['other_hosts'], lay, ' | '.join(
+                    _flow_gpus_cell(by_n.get(n, by_n.get(str(n))))
+                    for n in fg['gpus']),
+                sched_ratio(c['ratio_8_to_1'].get(lay))))
+    return L

@@ -201,13 +201,25 @@ def _sched(s, rows):
                          r if isinstance(r, str) else x(r)))
 
 
+def _flow_gpus(fg, rows):
+    for c in fg['clouds']:
+        for lay, r in c['ratio_8_to_1'].items():
+            one = c['layouts'][lay].get(1) or c['layouts'][lay].get(
+                '1') or {}
+            rows.append(('9 flow, GPUs', '%d other hosts, %s: flow for 1 '
+                         'GPU p50; 8 GPUs / 1 GPU' % (c['other_hosts'], lay),
+                         '%s ms' % f((one.get('total') or {}).get('p50')),
+                         r if isinstance(r, str) else x(r)))
+
+
 SECTIONS = (('boot', '1 boot', _boot), ('roundtrip', '2 ARQ round trip',
                                         _roundtrip),
             ('upstream', '3 vs Cyborg 17', _upstream),
             ('concurrency', '4 concurrency', _concurrency),
             ('scale', '5 scale', _scale), ('weigher', '6 weigher', _weigher),
             ('flow', '7 Nova-like flow', _flow),
-            ('sched', '8 sched', _sched))
+            ('sched', '8 sched', _sched),
+            ('flow_gpus', '9 flow, GPUs', _flow_gpus))
 
 
 def summary_rows(results):

@@ -15,7 +15,8 @@ presentation: ``tests/unit/test_bench_stats.py`` and
 ``tests/unit/test_bench_sched.py``): the flow measure
 (``benchmarks.flow``) on clouds of their own, against the Nova stub in a
 child process, labelled in the summary and the results file; the
-scheduling cost measure (``benchmarks.sched``) on real Placements."""
+scheduling cost measure (``benchmarks.sched``) on real Placements; the
+flow of 1 and 8 GPUs (``benchmarks.flow_gpus``), pooled and per device."""
 
 import shutil
 import tempfile
@@ -24,6 +25,7 @@ import types
 import testtools
 
 from benchmarks import flow
+from benchmarks import flow_gpus
 from benchmarks import sched
 from benchmarks import sections
 from benchmarks import summary
@@ -84,3 +86,39 @@ class TestSchedMeasure(testtools.TestCase):
         md = '\n'.join(sections.sched_md(res))
         self.assertIn('| 2 | pooled | ', md)
         self.assertEqual(4, len(summary.summary_rows({'sched': res})))
+
+
+class TestFlowGpusMeasure(testtools.TestCase):
+
+    def test_pooled_binds_eight_per_device_times_out(self):
+        work = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, work, True)
+        stub = tools_fixtures.start(nova_stub.NovaStubProcess(work))
+        self.addCleanup(stub.cleanUp)
+        env = types.SimpleNamespace(workdir=work, stub=stub, quick=True,
+                                    log=lambda _msg: None)
+        # 8 request groups over 8 providers of one GPU: Placement
+        # enumerates 8! assignments, far beyond a second.
+        self.patch(sched, 'TIMEOUT', 1.0)
+        res = flow_gpus.measure(env, clouds=(1,))
+        (cloud,) = res['clouds']
+        pooled, per_device = (cloud['layouts'][lay]
+                              for lay in ('pooled', 'per_device'))
+        # Pooled: one candidate per host (accel-backend's and the other)
+        # for 1 or 8 GPUs, and the 8 ARQs bound to that one provider
+        # sent 8 events each trial (the trial checks them).
+        for n in (1, 8):
+            self.assertEqual(('ok', 2, flow_gpus.SAMPLES[True]), (
+                pooled[n]['status'], pooled[n]['candidates'],
+                pooled[n]['total']['n']))
+        self.assertEqual(('ok', 16), (per_device[1]['status'],
+                                      per_device[1]['candidates']))
+        self.assertEqual(flow_gpus.SAMPLES[True],
+                         per_device[1]['total']['n'])
+        self.assertEqual({'status': 'timeout'}, per_device[8])
+        self.assertIsInstance(cloud['ratio_8_to_1']['pooled'], float)
+        self.assertTrue(cloud['ratio_8_to_1']['per_device'].startswith(
+            '>= '))
+        md = '\n'.join(sections.flow_gpus_md(res))
+        self.assertIn('| 1 | per_device | ', md)
+        self.assertEqual(2, len(summary.summary_rows({'flow_gpus': res})))

@@ -21,6 +21,7 @@ import urllib.parse
 
 import testtools
 
+from benchmarks import flow_gpus
 from benchmarks import sched
 from benchmarks import sections
 from benchmarks import summary
@@ -161,3 +162,27 @@ class TestPresentation(testtools.TestCase):
         self.assertEqual(['', '## 8. Scheduling cost against GPUs per '
                           'request', '', 'Not measured: failed: x'],
                          sections.sched_md({'not_measured': 'failed: x'}))
+
+
+class TestFlowGpus(testtools.TestCase):
+    """Measure 9's bind mapping and ratio (``benchmarks.flow_gpus``)."""
+
+    def test_each_arq_goes_to_its_groups_provider(self):
+        # Placement's mappings of Nova's query: one key per group suffix.
+        mappings = {'': ['root'], 'device_profile_1': ['rp-b'],
+                    'device_profile_0': ['rp-a'],
+                    'device_profile_10': ['rp-k']}
+        self.assertEqual(['rp-a', 'rp-b', 'rp-k'], [
+            flow_gpus.provider_of(mappings, i) for i in (0, 1, 10)])
+        self.assertRaises(RuntimeError, flow_gpus.provider_of, mappings, 2)
+
+    def test_ratio_of_totals_or_a_bound_past_the_timeout(self):
+        def ok(p50):
+            return {'status': 'ok', 'total': {'p50': p50}}
+        self.assertAlmostEqual(1.25, flow_gpus.ratio({1: ok(40.0),
+                                                      8: ok(50.0)}))
+        # 8 GPUs timed out: at least the timeout over 1 GPU's p50.
+        self.assertEqual('>= %.0f' % (sched.TIMEOUT * 1000 / 40.0),
+                         flow_gpus.ratio({1: ok(40.0),
+                                          8: {'status': 'timeout'}}))
+        self.assertIsNone(flow_gpus.ratio({1: {'status': 'timeout'}}))
