@@ -172,6 +172,13 @@ class Cloud(fixtures.Fixture):
         return {h: sorted(rps) for h, rps in out.items()
                 if len(rps) == DEVICES // per_rp}
 
+    def check_alive(self):
+        """:raises AssertionError: an agent exited (its log's end)."""
+        for host, agent in self.agents.items():
+            if agent.proc.poll() is not None:
+                raise AssertionError('agent %s exited (%s):\n%s' % (
+                    host, agent.proc.returncode, agent.log_text()[-2000:]))
+
     def reported(self, host):
         """``{metric: value}`` of ``host``'s agent once its discovery pass
         ended, else None."""
@@ -207,6 +214,7 @@ def startup(cloud):
     pids = {h: a.proc.pid for h, a in cloud.agents.items()}
 
     def all_ready():
+        cloud.check_alive()
         now = time.perf_counter()
         for host in set(cloud.providers()) - set(ready):
             ready[host] = now - t0
@@ -225,6 +233,8 @@ def restart(cloud):
     """Stop every agent (SIGTERM), start them all again with nothing
     changed; the restart figures (dict)."""
     for agent in cloud.agents.values():
+        agent.proc.terminate()
+    for agent in cloud.agents.values():
         process.terminate(agent.proc, agent.STOP_TIMEOUT)
     t0 = time.perf_counter()
     for agent in cloud.agents.values():
@@ -232,6 +242,7 @@ def restart(cloud):
     done, got = {}, {}
 
     def all_done():
+        cloud.check_alive()
         for host in set(cloud.hosts) - set(done):
             got[host] = cloud.reported(host)
             if got[host]:
