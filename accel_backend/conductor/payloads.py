@@ -27,12 +27,14 @@ fails; nothing is stored).
 Versions: ``DiscoveredDeployable`` 1.0 (the fields of
 ``accel_backend.discovery.drivers.DiscoveredDeployable``),
 ``ProviderRecord`` 1.0 (``accel_backend.placement.records
-.ProviderRecord``).
+.ProviderRecord``), ``PoolMove`` 1.0 (``accel_backend.objects
+.pool_migration.Move``; conductor API 1.1).
 """
 
 import dataclasses
 
 from accel_backend.discovery import drivers
+from accel_backend.objects import pool_migration
 from accel_backend.placement import records
 
 NAME, VERSION, DATA = 'accel.name', 'accel.version', 'accel.data'
@@ -50,6 +52,11 @@ SCHEMAS = {
         ('rp_uuid', 'address', 'resource_class', 'total', 'traits',
          'reserved'),
         ('subname',)),
+    'PoolMove': (
+        '1.0',
+        ('pool_rp_uuid', 'subname', 'resource_class', 'traits', 'total',
+         'old'),
+        ()),
 }
 
 
@@ -126,3 +133,21 @@ def to_provider_record(primitive):
     data = _unwrap('ProviderRecord', primitive)
     data['traits'] = tuple(data['traits'])
     return records.ProviderRecord(**data)
+
+
+def pool_move(move):
+    """``pool_migration.Move`` -> payload (dict)."""
+    data = dataclasses.asdict(move)
+    data['traits'] = list(move.traits)
+    return _wrap('PoolMove', data)
+
+
+def to_pool_move(primitive):
+    """Payload -> ``pool_migration.Move``.
+
+    :raises PayloadError: see the module.
+    """
+    data = _unwrap('PoolMove', primitive)
+    data['traits'] = tuple(data['traits'])
+    data['old'] = dict(data['old'])
+    return pool_migration.Move(**data)

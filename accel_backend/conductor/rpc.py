@@ -32,6 +32,14 @@ refuses rows of another host with ``NotThisHost``):
 * ``start_cleaning(host, handle_uuid)`` and ``finish_cleaning(host,
   handle_uuid, error=None)``: commit ``cleaning`` before the step runs
   and its outcome after.
+* 1.1: ``pool_moves(host, deployables, force=False)``: what turning
+  pooling on moves (``PoolMove`` payloads; ``MassRemovalRefused`` when
+  the pass would be refused), and ``migrate_pools(host, deployables)``:
+  move the rows after the agent reshaped Placement
+  (``accel_backend.placement.reshape``).  The ARQs of the host that
+  waited ``BindStarted`` for the migration are bound when it has moved
+  the rows, and again when the agent records the host out of
+  ``migrating``.
 
 cast:
 
@@ -40,9 +48,11 @@ cast:
   attach handles, commits ``Bound``/``BindFailed`` with a pending event
   and delivers it to Nova.
 
-Versions: 1.0 as above.  A minor version only adds optional arguments or
-methods; cap what agents and APIs send with ``[upgrade_levels]
-conductor`` while conductors of an older release remain.
+Versions: 1.0 as above, 1.1 adds the two pool migration calls.  A minor
+version only adds optional arguments or methods; cap what agents and APIs
+send with ``[upgrade_levels] conductor`` while conductors of an older
+release remain (an agent capped at 1.0 does not migrate a host to pools:
+drain it first, as before 1.1).
 
 Who may send: oslo.messaging carries no authenticated sender, so a
 message's ``host`` is what the agent says it is.  The host check stops an
@@ -57,6 +67,7 @@ import oslo_messaging as messaging
 from accel_backend.conductor import payloads
 from accel_backend.conductor import store as store_mod
 from accel_backend import exception
+from accel_backend.objects import host_status
 from accel_common import rpc_server
 
 LOG = logging.getLogger(__name__)
@@ -64,7 +75,9 @@ LOG = logging.getLogger(__name__)
 EXCHANGE = 'accel_backend'
 NAMESPACE = 'accel_conductor'
 #: The newest version of the conductor API; see the module docstring.
-VERSION = '1.0'
+VERSION = '1.1'
+#: The version that added the pool migration calls.
+POOLS_VERSION = '1.1'
 
 
 class ConductorEndpoint:
@@ -96,8 +109,39 @@ class ConductorEndpoint:
         return self.store_for(host).reserved_units(rp_uuid)
 
     def record_status(self, ctxt, host, state, reason=None, code=None):
-        """Record the outcome of a discovery pass of ``host``."""
-        self.store_for(host).record_status(state, reason=reason, code=code)
+        """Record the outcome of a discovery pass of ``host``; a host
+        leaving ``migrating`` gets its waiting binds done."""
+        store = self.store_for(host)
+        before = store.record_status(state, reason=reason, code=code)
+        if before == host_status.MIGRATING and state != before:
+            self._bind_waiting(store)
+
+    @messaging.expected_exceptions(exception.AccelBackendError,
+                                   payloads.PayloadError)
+    def pool_moves(self, ctxt, host, deployables, force=False):
+        """1.1: ``HostStore.pool_moves`` of ``host``; ``PoolMove``
+        payloads."""
+        found = [payloads.to_deployable(d) for d in deployables]
+        return [payloads.pool_move(m) for m in
+                self.store_for(host).pool_moves(found, force=force)]
+
+    @messaging.expected_exceptions(exception.AccelBackendError,
+                                   payloads.PayloadError)
+    def migrate_pools(self, ctxt, host, deployables):
+        """1.1: ``HostStore.migrate_pools`` of ``host``, then its waiting
+        binds; returns ``{old rp_uuid: pool rp_uuid}``."""
+        store = self.store_for(host)
+        moved = store.migrate_pools(
+            [payloads.to_deployable(d) for d in deployables])
+        self._bind_waiting(store)
+        return moved
+
+    def _bind_waiting(self, store):
+        waiting = store.bind_started()
+        if waiting:
+            LOG.info('Host %s: binding %d ARQs that waited for its pool '
+                     'migration', store.hostname, len(waiting))
+            self.binder.submit(waiting)
 
     def handles_to_clean(self, ctxt, host):
         """``[[handle_uuid, rp_uuid], ...]`` of ``host``."""
@@ -175,15 +219,20 @@ class ConductorAPI:
                    retry=conf.binding.cast_retry,
                    version_cap=conf.upgrade_levels.conductor)
 
-    def call(self, method, **kwargs):
-        """Call ``method`` (1.0) on any conductor.
+    def can_send(self, version):
+        """Whether ``[upgrade_levels] conductor`` lets this client send
+        ``version`` (bool)."""
+        return self.client.can_send_version(version)
+
+    def call(self, method, version='1.0', **kwargs):
+        """Call ``method`` (of API ``version``) on any conductor.
 
         :raises ConductorUnavailable: no answer within ``timeout``, or the
             broker cannot be reached.
         :raises AccelBackendError: what the conductor raised
             (``NotThisHost``, ``MassRemovalRefused``...).
         """
-        cctxt = self.client.prepare(version='1.0', timeout=self.timeout,
+        cctxt = self.client.prepare(version=version, timeout=self.timeout,
                                     retry=self.retry)
         try:
             return cctxt.call({}, method, **kwargs)
@@ -250,6 +299,26 @@ class RemoteHostStore:
         """See ``HostStore.finish_cleaning``."""
         return self.api.call('finish_cleaning', host=self.hostname,
                              handle_uuid=handle_uuid, error=error)
+
+    def pool_moves(self, found, force=False):
+        """See ``HostStore.pool_moves``; nothing to move (``[]``, with a
+        warning) while ``[upgrade_levels] conductor`` is below 1.1: the
+        host's pools then replace its providers as before 1.1."""
+        if not self.api.can_send(POOLS_VERSION):
+            LOG.warning('[upgrade_levels] conductor is below %s: host %s '
+                        'is not migrated to pools; drain it before turning '
+                        'pooling on', POOLS_VERSION, self.hostname)
+            return []
+        return [payloads.to_pool_move(m) for m in self.api.call(
+            'pool_moves', version=POOLS_VERSION, host=self.hostname,
+            deployables=[payloads.deployable(d) for d in found],
+            force=force)]
+
+    def migrate_pools(self, found):
+        """See ``HostStore.migrate_pools``."""
+        return self.api.call(
+            'migrate_pools', version=POOLS_VERSION, host=self.hostname,
+            deployables=[payloads.deployable(d) for d in found])
 
 
 class BindForwarder:

@@ -32,6 +32,7 @@ from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend.discovery import pooling
 from accel_backend import exception
+from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import host_status
@@ -157,10 +158,27 @@ class HostStore:
 
     def record_status(self, state, reason=None, code=None):
         """Record the outcome of a discovery pass or start
-        (``objects.host_status``)."""
+        (``objects.host_status``).
+
+        :returns: the state recorded before (str), None for the first.
+        """
         with self.db.transaction() as session:
+            row = session.get(models.HostStatus, self.hostname)
+            before = row.state if row is not None else None
             host_status.record(session, self.hostname, state,
                                reason=reason, code=code)
+            return before
+
+    def bind_started(self):
+        """UUIDs of the host's ``BindStarted`` ARQs, oldest first (list of
+        str): the binds a pool migration held
+        (``binding.failure.HOST_MIGRATING``)."""
+        with self.db.transaction() as session:
+            return list(session.scalars(
+                sa.select(models.ARQ.uuid).where(
+                    models.ARQ.hostname == self.hostname,
+                    models.ARQ.state == arq_obj.BIND_STARTED)
+                .order_by(models.ARQ.id)))
 
     # -- cleaning ------------------------------------------------------
 

@@ -42,9 +42,10 @@ database still has as per-device deployables
 A pass that stops between 2 and 3 finds Placement already reshaped (the
 old providers without inventory or allocations) and only does 3.  The
 reporter then deletes the old providers, and ``finished`` records the
-host ``ok`` again and binds the ARQs that waited.  Only the embedded
-service (and ``accel-backend-manage discovery sync``) migrate: an
-agent's store has no database.
+host ``ok`` again and binds the ARQs that waited.  An agent, which has no
+database, does the Placement step itself and has the conductor do the
+database step (``conductor.rpc``, API 1.1); the conductor binds the ARQs
+that waited.
 """
 
 import tenacity
@@ -173,9 +174,9 @@ def migrate(store, reporter, found, force=False):
     database still has their members as per-device deployables (see the
     module docstring); nothing when it has not.
 
-    :param store: ``conductor.store.HostStore`` of the host; an agent's
-        ``conductor.rpc.RemoteHostStore`` migrates nothing (the
-        conductor's RPC API has no such call yet).
+    :param store: ``conductor.store.HostStore`` of the host, or an
+        agent's ``conductor.rpc.RemoteHostStore`` (conductor API 1.1;
+        below that cap it finds nothing to move).
     :param reporter: ``report.Reporter`` of the host.
     :param found: list of ``drivers.DiscoveredDeployable``.
     :param force: the operator's ``--force`` (``store.sync``'s).
@@ -187,8 +188,6 @@ def migrate(store, reporter, found, force=False):
     :raises PoolMigrationIncomplete: a step failed; the host stays
         ``migrating`` and the next pass finishes it.
     """
-    if not hasattr(store, 'pool_moves'):
-        return []
     moves = store.pool_moves(found, force=force)
     if not moves:
         return []
@@ -216,7 +215,8 @@ def finished(store, binder):
     (kept ``BindStarted``, ``binding.failure.HOST_MIGRATING``) are bound.
     Failures are logged: the next pass records the status again.
 
-    :param store: ``conductor.store.HostStore`` of the host.
+    :param store: ``conductor.store.HostStore`` of the host (or an
+        agent's ``RemoteHostStore``: the conductor binds what waited).
     :param binder: ``binding.binder.Binder`` of this process, or None.
     """
     try:

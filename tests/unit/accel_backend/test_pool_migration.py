@@ -36,7 +36,9 @@ POOL0, POOL1 = test_pooled.POOL0, test_pooled.POOL1
 GPU = '0000:2a:00.0'
 
 
-class PoolMigrationTest(test_pooled.PooledTest):
+class MigrationBase(test_pooled.PooledTest):
+    """A guest bound on one per-device provider before pooling is turned
+    on (no tests of its own)."""
 
     def setUp(self):
         super().setUp()
@@ -106,6 +108,9 @@ class PoolMigrationTest(test_pooled.PooledTest):
             self.assertEqual(2, session.scalar(sa.select(
                 sa.func.count()).select_from(models.Device)))
         return pool
+
+
+class PoolMigrationTest(MigrationBase):
 
     def test_one_pass_migrates_a_host_with_a_guest(self):
         svc = self.pooled()
