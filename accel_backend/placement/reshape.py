@@ -188,6 +188,8 @@ def migrate(store, reporter, found, force=False):
     :raises PoolMigrationIncomplete: a step failed; the host stays
         ``migrating`` and the next pass finishes it.
     """
+    if all(item.members is None for item in found):
+        return []  # no pool: nothing to ask (an agent: no RPC call)
     moves = store.pool_moves(found, force=force)
     if not moves:
         return []
