@@ -72,9 +72,10 @@ OPTS = [
                      'equal to their number and one attach handle per GPU '
                      '(discovery.pooling), instead of one provider per GPU. '
                      'A flavor wanting 8 GPUs then asks one request group '
-                     'for PGPU=8. Changing it renames the host\'s '
-                     'providers: change it only on a host without '
-                     'guests.'),
+                     'for PGPU=8. Turning it on for a host with guests '
+                     'migrates the host\'s providers without touching '
+                     'them (admin guide, "Migrating a host with guests"); '
+                     'turning it off needs a drained host.'),
     cfg.ListOpt('fpga_ids',
                 default=['10ee:5000', '10ee:5001', '10ee:5004', '10ee:5005',
                          '10ee:500c', '10ee:500d', '10ee:5020', '10ee:5021',
