@@ -172,6 +172,14 @@ class Cloud(fixtures.Fixture):
         return {h: sorted(rps) for h, rps in out.items()
                 if len(rps) == DEVICES // per_rp}
 
+    def stop_agents(self):
+        """SIGTERM every agent at once, then wait for each (SIGKILL after
+        its ``STOP_TIMEOUT``)."""
+        for agent in self.agents.values():
+            agent.proc.terminate()
+        for agent in self.agents.values():
+            process.terminate(agent.proc, agent.STOP_TIMEOUT)
+
     def check_alive(self):
         """:raises AssertionError: an agent exited (its log's end)."""
         for host, agent in self.agents.items():
@@ -226,16 +234,13 @@ def startup(cloud):
     return {'ready_s': ready, 'cpu_s': cpu, 'all_s': max(ready.values()),
             'placement_calls': {h: g[probes.PLACEMENT_CALLS]
                                 for h, g in got.items()},
-            'placement_by_call': _by_call(got.values())}
+            'placement_by_call': probes.by_call(got.values())}
 
 
 def restart(cloud):
     """Stop every agent (SIGTERM), start them all again with nothing
     changed; the restart figures (dict)."""
-    for agent in cloud.agents.values():
-        agent.proc.terminate()
-    for agent in cloud.agents.values():
-        process.terminate(agent.proc, agent.STOP_TIMEOUT)
+    cloud.stop_agents()
     t0 = time.perf_counter()
     for agent in cloud.agents.values():
         agent.spawn()
@@ -252,16 +257,7 @@ def restart(cloud):
     return {'done_s': done, 'all_s': max(done.values()),
             'placement_calls': {h: g[probes.PLACEMENT_CALLS]
                                 for h, g in got.items()},
-            'placement_by_call': _by_call(got.values())}
-
-
-def _by_call(scrapes):
-    """``{'<method> <status>': calls}`` summed over the hosts."""
-    out = {}
-    for got in scrapes:
-        for key, n in got['placement_by_call'].items():
-            out[key] = out.get(key, 0) + n
-    return out
+            'placement_by_call': probes.by_call(got.values())}
 
 
 def _wait(what, predicate):
@@ -370,6 +366,7 @@ def measure(cloud):
     result['restart'] = restart(cloud)
     result['storm'] = storm(cloud, cloud.providers())
     result['memory_mib'] = memory(cloud)
+    cloud.stop_agents()
     result['load'] = (load0, os.getloadavg()[0])
     result['seconds'] = time.monotonic() - t0
     return result

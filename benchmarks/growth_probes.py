@@ -72,3 +72,13 @@ def scrape(port):
                 calls[key] = calls.get(key, 0) + int(s.value)
     out['placement_by_call'] = calls
     return out
+
+
+def by_call(scrapes):
+    """``{'<method> <status>': calls}`` summed over ``scrapes`` (what
+    :func:`scrape` returned for each host)."""
+    out = {}
+    for got in scrapes:
+        for key, n in got['placement_by_call'].items():
+            out[key] = out.get(key, 0) + n
+    return out
