@@ -38,8 +38,8 @@ RESTART_GAP = (
     'Restart gap: a new agent process has no view of Placement. Its pass '
     'looks the compute node up by name, reads the tree (`?in_tree=`), then '
     'the inventories and traits of each of its providers, and PUTs each '
-    'custom trait it needs (204: it exists): 2 + 2 x providers + custom '
-    'traits calls (see the calls by method below). One call per host '
+    'custom name it needs (204: it exists): 2 + 2 x providers + custom '
+    'names calls (see the calls by method below). One call per host '
     'would take that view kept across restarts and checked against the '
     'generations one `?in_tree=` read returns; not done.')
 
