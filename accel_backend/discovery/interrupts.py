@@ -59,6 +59,8 @@ import os
 
 from oslo_log import log as logging
 
+from accel_backend.discovery import sysfs
+
 LOG = logging.getLogger(__name__)
 #: ``ecap_ir_support``: bit 3 of the VT-d Extended Capability Register.
 ECAP_IR = 1 << 3
@@ -86,14 +88,6 @@ def sysfs_top(root):
     return root
 
 
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
 def units_without_ir(top):
     """Intel VT-d units of the host and which of them lack interrupt
     remapping.
@@ -111,7 +105,8 @@ def units_without_ir(top):
         return None
     intel, without = False, []
     for name in names:
-        ecap = _read(os.path.join(base, name, 'intel-iommu', 'ecap'))
+        ecap = sysfs.read_value(os.path.join(base, name, 'intel-iommu',
+                                             'ecap'))
         if ecap is None:
             continue
         intel = True
@@ -172,7 +167,8 @@ def check(root, allow_unsafe=False):
     without = units_without_ir(top)
     if not without:
         return None
-    unsafe = (_read(os.path.join(top, UNSAFE_PARAM)) or 'N')[:1] in 'Yy1'
+    param = sysfs.read_value(os.path.join(top, UNSAFE_PARAM)) or 'N'
+    unsafe = param[:1] in 'Yy1'
     verdict = Verdict(tuple(without), unsafe, unsafe and allow_unsafe)
     if verdict.offered and not _WARNED:
         _WARNED.append(True)

@@ -57,7 +57,9 @@ class PCIFunction:
         return pci.parse(self.address).handle_info()
 
 
-def _read(path):
+def read_value(path):
+    """The stripped text of sysfs attribute file ``path`` (str), or None
+    when it cannot be read (absent, or the kernel refuses)."""
     try:
         with open(path) as f:
             return f.read().strip()
@@ -87,21 +89,21 @@ def read_function(root, address):
         (no readable ``vendor``/``device``).
     """
     base = os.path.join(root, address)
-    vendor = _hex(_read(os.path.join(base, 'vendor')), 4)
-    product = _hex(_read(os.path.join(base, 'device')), 4)
+    vendor = _hex(read_value(os.path.join(base, 'vendor')), 4)
+    product = _hex(read_value(os.path.join(base, 'device')), 4)
     if not vendor or not product:
         return None
-    numa = _read(os.path.join(base, 'numa_node'))
+    numa = read_value(os.path.join(base, 'numa_node'))
     numa_node = int(numa) if numa and numa.lstrip('-').isdigit() else None
     if numa_node is not None and numa_node < 0:
         numa_node = None
     return PCIFunction(
         address=address, vendor_id=vendor, product_id=product,
-        class_code=_hex(_read(os.path.join(base, 'class')), 6) or '',
+        class_code=_hex(read_value(os.path.join(base, 'class')), 6) or '',
         subsystem_vendor_id=_hex(
-            _read(os.path.join(base, 'subsystem_vendor')), 4),
+            read_value(os.path.join(base, 'subsystem_vendor')), 4),
         subsystem_product_id=_hex(
-            _read(os.path.join(base, 'subsystem_device')), 4),
+            read_value(os.path.join(base, 'subsystem_device')), 4),
         numa_node=numa_node,
         iommu_group=_link_name(os.path.join(base, 'iommu_group')),
         driver=_link_name(os.path.join(base, 'driver')),
@@ -126,7 +128,7 @@ def reset_methods(root, address):
         ``()`` when the kernel offers no reset.
     """
     base = os.path.join(root, address)
-    methods = _read(os.path.join(base, 'reset_method'))
+    methods = read_value(os.path.join(base, 'reset_method'))
     if methods is not None:
         return tuple(methods.split())
     return ('reset',) if os.path.exists(os.path.join(base, 'reset')) else ()
@@ -193,7 +195,7 @@ def mdev_types(root, address):
     found = []
     for type_id in names:
         tdir = os.path.join(base, type_id)
-        avail = _read(os.path.join(tdir, 'available_instances'))
+        avail = read_value(os.path.join(tdir, 'available_instances'))
         if avail is None or not avail.isdigit():
             continue
         try:
@@ -201,12 +203,12 @@ def mdev_types(root, address):
         except OSError:
             created = 0
         found.append(MdevType(
-            type_id=type_id, name=_read(os.path.join(tdir, 'name')) or
+            type_id=type_id, name=read_value(os.path.join(tdir, 'name')) or
             type_id, available_instances=int(avail),
-            device_api=_read(os.path.join(tdir, 'device_api')) or '',
+            device_api=read_value(os.path.join(tdir, 'device_api')) or '',
             created=created,
             max_instance=_max_instance(
-                _read(os.path.join(tdir, 'description')))))
+                read_value(os.path.join(tdir, 'description')))))
     return found
 
 
@@ -223,7 +225,7 @@ def _max_instance(description):
 def fatal_aer_errors(root, address):
     """Count of fatal PCIe AER errors the kernel saw on a function
     (``aer_dev_fatal``'s ``TOTAL_ERR_FATAL``), None when not shown."""
-    text = _read(os.path.join(root, address, 'aer_dev_fatal'))
+    text = read_value(os.path.join(root, address, 'aer_dev_fatal'))
     if not text:
         return None
     for line in text.splitlines():
@@ -261,7 +263,7 @@ def link(root, address):
     text (e.g. ``('16.0 GT/s PCIe', '16')``); None when the files are
     absent (not a PCIe function, or a recorded tree without them)."""
     base = os.path.join(root, address)
-    values = [_read(os.path.join(base, name)) for name in (
+    values = [read_value(os.path.join(base, name)) for name in (
         'current_link_speed', 'current_link_width', 'max_link_speed',
         'max_link_width')]
     if None in values:
@@ -284,7 +286,7 @@ def slots(slots_root):
         return {}
     found = {}
     for name in names:
-        address = _read(os.path.join(slots_root, name, 'address'))
+        address = read_value(os.path.join(slots_root, name, 'address'))
         if address:
             # Either DDDD:BB:SS or BB:SS (domain 0000).
             address = address.lower()

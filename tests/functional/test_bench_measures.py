@@ -33,15 +33,21 @@ from tools import fixtures as tools_fixtures
 from tools.fixtures import nova_stub
 
 
+def stub_env(test):
+    """A quick ``benchmarks.run.Env`` stand-in for ``test``: a work
+    directory and the Nova stub in a child process, both cleaned up."""
+    work = tempfile.mkdtemp()
+    test.addCleanup(shutil.rmtree, work, True)
+    stub = tools_fixtures.start(nova_stub.NovaStubProcess(work))
+    test.addCleanup(stub.cleanUp)
+    return types.SimpleNamespace(workdir=work, stub=stub, quick=True,
+                                 log=lambda _msg: None)
+
+
 class TestFlowMeasure(testtools.TestCase):
 
     def test_each_cloud_on_a_placement_of_its_own(self):
-        work = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, work, True)
-        stub = tools_fixtures.start(nova_stub.NovaStubProcess(work))
-        self.addCleanup(stub.cleanUp)
-        env = types.SimpleNamespace(workdir=work, stub=stub, quick=True,
-                                    log=lambda _msg: None)
+        env = stub_env(self)
         fl = flow.measure(env, clouds=(0, 3))
         alone, bigger = fl['clouds']
         # accel-backend's 16 GPUs, then 5 free ones on each of 3 more
@@ -91,12 +97,7 @@ class TestSchedMeasure(testtools.TestCase):
 class TestFlowGpusMeasure(testtools.TestCase):
 
     def test_pooled_binds_eight_per_device_times_out(self):
-        work = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, work, True)
-        stub = tools_fixtures.start(nova_stub.NovaStubProcess(work))
-        self.addCleanup(stub.cleanUp)
-        env = types.SimpleNamespace(workdir=work, stub=stub, quick=True,
-                                    log=lambda _msg: None)
+        env = stub_env(self)
         # 8 request groups over 8 providers of one GPU: Placement
         # enumerates 8! assignments, far beyond a second.
         self.patch(sched, 'TIMEOUT', 1.0)
