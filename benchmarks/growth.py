@@ -42,9 +42,9 @@ metrics on a port of its own, from which the Placement calls are counted
   not idle) sampled every 0.1 s during the storm, and once idle after it.
 
 Every process shares this machine with the harness (the Nova stub, the
-pollers and the threads sending the binds run in this process).
-"""
+pollers and the threads sending the binds run in this process)."""
 
+import collections
 import concurrent.futures
 import os
 import re
@@ -56,6 +56,7 @@ import fixtures
 import sqlalchemy as sa
 
 from accel_backend.db import models
+from accel_common import arq_states
 from benchmarks import common
 from benchmarks import growth_probes as probes
 from tests.functional.fixtures import accel_nodes
@@ -338,10 +339,9 @@ def _check_rows(cloud, arqs):
             models.ARQ.uuid, models.ARQ.state,
             models.ARQ.attach_handle_id).where(
             models.ARQ.uuid.in_(arqs))).all()
-    holders = {}
-    for _, _, handle in rows:
-        holders[handle] = holders.get(handle, 0) + 1
-    return {'not_bound': sorted(u for u, s, _ in rows if s != 'Bound'),
+    holders = collections.Counter(handle for _, _, handle in rows)
+    return {'not_bound': sorted(u for u, s, _ in rows
+                                if s != arq_states.BOUND),
             'shared_handles': sum(n > 1 for h, n in holders.items()
                                   if h is not None)}
 
