@@ -69,6 +69,29 @@ class TestNovaStubProcess(testtools.TestCase):
                           since=mark, timeout=0.2)
 
 
+class _SlowPipe(nova_stub.NovaStubProcess):
+    """The child's event pipe read half a second late."""
+
+    def _read(self, reader):
+        time.sleep(0.5)
+        super()._read(reader)
+
+
+class TestNovaStubMark(testtools.TestCase):
+
+    def test_mark_counts_what_was_answered_before_it(self):
+        # The event was answered before mark(); the pipe brings it back
+        # later: it must still fall before the mark, not after it.
+        stub = self.useFixture(_SlowPipe())
+        got = requests.post(stub.endpoint + '/os-server-external-events',
+                            json={'events': [_event('a')]}, timeout=10)
+        self.assertEqual(200, got.status_code)
+        mark = stub.mark()
+        self.assertEqual(1, mark)
+        self.assertEqual({}, stub.wait_tags(['a'], since=mark, timeout=0.2,
+                                            partial=True))
+
+
 class TestTerminate(testtools.TestCase):
 
     def test_stop_leaves_nothing_of_the_group(self):
