@@ -16,14 +16,21 @@ VFIO assigns a whole IOMMU group to one guest: every function of the group
 must then be bound to a VFIO driver, to ``pci-stub`` or to no driver, and
 functions whose header is not a normal endpoint header (bridges) may stay
 on any driver (Linux 6.1, ``drivers/vfio/group.c``,
-``vfio_dev_driver_allowed``).  From that follow the two rules discovery
+``vfio_dev_driver_allowed``).  From that follow the rules discovery
 applies:
 
-* a device whose group holds another endpoint the host uses (bound to a
-  host driver, e.g. a GPU's HDMI audio function on ``snd_hda_intel``)
-  cannot be assigned at all: it is reported unhealthy (its inventory is
-  reserved, so Placement never offers it) with a reason that says which
-  function blocks it;
+* the other endpoint functions of a device's own slot in its group (a
+  GPU's HDMI audio function ``.1`` beside the GPU's ``.0``; the second
+  function of a multi-function card) are its companions: the device is
+  assigned with them as one unit, whatever host driver holds them
+  (libvirt's ``managed='yes'`` moves each to vfio-pci before QEMU
+  opens the group), and the guest sees them in one slot
+  (``companions()``; the attach handle names them, ``FUNCTIONS_KEY``);
+* a device whose group holds another endpoint the host uses in another
+  slot (bound to a host driver, e.g. a NIC behind the same switch
+  without ACS) cannot be assigned at all: it is reported unhealthy (its
+  inventory is reserved, so Placement never offers it) with a reason
+  that says which function blocks it;
 * two devices of one group cannot go to two guests: only the first (by
   PCI address) is reported, the others are withheld with a warning
   (``exclusive()``).
@@ -48,6 +55,10 @@ _WARNED = set()
 BRIDGE_CLASSES = ('0604', '0607')
 #: Drivers that leave a function free for VFIO besides the ``vfio*`` ones.
 FREE_DRIVERS = ('pci-stub',)
+#: The PCI attach handle key naming the functions of the handle's slot
+#: that go to the guest with it (``"0,1"``: hex function numbers, the
+#: handle's own included); absent for a single function.
+FUNCTIONS_KEY = 'functions'
 
 
 def is_bridge(fn):
@@ -83,15 +94,28 @@ class Groups:
         return [m for m in self._members[fn.iommu_group]
                 if m.address != fn.address]
 
+    def companions(self, fn):
+        """The functions assigned with ``fn`` as one unit: the endpoint
+        functions of ``fn``'s group in ``fn``'s own slot (same domain,
+        bus and device), bridges and SR-IOV VFs left out; by address,
+        [] when there are none."""
+        slot = fn.address.rsplit('.', 1)[0]
+        return [p for p in self.peers(fn)
+                if p.address.rsplit('.', 1)[0] == slot and
+                not is_bridge(p) and not p.physfn]
+
     def blocker(self, fn):
         """Why ``fn`` cannot be assigned to a guest, or None.
 
         :returns: a sentence naming the first endpoint of ``fn``'s group
-            that a host driver holds, e.g. ``IOMMU group 14 also holds
-            0000:17:00.1 (driver snd_hda_intel)...``.
+            outside its unit (``companions``) that a host driver holds,
+            e.g. ``IOMMU group 14 also holds 0000:18:00.0 (driver
+            e1000e)...``.
         """
+        unit = {c.address for c in self.companions(fn)}
         for peer in self.peers(fn):
-            if is_bridge(peer) or is_free_for_vfio(peer):
+            if (is_bridge(peer) or is_free_for_vfio(peer) or
+                    peer.address in unit):
                 continue
             return ('IOMMU group %s also holds %s (driver %s), which the '
                     'host uses; bind it to vfio-pci (or unbind it) to offer '

@@ -75,9 +75,13 @@ DISCOVERED_TRAIT_PREFIX = 'traits'
 DISCOVERED_SLOT = 'slot'
 #: The IOMMU group of the device: devices of one group go to one guest.
 DISCOVERED_IOMMU_GROUP = 'iommu_group'
+#: The functions of the device's slot that go to a guest with it
+#: (``discovery.iommu.FUNCTIONS_KEY``: ``"0,1"``), when several do.
+DISCOVERED_FUNCTIONS = 'functions'
 
 
-def discovered(resource_class, traits, slot=None, iommu_group=None):
+def discovered(resource_class, traits, slot=None, iommu_group=None,
+               functions=None):
     """The attributes discovery publishes for a deployable.
 
     :param resource_class: str, the deployable's resource class.
@@ -85,6 +89,7 @@ def discovered(resource_class, traits, slot=None, iommu_group=None):
         provider of ours) is left out.
     :param slot: the device's physical slot name (str) or None.
     :param iommu_group: the device's IOMMU group number (str) or None.
+    :param functions: the functions of its unit (``"0,1"``) or None.
     :returns: dict key -> value (str).
     """
     published = {DISCOVERED_RC: resource_class}
@@ -92,6 +97,8 @@ def discovered(resource_class, traits, slot=None, iommu_group=None):
         published[DISCOVERED_SLOT] = slot
     if iommu_group is not None:
         published[DISCOVERED_IOMMU_GROUP] = str(iommu_group)
+    if functions:
+        published[DISCOVERED_FUNCTIONS] = functions
     for index, trait in enumerate(
             sorted(t for t in traits if t != os_traits.OWNER_CYBORG), start=1):
         published['%s%d' % (DISCOVERED_TRAIT_PREFIX, index)] = trait
@@ -111,7 +118,7 @@ def sync_discovered(dep, published, make_uuid):
     """
     owned = {a.key: a for a in dep.attributes
              if a.key in (DISCOVERED_RC, DISCOVERED_SLOT,
-                          DISCOVERED_IOMMU_GROUP) or
+                          DISCOVERED_IOMMU_GROUP, DISCOVERED_FUNCTIONS) or
              a.key.startswith(DISCOVERED_TRAIT_PREFIX)}
     for key, value in published.items():
         attr = owned.pop(key, None)

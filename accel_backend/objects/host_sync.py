@@ -252,7 +252,7 @@ def _sync_deployables(dev, hostname, items, taken=frozenset()):
         attribute_obj.sync_discovered(
             dep, attribute_obj.discovered(
                 dep.resource_class, dep.traits, board.get('slot'),
-                board.get('iommu_group')),
+                board.get('iommu_group'), board.get('functions')),
             lambda key, d=dep: device_obj.stable_uuid(
                 'attribute', d.uuid, key))
         present.append(dep)
@@ -307,10 +307,16 @@ def _sync_handles(dep, hostname, handles, withheld=(), taken=frozenset()):
         handle_uuid = device_obj.stable_uuid(
             'handle', hostname, attach_type,
             *['%s=%s' % kv for kv in key[1]])
-        if by_key.pop(key, None) is None and handle_uuid not in taken:
+        found = by_key.pop(key, None)
+        if found is None and handle_uuid not in taken:
             dep.attach_handles.append(device_obj.new_handle(
                 uuid=handle_uuid, attach_type=attach_type,
                 attach_info=dict(info)))
+        elif (found is not None and dict(found.attach_info) != info and
+                not device_obj.handle_in_use(found)):
+            # Its companions changed (iommu.FUNCTIONS_KEY); a handle in
+            # use keeps what its guest got until it is released.
+            found.attach_info = dict(info)
     for key, stale in by_key.items():
         if device_obj.handle_in_use(stale) or (
                 key in withheld and

@@ -65,7 +65,8 @@ class FakeDriver(attach_mixins.FakeHotplugMixin, nova_fake.SmallFakeDriver):
         accel_info = self._accel_with_hotplugged(context, instance,
                                                  accel_info)
         waiter.require_bound(instance.uuid, accel_info)
-        elements = hostdev.compose_hostdevs(accel_info or [])
+        elements = [elem for arq in accel_info or []
+                    for elem in hostdev.compose_unit(arq)]
         super().spawn(context, instance, image_meta, injected_files,
                       admin_password, allocations, network_info=network_info,
                       block_device_info=block_device_info, power_on=power_on,

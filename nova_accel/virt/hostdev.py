@@ -34,6 +34,15 @@ turns it into guest configuration.  The handle shapes (openstack-cyborg
   driver; NVIDIA vGPU user guide).  Nova's own libvirt driver ignores the
   key and would detach the VF from ``nvidia``.
 
+  ``"functions": "0,1"`` in the info names the functions of the
+  handle's slot that go to the guest with it, as one unit (a GPU and
+  its HDMI audio function, which share an IOMMU group: vfio can only
+  give the whole group to one guest; accel_backend's
+  ``discovery.iommu``).  :func:`compose_unit` writes one ``<hostdev>``
+  per function; :mod:`nova_accel.virt.libvirt.slots` gives them one
+  guest slot.  Nova's own libvirt driver ignores the key and assigns
+  the handle's function alone.
+
 * ``MDEV``: ``attach_handle_uuid`` is the mediated device UUID (the parent
   PCI address and ``asked_type`` are in ``attach_handle_info``; creating the
   mdev is the driver's job, not this module's).  Becomes::
@@ -75,7 +84,42 @@ PCI = 'PCI'
 MDEV = 'MDEV'
 
 
-def _compose_pci(arq):
+FUNCTIONS_KEY = 'functions'
+
+
+def unit_functions(arq):
+    """The functions of a PCI ARQ's slot that go to the guest together.
+
+    :param arq: ARQ dict with a PCI ``attach_handle_info``.
+    :returns: sorted list of ints (0..7) that holds the handle's own
+        ``function``: ``[function]`` without ``"functions"`` in the info.
+    :raises InvalidAttachHandle: a malformed address, or ``"functions"``
+        that is not a comma-separated list of distinct hex digits 0..7
+        holding the handle's own function.
+    """
+    info = arq.get('attach_handle_info')
+    try:
+        own = int(pci.from_handle_info(info).function)
+    except pci.InvalidAddress as e:
+        raise exception.InvalidAttachHandle(arq.get('uuid'), str(e))
+    raw = info.get(FUNCTIONS_KEY)
+    if raw is None:
+        return [own]
+    parts = raw.split(',') if isinstance(raw, str) else []
+    try:
+        found = sorted({int(p, 16) for p in parts})
+    except ValueError:
+        found = []
+    if (len(found) != len(parts) or own not in found or
+            not all(0 <= f <= 7 for f in found)):
+        raise exception.InvalidAttachHandle(
+            arq.get('uuid'), 'PCI attach_handle_info functions must list '
+            'distinct functions 0-7 of the slot, the handle\'s own %d '
+            'included, got %r' % (own, raw))
+    return found
+
+
+def _compose_pci(arq, function=None):
     try:
         address = pci.from_handle_info(arq.get('attach_handle_info'))
     except pci.InvalidAddress as e:
@@ -88,6 +132,8 @@ def _compose_pci(arq):
     dev = vconfig.LibvirtConfigGuestHostdevPCI()
     dev.domain, dev.bus, dev.slot, dev.function = (
         value for _, value in address.libvirt_attrs())
+    if function is not None:
+        dev.function = '0x%x' % function
     dev.managed = managed
     return dev.format_dom()
 
@@ -139,17 +185,46 @@ def compose_hostdev(arq):
         raise exception.InvalidAttachHandle(
             arq_uuid, 'unsupported attach_handle_type %r (supported: %s)'
             % (ah_type, ', '.join(sorted(_COMPOSERS))))
+    if ah_type == PCI and len(unit_functions(arq)) > 1:
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'its device is a unit of functions %s of one slot, '
+            'which go to a guest together when it starts: it cannot be '
+            'hot-plugged (stop the server, then add it)'
+            % arq['attach_handle_info'][FUNCTIONS_KEY])
     return composer(arq)
 
 
+def compose_unit(arq):
+    """Compose every ``<hostdev>`` of one bound ARQ: one per function of
+    its unit (:func:`unit_functions`), in function order.
+
+    :param arq: an ARQ dict (see :func:`compose_hostdev`).
+    :returns: list of ``lxml.etree._Element``; ``[]`` for an ignored
+        handle type; one element for anything but a multi-function PCI
+        handle.
+    :raises InvalidAttachHandle: as :func:`compose_hostdev` and
+        :func:`unit_functions`, except that a unit is composed whole.
+    """
+    if (arq.get('attach_handle_type') == PCI and
+            arq.get('attach_handle_type') not in
+            CONF.nova_accel.ignored_attach_handle_types):
+        functions = unit_functions(arq)
+        if len(functions) > 1:
+            return [_compose_pci(arq, f) for f in functions]
+    elem = compose_hostdev(arq)
+    return [] if elem is None else [elem]
+
+
 def compose_hostdevs(arqs):
-    """Compose the ``<hostdev>`` elements for a list of bound ARQs.
+    """Compose the ``<hostdev>`` elements for a list of bound ARQs to
+    hot-plug: one per ARQ.
 
     :param arqs: iterable of ARQ dicts (see :func:`compose_hostdev`).
     :returns: list of ``lxml.etree._Element``, in ARQ order, ignored handle
         types left out.
-    :raises InvalidAttachHandle: as :func:`compose_hostdev`, for the first
-        bad ARQ; nothing is returned then.
+    :raises InvalidAttachHandle: as :func:`compose_hostdev` (a
+        multi-function unit included), for the first bad ARQ; nothing is
+        returned then.
     """
     elements = []
     for arq in arqs or []:

@@ -255,4 +255,25 @@ class PCIDriverBase:
             std_board_info=info, cleaning=self.cleaning_of(fn),
             health=health, health_reason=reason)
         values.update(kw)
+        functions = self.unit_functions(fn)
+        if functions:
+            info[iommu.FUNCTIONS_KEY] = functions
+            values['attach_handles'] = [
+                (kind, dict(hinfo, **{iommu.FUNCTIONS_KEY: functions})
+                 if kind == 'PCI' and hinfo == fn.address_parts else hinfo)
+                for kind, hinfo in values.get('attach_handles', ())]
         return drivers.DiscoveredDeployable(**values)
+
+    def unit_functions(self, fn):
+        """The functions of ``fn``'s slot that go to a guest with it
+        (``iommu.Groups.companions``) as the attach handle's
+        ``iommu.FUNCTIONS_KEY`` value, e.g. ``'0,1'``; None for a
+        function assigned alone (or a driver that assigns no IOMMU
+        group)."""
+        if not self.assigns_iommu_group:
+            return None
+        companions = self._groups.companions(fn)
+        if not companions:
+            return None
+        return ','.join(sorted(
+            f.address.rsplit('.', 1)[1] for f in [fn] + companions))

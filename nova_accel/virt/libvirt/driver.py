@@ -38,6 +38,7 @@ import nova_accel.conf
 from nova_accel.virt import attach_mixins
 from nova_accel.virt import hostdev
 from nova_accel.virt.libvirt import numa
+from nova_accel.virt.libvirt import slots
 
 LOG = logging.getLogger(__name__)
 CONF = nova_accel.conf.CONF
@@ -85,27 +86,35 @@ class LibvirtDriver(attach_mixins.LibvirtHotplugMixin,
         With ``[nova_accel] guest_numa_affinity`` (default) and a guest
         NUMA topology, PCI hostdevs go on an expander bus of the guest
         cell placed on their host NUMA node
-        (:mod:`nova_accel.virt.libvirt.numa`).
+        (:mod:`nova_accel.virt.libvirt.numa`).  The functions of a
+        multi-function unit (``"functions"`` in the attach handle) share
+        one guest slot (:mod:`nova_accel.virt.libvirt.slots`).
         """
         numa_guest = (CONF.nova_accel.guest_numa_affinity and
                       bool(numa.guest_cells_by_host_node(guest)))
         placed = []
         for arq in accel_info or []:
-            elem = hostdev.compose_hostdev(arq)
-            if elem is None:
+            unit = hostdev.compose_unit(arq)
+            if not unit:
                 continue
             node = None
             if numa_guest and arq.get('attach_handle_type') == hostdev.PCI:
                 node = numa.host_numa_node(arq, self._nodedev_numa_node)
-            placed.append((elem, node))
-        if numa_guest:
-            for ctrl in numa.place(guest, placed):
-                LOG.debug('Adding accelerator bus %s',
-                          hostdev.to_string(ctrl.format_dom()))
-                guest.add_device(ctrl)
-        for elem, _node in placed:
-            LOG.debug('Adding accelerator hostdev %s', hostdev.to_string(elem))
-            guest.add_device(hostdev.HostdevConfig(elem))
+            placed.append((unit, node))
+        controllers = numa.place(guest, placed) if numa_guest else []
+        for ctrl in controllers:
+            guest.add_device(ctrl)
+        for ctrl in slots.place(guest, [unit for unit, _ in placed]):
+            controllers.append(ctrl)
+            guest.add_device(ctrl)
+        for ctrl in controllers:
+            LOG.debug('Adding accelerator bus %s',
+                      hostdev.to_string(ctrl.format_dom()))
+        for unit, _node in placed:
+            for elem in unit:
+                LOG.debug('Adding accelerator hostdev %s',
+                          hostdev.to_string(elem))
+                guest.add_device(hostdev.HostdevConfig(elem))
 
     def _nodedev_numa_node(self, name):
         """NUMA node of libvirt node device ``name``, None if unknown."""

@@ -58,56 +58,17 @@ num_pcie_ports`` is set); ``busNr`` is left to libvirt.
 """
 
 import collections
-import copy
 
 from lxml import etree
-from nova.virt.libvirt import config as vconfig
 from oslo_log import log as logging
 
 from accel_common import pci
+from nova_accel.virt.libvirt import slots
 
 LOG = logging.getLogger(__name__)
 
 #: Slots of one expander bus (PCI: 32 slots of which we use 0..31).
 SLOTS_PER_BUS = 32
-
-
-class ControllerConfig(vconfig.LibvirtConfigGuestDevice):
-    """A composed ``<controller>`` element as a Nova guest device."""
-
-    def __init__(self, element, **kwargs):
-        super().__init__(root_name='controller', **kwargs)
-        self._element = copy.deepcopy(element)
-
-    @property
-    def type(self):
-        """The controller's ``type`` attribute (``'pci'``), or None."""
-        return self._element.get('type')
-
-    @property
-    def index(self):
-        """The controller's ``index`` (int).
-
-        :raises TypeError: the element has no ``index``.
-        """
-        return int(self._element.get('index'))
-
-    @property
-    def model(self):
-        """The controller's ``model`` (``'pcie-expander-bus'``...), or
-        None."""
-        return self._element.get('model')
-
-    def format_dom(self):
-        """A copy of the composed element (Nova's ``LibvirtConfigObject``
-        contract: the caller may change it)."""
-        return copy.deepcopy(self._element)
-
-
-def is_pcie_machine(mach_type):
-    """True for machine types whose root bus is PCI Express."""
-    return bool(mach_type) and ('q35' in mach_type or
-                                mach_type.startswith('virt'))
 
 
 def guest_cells_by_host_node(guest):
@@ -172,39 +133,23 @@ def host_numa_node(arq, lookup=None):
         return None
 
 
-def _pci_address(bus, slot):
-    return etree.Element('address', type='pci', domain='0x0000',
-                         bus='0x%02x' % bus, slot='0x%02x' % slot,
-                         function='0x0')
-
-
-def _next_index(guest):
-    indexes, count = [], 0
-    for dev in guest.devices:
-        if getattr(dev, 'root_name', None) == 'controller' and \
-                getattr(dev, 'type', None) == 'pci':
-            count += 1
-            if getattr(dev, 'index', None) is not None:
-                indexes.append(int(dev.index))
-    # Index 0 is the root bus, implicit when no controller is written.
-    return max([count, 1] + [i + 1 for i in indexes])
-
-
 def place(guest, hostdevs):
     """Attach hostdevs to expander buses on their guest NUMA cells.
 
     :param guest: the ``LibvirtConfigGuest`` being built; its
         ``os_mach_type``, ``numatune``, ``cpu`` and ``devices`` are read.
-    :param hostdevs: list of ``(hostdev element, host NUMA node or None)``;
-        the elements placed get a guest ``<address>`` (in place).
-    :returns: list of :class:`ControllerConfig` to add to the guest
+    :param hostdevs: list of ``(unit, host NUMA node or None)``, a unit
+        being the list of composed ``<hostdev>`` elements of one ARQ (one
+        guest slot: ``slots.address_unit``); the elements placed get a
+        guest ``<address>`` (in place).
+    :returns: list of ``slots.ControllerConfig`` to add to the guest
         (empty when nothing is placed).
     """
     cells = guest_cells_by_host_node(guest)
     if not cells:
         return []
     by_cell = collections.OrderedDict()
-    for elem, node in hostdevs:
+    for unit, node in hostdevs:
         cell = cells.get(node) if node is not None else None
         if cell is None:
             if node is not None:
@@ -212,30 +157,27 @@ def place(guest, hostdevs):
                          'is on that node, leaving it on the root bus',
                          node)
             continue
-        by_cell.setdefault(cell, []).append(elem)
-    pcie = is_pcie_machine(guest.os_mach_type)
-    index = _next_index(guest)
+        by_cell.setdefault(cell, []).append(unit)
+    pcie = slots.is_pcie_machine(guest.os_mach_type)
+    index = slots.next_index(guest)
     controllers = []
     for cell in sorted(by_cell):
         for start in range(0, len(by_cell[cell]), SLOTS_PER_BUS):
             bus = index
             index += 1
-            expander = etree.Element(
-                'controller', type='pci', index=str(bus),
-                model='pcie-expander-bus' if pcie else 'pci-expander-bus')
+            expander = slots.controller(
+                bus, 'pcie-expander-bus' if pcie else 'pci-expander-bus')
             etree.SubElement(etree.SubElement(expander, 'target'),
                              'node').text = str(cell)
-            controllers.append(ControllerConfig(expander))
-            elems = by_cell[cell][start:start + SLOTS_PER_BUS]
-            for slot, elem in enumerate(elems):
+            controllers.append(slots.ControllerConfig(expander))
+            units = by_cell[cell][start:start + SLOTS_PER_BUS]
+            for slot, unit in enumerate(units):
                 if pcie:
-                    port = etree.Element('controller', type='pci',
-                                         index=str(index),
-                                         model='pcie-root-port')
-                    port.append(_pci_address(bus, slot))
-                    controllers.append(ControllerConfig(port))
-                    elem.append(_pci_address(index, 0))
+                    controllers.append(slots.ControllerConfig(
+                        slots.controller(index, 'pcie-root-port',
+                                         at=(bus, slot))))
+                    slots.address_unit(unit, index, 0)
                     index += 1
                 else:
-                    elem.append(_pci_address(bus, slot))
+                    slots.address_unit(unit, bus, slot)
     return controllers

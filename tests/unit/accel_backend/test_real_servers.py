@@ -128,56 +128,6 @@ class TestTreesAreRecorded(testtools.TestCase):
         return found
 
 
-class TestGPUWithItsAudioFunction(RealServerTest):
-    """An IOMMU group holding an endpoint the host uses."""
-
-    TREE = tree('gpu-audio-group')
-
-    def test_blocked_gpu_is_never_offered_until_freed(self):
-        svc = self.report()
-        self.assertEqual(['0000:01:00.0', '0000:41:00.0'],
-                         sorted(self.providers()))
-        # The audio function on snd_hda_intel blocks group 14; group 30
-        # (GPU, its audio on vfio-pci and a root port) is fine.
-        self.assertEqual((1, 1, 1), self.inv('0000:01:00.0', 'PGPU'))
-        self.assertEqual((1, 0, 1), self.inv('0000:41:00.0', 'PGPU'))
-        self.assertEqual(['0000:41:00.0'], self.candidates(
-            'resources=PGPU:1'))
-        # The blocked GPU keeps its traits: only its inventory is held.
-        for name, numa in (('0000:01:00.0', 0), ('0000:41:00.0', 1)):
-            self.assertEqual(
-                {'OWNER_CYBORG', 'CUSTOM_NVIDIA_2230',
-                 'CUSTOM_PCI_VENDOR_10DE', 'CUSTOM_PCI_PRODUCT_10DE_2230',
-                 'CUSTOM_NUMA_NODE_%d' % numa},
-                self.traits(self.providers()[name]['uuid']))
-        view = self.device_view(svc, '0000:01:00.0')
-        self.assertEqual('unhealthy', view['status'])
-        self.assertIn('IOMMU group 14 also holds 0000:01:00.1 (driver '
-                      'snd_hda_intel)', view['status_reason'])
-        attrs = {a['key']: a['value'] for a in self.call(
-            svc, '/v2/attributes').json['attributes']
-            if a['deployable_uuid'] == self.deployable_uuid(svc,
-                                                            '0000:41:00.0')}
-        self.assertEqual('30', attrs['iommu_group'])
-        self.writes(svc)
-        svc.discover_and_report()
-        self.assertEqual([], self.writes(svc))
-
-        # The operator binds the audio function to vfio-pci.
-        link = os.path.join(self.root, '0000:01:00.1', 'driver')
-        os.unlink(link)
-        os.symlink('../../../bus/pci/drivers/vfio-pci', link)
-        svc.discover_and_report()
-        self.assertEqual((1, 0, 1), self.inv('0000:01:00.0', 'PGPU'))
-        self.assertEqual(1, len(self.writes(svc)))
-        self.assertEqual(['0000:01:00.0', '0000:41:00.0'], self.candidates(
-            'resources=PGPU:1&group_policy=none'))
-
-    def deployable_uuid(self, svc, address):
-        deps = self.call(svc, '/v2/deployables').json['deployables']
-        return next(d['uuid'] for d in deps if address in d['name'])
-
-
 class TestTwoGPUsBehindOneSwitch(RealServerTest):
 
     TREE = tree('switch-group')

@@ -117,15 +117,15 @@ class PlaceTest(base.TestCase):
 
     def _hostdevs(self, nodes):
         from nova_accel.virt import hostdev
-        return [(hostdev.compose_hostdev(arq('%02x' % (0xa0 + i))), node)
+        return [([hostdev.compose_hostdev(arq('%02x' % (0xa0 + i)))], node)
                 for i, node in enumerate(nodes)]
 
     def _add(self, guest, hostdevs):
         from nova_accel.virt import hostdev
         for ctrl in numa.place(guest, hostdevs):
             guest.add_device(ctrl)
-        for elem, _node in hostdevs:
-            guest.add_device(hostdev.HostdevConfig(elem))
+        for unit, _node in hostdevs:
+            guest.add_device(hostdev.HostdevConfig(unit[0]))
         return etree.fromstring(guest.to_xml())
 
     def test_q35(self):
@@ -193,7 +193,7 @@ class PlaceTest(base.TestCase):
         guest.numatune = None
         hostdevs = self._hostdevs([0])
         self.assertEqual([], numa.place(guest, hostdevs))
-        self.assertIsNone(hostdevs[0][0].find('address'))
+        self.assertIsNone(hostdevs[0][0][0].find('address'))
 
 
 class DriverHookTest(base.TestCase):

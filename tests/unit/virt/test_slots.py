@@ -1,0 +1,128 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A multi-function unit in one guest slot (``nova_accel.virt.hostdev``
+``compose_unit``, ``nova_accel.virt.libvirt.slots`` and the driver
+hook), each guest defined in libvirt's test driver, which validates it
+against libvirt's schema and address rules."""
+
+from unittest import mock
+
+from nova_accel.virt import exception
+from nova_accel.virt import hostdev
+from nova_accel.virt.libvirt import driver
+from tests.unit.virt import base
+from tests.unit.virt import test_numa
+
+
+def unit_arq(bus='01', functions='0,1', function='0', **info):
+    return dict(base.PCI_ARQ, attach_handle_info=dict(
+        {'domain': '0000', 'bus': bus, 'device': '00',
+         'function': function, 'functions': functions}, **info))
+
+
+def plain_guest(mach_type):
+    guest = test_numa.numa_guest(mach_type=mach_type)
+    guest.cpu.numa = None
+    guest.numatune = None
+    return guest
+
+
+class UnitTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.drv = object.__new__(driver.LibvirtDriver)
+        self.drv._host = mock.Mock()
+        self.drv._host.device_lookup_by_name.side_effect = (
+            lambda name: mock.Mock(XMLDesc=mock.Mock(
+                return_value=test_numa.NODEDEV % {'name': name,
+                                                  'node': 1})))
+
+    def add(self, guest, arqs):
+        self.drv._guest_add_accel_pci_devices(guest, arqs)
+        return test_numa.define(self, guest.to_xml())
+
+    @staticmethod
+    def hostdevs(doc):
+        """``[(host bus.slot.function, guest bus, slot, function,
+        multifunction)]`` of the kept XML's hostdevs."""
+        found = []
+        for h in doc.findall('./devices/hostdev'):
+            src, dst = h.find('source/address'), h.find('address')
+            if dst is None:     # left to libvirt
+                found.append(('%s.%s.%s' % (src.get('bus'), src.get('slot'),
+                                            src.get('function')),))
+                continue
+            found.append(('%s.%s.%s' % (src.get('bus'), src.get('slot'),
+                                        src.get('function')),
+                          int(dst.get('bus'), 16), int(dst.get('slot'), 16),
+                          int(dst.get('function'), 16),
+                          dst.get('multifunction')))
+        return found
+
+    def test_q35_unit_on_a_root_port_of_its_own(self):
+        doc = self.add(plain_guest('pc-q35-8.2'),
+                       [unit_arq(), base.PCI_ARQ])
+        (port,) = doc.findall('./devices/controller[@model="pcie-root-port"]')
+        bus = int(port.get('index'))
+        got = self.hostdevs(doc)
+        self.assertEqual(
+            [('0x01.0x00.0x0', bus, 0, 0, 'on'),
+             ('0x01.0x00.0x1', bus, 0, 1, None)], got[:2])
+        # The single function is left where libvirt puts it.
+        self.assertEqual([('0xaf.0x00.0x0',)], got[2:])
+
+    def test_pc_unit_on_a_bridge(self):
+        doc = self.add(plain_guest('pc-i440fx-8.2'),
+                       [unit_arq(), unit_arq(bus='41')])
+        (bridge,) = doc.findall('./devices/controller[@model="pci-bridge"]')
+        bus = int(bridge.get('index'))
+        self.assertEqual(
+            [('0x01.0x00.0x0', bus, 1, 0, 'on'),
+             ('0x01.0x00.0x1', bus, 1, 1, None),
+             ('0x41.0x00.0x0', bus, 2, 0, 'on'),
+             ('0x41.0x00.0x1', bus, 2, 1, None)], self.hostdevs(doc))
+
+    def test_numa_unit_on_its_cells_expander(self):
+        doc = self.add(test_numa.numa_guest(), [unit_arq()])
+        port = doc.find('./devices/controller[@model="pcie-root-port"]')
+        self.assertEqual('0', doc.findtext(
+            './devices/controller[@model="pcie-expander-bus"]/target/node'))
+        bus = int(port.get('index'))
+        self.assertEqual([('0x01.0x00.0x0', bus, 0, 0, 'on'),
+                          ('0x01.0x00.0x1', bus, 0, 1, None)],
+                         self.hostdevs(doc))
+
+    def test_without_function_0_renumbered_from_0(self):
+        doc = self.add(plain_guest('pc-q35-8.2'),
+                       [unit_arq(functions='1,2', function='1')])
+        self.assertEqual([(0, 'on'), (1, None)],
+                         [(h[3], h[4]) for h in self.hostdevs(doc)])
+        self.assertEqual(['0x01.0x00.0x1', '0x01.0x00.0x2'],
+                         [h[0] for h in self.hostdevs(doc)])
+
+    def test_managed_no_for_every_function(self):
+        elems = hostdev.compose_unit(unit_arq(managed='no'))
+        self.assertEqual(['no', 'no'], [e.get('managed') for e in elems])
+
+    def test_bad_functions(self):
+        for bad in ('x', '0,0', '2,3', '0,8', '', 7):
+            self.assertRaises(exception.InvalidAttachHandle,
+                              hostdev.compose_unit,
+                              unit_arq(functions=bad))
+
+    def test_a_unit_is_never_hot_plugged(self):
+        e = self.assertRaises(exception.InvalidAttachHandle,
+                              hostdev.compose_hostdevs, [unit_arq()])
+        self.assertIn('cannot be hot-plugged', str(e))
+        self.assertEqual(1, len(hostdev.compose_hostdevs([base.PCI_ARQ])))
