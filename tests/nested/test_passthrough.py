@@ -22,16 +22,24 @@ import sys
 
 import testtools
 
+from nova_accel_tempest_plugin import guest_console
 from tools.nested import image
 from tools.nested import node
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 ADDRESS = node.Layout.ROOT_EDUS[0]
+#: Two edu functions in one slot (no ACS: one IOMMU group, the kernel's
+#: rule for multi-function devices), beside a function alone.
+UNIT = '0000:00:05.0'
+LAYOUT = node.Layout(devices=['edu,addr=04.0',
+                              'edu,addr=05.0,multifunction=on',
+                              'edu,addr=05.1'])
 
 
 class TestPassthroughToAGuest(testtools.TestCase):
-    """One L1 boot and one L2 boot (about 2.5 minutes under TCG)."""
+    """One L1 boot and one L2 boot (about 2.5 minutes under TCG): a
+    function alone and a unit of two functions of one slot."""
 
     @classmethod
     def setUpClass(cls):
@@ -42,11 +50,12 @@ class TestPassthroughToAGuest(testtools.TestCase):
             'set -e', 'modprobe vfio-pci',
             'cd %s' % shlex.quote(REPO),
             'OS_NOVA_DISABLE_EVENTLET_PATCHING=1 %s -m '
-            'tools.nested.l1_passthrough --address %s --kernel %s '
-            '--initrd %s' % (shlex.quote(sys.executable), ADDRESS,
-                             shlex.quote(vmlinuz), shlex.quote(initrd)),
+            'tools.nested.l1_passthrough --address %s --unit %s '
+            '--kernel %s --initrd %s' % (
+                shlex.quote(sys.executable), ADDRESS, UNIT,
+                shlex.quote(vmlinuz), shlex.quote(initrd)),
             ''])
-        rc, out, cls.took = node.NestedNode().run(script)
+        rc, out, cls.took = node.NestedNode(layout=LAYOUT).run(script)
         if rc:
             raise AssertionError('passthrough in L1 failed (%d):\n%s' % (
                 rc, out[-3000:]))
@@ -78,3 +87,29 @@ class TestPassthroughToAGuest(testtools.TestCase):
         # offers no ``reset`` file, so cleaning cannot reset it (the
         # cleaner's flr method fails it rather than pretend).
         self.assertFalse(self.result['reset_offered'])
+
+    def test_the_slots_functions_are_one_unit(self):
+        # From L1's real IOMMU groups, as discovery computes it.
+        self.assertEqual('0,1', self.result['unit_info']['functions'])
+        xml = self.result['dumpxml']
+        for function in (0, 1):
+            self.assertIn("<address domain='0x0000' bus='0x00' "
+                          "slot='0x05' function='0x%d'/>" % function, xml)
+        self.assertIn("multifunction='on'", xml)
+        # libvirt moved both to vfio-pci for the guest, and back.
+        self.assertEqual(
+            ([None, None], ['vfio-pci', 'vfio-pci'], [None, None]),
+            (self.result['unit_before'], self.result['unit_while_running'],
+             self.result['unit_after']))
+
+    def test_the_guest_lists_both_functions_in_one_slot(self):
+        edus = [f.address for f in guest_console.listing(
+            self.result['guest_console']) or []
+            if f.pci_id == '0x1234:0x11e8']
+        self.assertEqual(3, len(edus), self.result['guest_console'][-2000:])
+        slots = {}
+        for address in edus:
+            slot, function = address.rsplit('.', 1)
+            slots.setdefault(slot, []).append(function)
+        self.assertIn(['0', '1'], sorted(sorted(f) for f in slots.values()),
+                      edus)

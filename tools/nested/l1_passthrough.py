@@ -16,7 +16,11 @@ the kernel and the guest see, then release and reset the function as
 accel_backend's cleaner does.  Prints one JSON document.
 
     python -m tools.nested.l1_passthrough --address 0000:00:04.0 \\
-        --kernel VMLINUZ --initrd GUEST_INITRAMFS
+        [--unit 0000:00:05.0] --kernel VMLINUZ --initrd GUEST_INITRAMFS
+
+``--unit``: a function given with the other functions of its slot in its
+IOMMU group (discovered from L1's own groups, as accel_backend does),
+composed into one guest slot as ``accel.LibvirtDriver`` does.
 
 Runs libvirtd (QEMU driver, TCG) as ``tools.nested.libvirtd`` starts it.
 """
@@ -54,6 +58,30 @@ def domain_xml(name, kernel, initrd, console, hostdev):
                     console=console, hostdev=hostdev)
 
 
+def _unit(address):
+    """The hostdev elements and controllers of the unit of ``address``,
+    from L1's real IOMMU groups, as discovery and the driver build it."""
+    import types
+
+    from accel_backend.discovery import iommu
+    from accel_backend.discovery import sysfs
+    from nova_accel.virt import hostdev
+    from nova_accel.virt.libvirt import slots
+
+    found = sysfs.scan('/sys/bus/pci/devices')
+    fn = next(f for f in found if f.address == address)
+    companions = iommu.Groups(found).companions(fn)
+    info = dict(fn.address_parts)
+    info[iommu.FUNCTIONS_KEY] = ','.join(sorted(
+        f.address.rsplit('.', 1)[1] for f in [fn] + companions))
+    unit = hostdev.compose_unit({'uuid': 'l1-unit',
+                                 'attach_handle_type': 'PCI',
+                                 'attach_handle_info': info})
+    guest = types.SimpleNamespace(os_mach_type='q35', devices=[])
+    ctrls = slots.place(guest, [unit])
+    return info, [c.format_dom() for c in ctrls] + unit
+
+
 def _driver(address):
     link = '/sys/bus/pci/devices/%s/driver' % address
     return os.path.basename(os.readlink(link)) if os.path.islink(link) \
@@ -64,6 +92,7 @@ def main(argv=None):
     """:returns: exit status (int)."""
     parser = argparse.ArgumentParser()
     parser.add_argument('--address', required=True)
+    parser.add_argument('--unit')
     parser.add_argument('--kernel', required=True)
     parser.add_argument('--initrd', required=True)
     parser.add_argument('--timeout', type=int, default=600)
@@ -79,6 +108,13 @@ def main(argv=None):
     arq = {'uuid': 'l1-test', 'attach_handle_type': 'PCI',
            'attach_handle_info': fn.address_parts}
     element = hostdev.to_string(hostdev.compose_hostdev(arq))
+    unit = []
+    if args.unit:
+        result['unit_info'], elems = _unit(args.unit)
+        unit = ['%s.%s' % (args.unit[:-2], f) for f in
+                result['unit_info']['functions'].split(',')]
+        result['unit_before'] = [_driver(a) for a in unit]
+        element += ''.join(hostdev.to_string(e) for e in elems)
     libvirtd.start()
     conn = libvirt.open('qemu:///system')
     console = '/tmp/l2-console.log'
@@ -87,6 +123,7 @@ def main(argv=None):
     start = time.monotonic()
     dom.create()
     result['driver_while_running'] = _driver(args.address)
+    result['unit_while_running'] = [_driver(a) for a in unit]
     result['dumpxml'] = dom.XMLDesc(0)
     text = ''
     while time.monotonic() - start < args.timeout:
@@ -105,6 +142,7 @@ def main(argv=None):
     dom.undefine()
     conn.close()
     result['driver_after'] = _driver(args.address)
+    result['unit_after'] = [_driver(a) for a in unit]
     result['reset_offered'] = os.path.exists(
         '/sys/bus/pci/devices/%s/reset' % args.address)
     if result['reset_offered']:
