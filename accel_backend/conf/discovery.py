@@ -65,17 +65,18 @@ OPTS = [
                                   'ignored, with a warning.',
                 help='Ignored (nvidia_gpu driver): NVIDIA VFs are offered '
                      'only as vGPUs, through the mdev driver.'),
-    cfg.BoolOpt('nvidia_gpu_pool', default=False,
+    cfg.BoolOpt('nvidia_gpu_pool', default=True,
                 help='nvidia_gpu driver: pool interchangeable whole GPUs '
                      '(same product, same NUMA node, same reset ability) '
                      'into one resource provider per pool, with a total '
                      'equal to their number and one attach handle per GPU '
-                     '(discovery.pooling), instead of one provider per GPU. '
+                     '(discovery.pooling); false: one provider per GPU. '
                      'A flavor wanting 8 GPUs then asks one request group '
-                     'for PGPU=8. Turning it on for a host with guests '
-                     'migrates the host\'s providers without touching '
-                     'them (admin guide, "Migrating a host with guests"); '
-                     'turning it off needs a drained host.'),
+                     'for PGPU=8, which Placement answers in milliseconds '
+                     '(8 one-unit providers: minutes). A host with guests '
+                     'whose GPUs were per-GPU providers is migrated without '
+                     'touching them (admin guide, "Migrating a host with '
+                     'guests"); setting it to false needs a drained host.'),
     cfg.ListOpt('fpga_ids',
                 default=['10ee:5000', '10ee:5001', '10ee:5004', '10ee:5005',
                          '10ee:500c', '10ee:500d', '10ee:5020', '10ee:5021',

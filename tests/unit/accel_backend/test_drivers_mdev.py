@@ -108,7 +108,8 @@ class TestDiscoverAll(testtools.TestCase):
         logger = self.useFixture(fixtures.FakeLogger())
         conf = base.make_conf(self, base.TWO_GPUS, (base.T4_SPEC,),
                               discovery={'enabled_drivers':
-                                         'nvidia_gpu,generic_pci'})
+                                         'nvidia_gpu,generic_pci',
+                                         'nvidia_gpu_pool': 'false'})
         found = drivers.discover_all(
             drivers.load(conf, conf.discovery.enabled_drivers))
         self.assertEqual({'nvidia_gpu'}, {d.driver_name for d in found})

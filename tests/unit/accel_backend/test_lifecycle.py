@@ -61,6 +61,9 @@ class ServiceTestBase(placement_fixture.PlacementTestCase):
     DRIVERS = 'nvidia_gpu'
     #: ``[nova]``: none (events are retried until the test ends).
     NOVA_OPTS = base.NO_NOVA
+    #: ``[discovery] nvidia_gpu_pool``: these tests act on one GPU by its
+    #: address, so one provider per GPU; None keeps the default (pooled).
+    GPU_POOL = 'false'
 
     def setUp(self):
         super().setUp()
@@ -83,6 +86,8 @@ class ServiceTestBase(placement_fixture.PlacementTestCase):
         ``{group: {option: value}}`` (e.g. ``mdev_<type>``, ``metrics``)."""
         discovery.setdefault('enabled_drivers', self.DRIVERS)
         discovery.setdefault('report_interval', '0')
+        if self.GPU_POOL is not None:
+            discovery.setdefault('nvidia_gpu_pool', self.GPU_POOL)
         return base.make_conf(
             self, self.root, (), DEFAULT={
                 'host': COMPUTE, 'state_path': self.tmp},

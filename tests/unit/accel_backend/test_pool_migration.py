@@ -40,6 +40,8 @@ class MigrationBase(test_pooled.PooledTest):
     """A guest bound on one per-device provider before pooling is turned
     on (no tests of its own)."""
 
+    GPU_POOL = 'false'  # before: one provider per GPU
+
     def setUp(self):
         super().setUp()
         self.before = self.make_service()

@@ -55,6 +55,7 @@ class PooledTest(test_lifecycle.ServiceTestBase):
 
     TREE = None
     NUMA = None
+    GPU_POOL = None     # the default
 
     def setUp(self):
         super().setUp()
@@ -217,7 +218,8 @@ class TestPooledByNUMA(PooledTest):
         self.assertEqual((4, 0, 4), self.inv(POOL0))
 
     def test_turning_pooling_on_replaces_the_providers(self):
-        self.make_service().discover_and_report()
+        self.make_service(self.make_conf(
+            nvidia_gpu_pool='false')).discover_and_report()
         self.assertEqual(8, len(self.providers()))
         svc = self.make_service(self.make_conf(nvidia_gpu_pool='true'))
         # Every per-device provider goes, but its function is a pool's
@@ -248,10 +250,14 @@ class TestOneBoard(PooledTest):
             self.assertEqual(['bound'] * 8, list(states))
 
 
-class TestNotPooledByDefault(PooledTest):
+class TestPooledByDefault(PooledTest):
 
-    def test_one_provider_per_gpu(self):
+    def test_default_pools_and_false_gives_one_provider_per_gpu(self):
         self.make_service().discover_and_report()
+        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.make_service(self.make_conf(
+            nvidia_gpu_pool='false')).discover_and_report(force=True)
         self.assertEqual(sorted(a for a, _ in GPUS),
                          sorted(self.providers()))
 

@@ -41,7 +41,8 @@ class SlotTest(testtools.TestCase):
             self, base.GPU_SERVER, (), DEFAULT={'host': HOST},
             api={'auth_strategy': 'noauth'}, binding={'workers': '1'},
             discovery={'pci_slots_path': SLOTS,
-                       'enabled_drivers': 'nvidia_gpu'})
+                       'enabled_drivers': 'nvidia_gpu',
+                       'nvidia_gpu_pool': 'false'})
         self.svc = service_mod.Service(conf)
         self.addCleanup(self.svc.stop)
         found = drivers.discover_all(self.svc.drivers)

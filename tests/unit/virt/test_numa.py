@@ -196,15 +196,22 @@ class PlaceTest(base.TestCase):
         self.assertIsNone(hostdevs[0][0][0].find('address'))
 
 
+def hook_driver():
+    """An ``accel.LibvirtDriver`` for its guest-config hook alone, whose
+    host's node devices are all on NUMA node 1."""
+    drv = object.__new__(driver.LibvirtDriver)
+    drv._host = mock.Mock()
+    drv._host.device_lookup_by_name.side_effect = (
+        lambda name: mock.Mock(XMLDesc=mock.Mock(
+            return_value=NODEDEV % {'name': name, 'node': 1})))
+    return drv
+
+
 class DriverHookTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.drv = object.__new__(driver.LibvirtDriver)
-        self.drv._host = mock.Mock()
-        self.drv._host.device_lookup_by_name.side_effect = (
-            lambda name: mock.Mock(XMLDesc=mock.Mock(
-                return_value=NODEDEV % {'name': name, 'node': 1})))
+        self.drv = hook_driver()
 
     def test_numa_guest(self):
         guest = numa_guest()

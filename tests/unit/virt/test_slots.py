@@ -15,11 +15,8 @@
 hook), each guest defined in libvirt's test driver, which validates it
 against libvirt's schema and address rules."""
 
-from unittest import mock
-
 from nova_accel.virt import exception
 from nova_accel.virt import hostdev
-from nova_accel.virt.libvirt import driver
 from tests.unit.virt import base
 from tests.unit.virt import test_numa
 
@@ -41,12 +38,7 @@ class UnitTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.drv = object.__new__(driver.LibvirtDriver)
-        self.drv._host = mock.Mock()
-        self.drv._host.device_lookup_by_name.side_effect = (
-            lambda name: mock.Mock(XMLDesc=mock.Mock(
-                return_value=test_numa.NODEDEV % {'name': name,
-                                                  'node': 1})))
+        self.drv = test_numa.hook_driver()
 
     def add(self, guest, arqs):
         self.drv._guest_add_accel_pci_devices(guest, arqs)
