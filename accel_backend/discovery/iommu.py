@@ -19,18 +19,19 @@ on any driver (Linux 6.1, ``drivers/vfio/group.c``,
 ``vfio_dev_driver_allowed``).  From that follow the rules discovery
 applies:
 
-* the other endpoint functions of a device's own slot in its group (a
-  GPU's HDMI audio function ``.1`` beside the GPU's ``.0``; the second
-  function of a multi-function card) are its companions: the device is
-  assigned with them as one unit, whatever host driver holds them
-  (libvirt's ``managed='yes'`` moves each to vfio-pci before QEMU
+* the other endpoint functions of a device's own slot in its group that
+  are free for VFIO, and a GPU's own functions on host drivers (its
+  HDMI audio function ``.1`` on ``snd_hda_intel`` beside the GPU's
+  ``.0``), are its companions: the device is assigned with them as one
+  unit (libvirt's ``managed='yes'`` moves each to vfio-pci before QEMU
   opens the group), and the guest sees them in one slot
   (``companions()``; the attach handle names them, ``FUNCTIONS_KEY``);
-* a device whose group holds another endpoint the host uses in another
-  slot (bound to a host driver, e.g. a NIC behind the same switch
-  without ACS) cannot be assigned at all: it is reported unhealthy (its
-  inventory is reserved, so Placement never offers it) with a reason
-  that says which function blocks it;
+* a device whose group holds another endpoint the host uses (bound to a
+  host driver, e.g. a NIC behind the same switch without ACS, or the
+  chipset's SATA controller beside its SMBus function) cannot be
+  assigned at all: it is reported unhealthy (its inventory is reserved,
+  so Placement never offers it) with a reason that says which function
+  blocks it;
 * two devices of one group cannot go to two guests: only the first (by
   PCI address) is reported, the others are withheld with a warning
   (``exclusive()``).
@@ -55,6 +56,9 @@ _WARNED = set()
 BRIDGE_CLASSES = ('0604', '0607')
 #: Drivers that leave a function free for VFIO besides the ``vfio*`` ones.
 FREE_DRIVERS = ('pci-stub',)
+#: PCI base class of display controllers (GPUs), whose own functions on
+#: host drivers go with them.
+GPU_CLASS = '03'
 #: The PCI attach handle key naming the functions of the handle's slot
 #: that go to the guest with it (``"0,1"``: hex function numbers, the
 #: handle's own included); absent for a single function.
@@ -97,12 +101,19 @@ class Groups:
     def companions(self, fn):
         """The functions assigned with ``fn`` as one unit: the endpoint
         functions of ``fn``'s group in ``fn``'s own slot (same domain,
-        bus and device), bridges and SR-IOV VFs left out; by address,
-        [] when there are none."""
+        bus and device), bridges and SR-IOV VFs left out, that are free
+        for VFIO or, for a GPU (display class 03), its own functions on
+        a host driver (same vendor: HDMI audio, USB-C, UCSI); by address,
+        [] when there are none.  A chipset's functions on host drivers
+        (``ahci`` beside an SMBus controller) are never taken: they
+        block (``blocker``)."""
         slot = fn.address.rsplit('.', 1)[0]
+        gpu = fn.class_code[:2] == GPU_CLASS
         return [p for p in self.peers(fn)
                 if p.address.rsplit('.', 1)[0] == slot and
-                not is_bridge(p) and not p.physfn]
+                not is_bridge(p) and not p.physfn and
+                (is_free_for_vfio(p) or
+                 (gpu and p.vendor_id == fn.vendor_id))]
 
     def blocker(self, fn):
         """Why ``fn`` cannot be assigned to a guest, or None.

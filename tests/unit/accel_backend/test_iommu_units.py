@@ -16,8 +16,11 @@ reported and bound through a real Placement over the generated
 ``gpu-audio-group`` tree."""
 
 import sqlalchemy as sa
+import testtools
 
 from accel_backend.db import models
+from accel_backend.discovery import iommu
+from accel_backend.discovery import sysfs
 from tests.unit.accel_backend import real_servers
 from tests.unit.accel_backend import test_real_servers
 
@@ -105,3 +108,36 @@ class TestGPUWithItsAudioFunction(test_real_servers.RealServerTest):
     def deployable_uuid(self, svc, address):
         deps = self.call(svc, '/v2/deployables').json['deployables']
         return next(d['uuid'] for d in deps if address in d['name'])
+
+
+def _fn(address, vendor, cls, driver, group='9'):
+    return sysfs.PCIFunction(address=address, vendor_id=vendor,
+                             product_id='0000', class_code=cls,
+                             iommu_group=group, driver=driver)
+
+
+class TestCompanionRule(testtools.TestCase):
+    """Which functions of a slot go with a device (``Groups``)."""
+
+    def test_chipset_functions_on_host_drivers_block(self):
+        # Q35's ICH9 slot 1f, as the nested node's kernel shows it: the
+        # SMBus function is never given away with the host's SATA
+        # controller.
+        smbus = _fn('0000:00:1f.3', '8086', '0c0500', 'i801_smbus')
+        groups = iommu.Groups([_fn('0000:00:1f.0', '8086', '060100', None),
+                               _fn('0000:00:1f.2', '8086', '010601', 'ahci'),
+                               smbus])
+        self.assertEqual(['0000:00:1f.0'],
+                         [f.address for f in groups.companions(smbus)])
+        self.assertIn('also holds 0000:00:1f.2 (driver ahci)',
+                      groups.blocker(smbus))
+
+    def test_a_gpus_own_functions_go_with_it(self):
+        gpu = _fn('0000:01:00.0', '10de', '030000', 'vfio-pci')
+        groups = iommu.Groups([
+            gpu, _fn('0000:01:00.1', '10de', '040300', 'snd_hda_intel'),
+            _fn('0000:01:00.2', '10de', '0c0330', 'xhci_hcd'),
+            _fn('0000:01:00.3', '1b21', '0c8000', 'other')])
+        self.assertEqual(['0000:01:00.1', '0000:01:00.2'],
+                         [f.address for f in groups.companions(gpu)])
+        self.assertIn('0000:01:00.3 (driver other)', groups.blocker(gpu))
