@@ -47,6 +47,7 @@ from oslo_log import log as logging
 from sqlalchemy import event
 from sqlalchemy import orm
 
+from accel_backend.discovery import hgx
 from accel_backend.discovery import nvidia_vfio
 from accel_backend.discovery import sysfs
 from accel_backend import metrics
@@ -87,7 +88,10 @@ def run_method(method, address, sysfs_root, command=None, timeout=300,
 
     :param handle_info: the attach handle's ``attach_info`` (dict); the
         ``vgpu`` method cleans the VF it names, with its
-        ``vgpu_profile``.
+        ``vgpu_profile``; for a unit of several slots (an HGX board,
+        ``discovery.hgx.ADDRESSES_KEY``) ``flr`` resets each of its
+        functions the kernel can reset and ``command`` runs once per
+        function.
     :returns: None on success.
     :raises CleaningError: with the reason.
     """
@@ -95,6 +99,17 @@ def run_method(method, address, sysfs_root, command=None, timeout=300,
         return
     if method == 'vgpu':
         _recreate_vgpu(sysfs_root, handle_info)
+        return
+    unit = hgx.unit_addresses(handle_info)
+    if unit and method in ('flr', 'command'):
+        for member in unit:
+            if not sysfs.exists(sysfs_root, member):
+                raise CleaningError('function %s of the unit of %s is gone '
+                                    'from sysfs' % (member, address))
+            if method == 'command' or sysfs.reset_methods(sysfs_root,
+                                                          member):
+                run_method(method, member, sysfs_root, command=command,
+                           timeout=timeout)
         return
     if method == 'flr':
         if not sysfs.exists(sysfs_root, address):

@@ -77,6 +77,23 @@ OPTS = [
                      'whose GPUs were per-GPU providers is migrated without '
                      'touching them (admin guide, "Migrating a host with '
                      'guests"); setting it to false needs a drained host.'),
+    cfg.StrOpt('nvidia_hgx_mode', default='gpus',
+               choices=[('gpus', 'the GPUs of an HGX board are offered '
+                                 'one by one (or pooled: '
+                                 '``nvidia_gpu_pool``); its NVSwitches '
+                                 'are not offered'),
+                        ('full_passthrough',
+                         'on a host with NVSwitches (NVIDIA, PCI class '
+                         '0x0680), the board (every whole GPU and every '
+                         'NVSwitch of the host) is one unit of resource '
+                         'class CUSTOM_NVIDIA_HGX_BOARD, assigned to one '
+                         'guest, which runs Fabric Manager itself; needs '
+                         '``accel.LibvirtDriver`` on the compute node')],
+               help='nvidia_gpu driver: how an NVIDIA HGX board is offered '
+                    '(NVIDIA Fabric Manager user guide, "Full Passthrough '
+                    'Virtualization Model"). Change it on a drained host '
+                    'only: guests holding GPUs are not migrated between '
+                    'the modes.'),
     cfg.ListOpt('fpga_ids',
                 default=['10ee:5000', '10ee:5001', '10ee:5004', '10ee:5005',
                          '10ee:500c', '10ee:500d', '10ee:5020', '10ee:5021',

@@ -28,6 +28,8 @@ from sqlalchemy import orm
 
 from accel_backend.db import models
 from accel_backend.discovery import aer
+from accel_backend.discovery import hgx
+from accel_backend.discovery import iommu
 from accel_backend.discovery import removal
 from accel_backend.objects import attribute as attribute_obj
 from accel_backend.objects import device as device_obj
@@ -137,11 +139,20 @@ def _check_removals(hostname, devices, discovered, max_removal_share,
     units = {}
     for dev in devices:
         units.update(_units(dev))
-    found = {m['address'] for item in discovered
-             for m in (item.members or [{'address': item.address}])}
+    found = {address for item in discovered
+             for address in _item_addresses(item)}
     removal.check(hostname, 'devices', len(units), [
         address for address, used in units.items()
         if address not in found and not used], max_removal_share, force)
+
+
+def _item_addresses(item):
+    """The PCI functions behind one ``DiscoveredDeployable``: each member
+    of a pool, each function of a board (``discovery.hgx.UNIT_KEY``), or
+    its own address."""
+    if item.members:
+        return [m['address'] for m in item.members]
+    return (item.std_board_info or {}).get(hgx.UNIT_KEY) or [item.address]
 
 
 def _in_use(dep):
@@ -162,7 +173,10 @@ def _units(dev):
     functions."""
     members = (dev.std_board_info or {}).get('members')
     if members is None:
-        return {dev.address: _device_in_use(dev)}
+        used = _device_in_use(dev)
+        return {address: used for address in
+                (dev.std_board_info or {}).get(hgx.UNIT_KEY) or
+                [dev.address]}
     used = {_handle_key(h.attach_type, h.attach_info)
             for dep in dev.deployables for h in dep.attach_handles
             if device_obj.handle_in_use(h)}
@@ -252,7 +266,7 @@ def _sync_deployables(dev, hostname, items, taken=frozenset()):
         attribute_obj.sync_discovered(
             dep, attribute_obj.discovered(
                 dep.resource_class, dep.traits, board.get('slot'),
-                board.get('iommu_group'), board.get('functions')),
+                board.get('iommu_group'), board.get(iommu.FUNCTIONS_KEY)),
             lambda key, d=dep: device_obj.stable_uuid(
                 'attribute', d.uuid, key))
         present.append(dep)

@@ -32,6 +32,7 @@ pool device's ``std_board_info["members"]``: ``{PCI address: {"health",
 from oslo_log import log as logging
 
 from accel_backend.discovery import aer
+from accel_backend.discovery import hgx
 from accel_backend.discovery import iommu
 from accel_backend.discovery import pooling
 from accel_backend.objects import device as device_obj
@@ -41,11 +42,13 @@ LOG = logging.getLogger(__name__)
 
 def handle_key(attach_type, info):
     """A hashable key of an attach handle: ``(attach_type, sorted
-    attach_info items)``, without ``iommu.FUNCTIONS_KEY``: the companions
-    travelling with a function describe it, they do not make it another
-    handle (``host_sync`` updates them in place)."""
+    attach_info items)``, without ``iommu.FUNCTIONS_KEY`` and
+    ``hgx.ADDRESSES_KEY``: the functions travelling with a function
+    describe it, they do not make it another handle (``host_sync``
+    updates them in place)."""
     return (attach_type, tuple(sorted(
-        (k, v) for k, v in info.items() if k != iommu.FUNCTIONS_KEY)))
+        (k, v) for k, v in info.items()
+        if k not in (iommu.FUNCTIONS_KEY, hgx.ADDRESSES_KEY))))
 
 
 def deployable_name(hostname, item):

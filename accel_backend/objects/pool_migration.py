@@ -34,6 +34,8 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from accel_backend.db import models
+from accel_backend.discovery import hgx
+from accel_backend.discovery import pooling
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import host_sync
 from accel_backend.objects import pool_members
@@ -67,16 +69,38 @@ def _pooled(found):
 
 def replaced_providers(hostname, found):
     """The per-device providers that the pools of ``found`` replace: the
-    provider UUID each pool member had as a device of its own (set of
-    str).  The reporter deletes them without counting them as removals
+    provider UUID each pool member had as a device of its own, and what
+    an HGX board replaces (``_replaced_by_board``) (set of str).  The
+    reporter deletes them without counting them as removals
     (``placement.report.Reporter.report``'s ``replaced``): the functions
-    are still offered, by the pool.
+    are still offered, by the pool or the board.
 
     :param hostname: the host (str).
     :param found: list of ``drivers.DiscoveredDeployable``.
     """
-    return {host_sync.deployable_ids(hostname, m['address'], None)[1]
-            for item in _pooled(found) for m in item.members}
+    replaced = {host_sync.deployable_ids(hostname, m['address'], None)[1]
+                for item in _pooled(found) for m in item.members}
+    for item in found:
+        replaced |= _replaced_by_board(hostname, item)
+    return replaced
+
+
+def _replaced_by_board(hostname, item):
+    """The providers an HGX board offered whole (``discovery.hgx``)
+    replaces when a drained host switches to ``full_passthrough``: the
+    per-GPU providers of its functions, and the pools its GPUs had
+    (set of str; empty for anything but a board)."""
+    board = item.std_board_info or {}
+    unit = board.get(hgx.UNIT_KEY)
+    if not unit:
+        return set()
+    found = {host_sync.deployable_ids(hostname, a, None)[1] for a in unit}
+    for node in list(board.get('numa_nodes', ())) + [None]:
+        name = pooling.pool_name(dataclasses.replace(
+            item, numa_node=node, pool=pooling.DEFAULT_TAG))
+        found.add(host_sync.deployable_ids(
+            hostname, pooling.device_address(name), name)[1])
+    return found
 
 
 def _old_devices(session, hostname, addresses):

@@ -43,6 +43,13 @@ turns it into guest configuration.  The handle shapes (openstack-cyborg
   guest slot.  Nova's own libvirt driver ignores the key and assigns
   the handle's function alone.
 
+  ``"addresses": "0000:05:00.0,0000:18:00.0,..."`` names every function
+  of a unit that spans several host slots, the handle's own included:
+  an NVIDIA HGX board in full-passthrough mode, whose GPUs and
+  NVSwitches go to one guest (accel_backend's ``discovery.hgx``).
+  :func:`compose_slots` writes one ``<hostdev>`` per address, grouped
+  by host slot; a slot's functions share a guest slot as above.
+
 * ``MDEV``: ``attach_handle_uuid`` is the mediated device UUID (the parent
   PCI address and ``asked_type`` are in ``attach_handle_info``; creating the
   mdev is the driver's job, not this module's).  Becomes::
@@ -85,6 +92,10 @@ MDEV = 'MDEV'
 
 
 FUNCTIONS_KEY = 'functions'
+#: PCI attach handle key naming every function of a multi-slot unit
+#: (accel_backend's ``discovery.hgx.ADDRESSES_KEY``; this package does
+#: not import accel_backend).
+ADDRESSES_KEY = 'addresses'
 
 
 def unit_functions(arq):
@@ -119,11 +130,52 @@ def unit_functions(arq):
     return found
 
 
-def _compose_pci(arq, function=None):
+def unit_addresses(arq):
+    """Every function of a PCI ARQ's multi-slot unit.
+
+    :param arq: ARQ dict with a PCI ``attach_handle_info``.
+    :returns: list of ``accel_common.pci.Address``, sorted, the handle's
+        own included; ``[]`` without ``"addresses"`` in the info.
+    :raises InvalidAttachHandle: a malformed handle address; an
+        ``"addresses"`` value that is not a comma-separated list of
+        distinct PCI addresses ``DDDD:BB:SS.F`` holding the handle's own;
+        or ``"addresses"`` together with ``"functions"`` (a multi-slot
+        unit lists each function itself).
+    """
+    info = arq.get('attach_handle_info')
     try:
-        address = pci.from_handle_info(arq.get('attach_handle_info'))
+        own = pci.from_handle_info(info)
     except pci.InvalidAddress as e:
         raise exception.InvalidAttachHandle(arq.get('uuid'), str(e))
+    raw = info.get(ADDRESSES_KEY)
+    if raw is None:
+        return []
+    if FUNCTIONS_KEY in info:
+        raise exception.InvalidAttachHandle(
+            arq.get('uuid'), 'PCI attach_handle_info has both %r and %r: '
+            'a multi-slot unit lists each of its functions in %r'
+            % (ADDRESSES_KEY, FUNCTIONS_KEY, ADDRESSES_KEY))
+    parts = raw.split(',') if isinstance(raw, str) else []
+    try:
+        found = sorted({pci.parse(p) for p in parts})
+    except pci.InvalidAddress as e:
+        raise exception.InvalidAttachHandle(
+            arq.get('uuid'), 'PCI attach_handle_info %s: %s'
+            % (ADDRESSES_KEY, e))
+    if len(found) != len(parts) or own not in found:
+        raise exception.InvalidAttachHandle(
+            arq.get('uuid'), 'PCI attach_handle_info %s must list distinct '
+            'PCI addresses, the handle\'s own %s included, got %r'
+            % (ADDRESSES_KEY, own, raw))
+    return found
+
+
+def _compose_pci(arq, function=None, address=None):
+    if address is None:
+        try:
+            address = pci.from_handle_info(arq.get('attach_handle_info'))
+        except pci.InvalidAddress as e:
+            raise exception.InvalidAttachHandle(arq.get('uuid'), str(e))
     managed = arq['attach_handle_info'].get('managed', 'yes')
     if managed not in ('yes', 'no'):
         raise exception.InvalidAttachHandle(
@@ -191,28 +243,55 @@ def compose_hostdev(arq):
             'which go to a guest together when it starts: it cannot be '
             'hot-plugged (stop the server, then add it)'
             % arq['attach_handle_info'][FUNCTIONS_KEY])
+    if ah_type == PCI and len(unit_addresses(arq)) > 1:
+        raise exception.InvalidAttachHandle(
+            arq_uuid, 'its device is a unit of %d functions in several '
+            'slots (an HGX board), which go to a guest together when it '
+            'starts: it cannot be hot-plugged (stop the server, then add '
+            'it)' % len(unit_addresses(arq)))
     return composer(arq)
 
 
-def compose_unit(arq):
-    """Compose every ``<hostdev>`` of one bound ARQ: one per function of
-    its unit (:func:`unit_functions`), in function order.
+def compose_slots(arq):
+    """Compose every ``<hostdev>`` of one bound ARQ, grouped by host
+    slot: one element per function of its unit (:func:`unit_functions`
+    for one slot, :func:`unit_addresses` for several), in address order.
 
     :param arq: an ARQ dict (see :func:`compose_hostdev`).
-    :returns: list of ``lxml.etree._Element``; ``[]`` for an ignored
-        handle type; one element for anything but a multi-function PCI
+    :returns: list of lists of ``lxml.etree._Element``, one list per host
+        slot (the functions that share one guest slot:
+        ``nova_accel.virt.libvirt.slots``); ``[]`` for an ignored handle
+        type; ``[[element]]`` for anything but a multi-function PCI
         handle.
-    :raises InvalidAttachHandle: as :func:`compose_hostdev` and
-        :func:`unit_functions`, except that a unit is composed whole.
+    :raises InvalidAttachHandle: as :func:`compose_hostdev`,
+        :func:`unit_functions` and :func:`unit_addresses`, except that a
+        unit is composed whole.
     """
     if (arq.get('attach_handle_type') == PCI and
             arq.get('attach_handle_type') not in
             CONF.nova_accel.ignored_attach_handle_types):
+        addresses = unit_addresses(arq)
+        if addresses:
+            by_slot = {}
+            for address in addresses:
+                by_slot.setdefault(address[:3], []).append(
+                    _compose_pci(arq, address=address))
+            return list(by_slot.values())
         functions = unit_functions(arq)
         if len(functions) > 1:
-            return [_compose_pci(arq, f) for f in functions]
+            return [[_compose_pci(arq, f) for f in functions]]
     elem = compose_hostdev(arq)
-    return [] if elem is None else [elem]
+    return [] if elem is None else [[elem]]
+
+
+def compose_unit(arq):
+    """Every ``<hostdev>`` of one bound ARQ (:func:`compose_slots`,
+    flattened), in address order.
+
+    :returns: list of ``lxml.etree._Element``.
+    :raises InvalidAttachHandle: as :func:`compose_slots`.
+    """
+    return [elem for unit in compose_slots(arq) for elem in unit]
 
 
 def compose_hostdevs(arqs):

@@ -264,15 +264,21 @@ class PCIDriverBase:
                 for kind, hinfo in values.get('attach_handles', ())]
         return drivers.DiscoveredDeployable(**values)
 
+    def companions(self, fn):
+        """The functions assigned with ``fn`` as one unit
+        (``iommu.Groups.companions`` of this pass); [] for a driver that
+        assigns no IOMMU group."""
+        if not self.assigns_iommu_group:
+            return []
+        return self._groups.companions(fn)
+
     def unit_functions(self, fn):
         """The functions of ``fn``'s slot that go to a guest with it
         (``iommu.Groups.companions``) as the attach handle's
         ``iommu.FUNCTIONS_KEY`` value, e.g. ``'0,1'``; None for a
         function assigned alone (or a driver that assigns no IOMMU
         group)."""
-        if not self.assigns_iommu_group:
-            return None
-        companions = self._groups.companions(fn)
+        companions = self.companions(fn)
         if not companions:
             return None
         return ','.join(sorted(

@@ -14,7 +14,10 @@
 
 from oslo_log import log as logging
 
+from accel_backend.discovery import drivers
 from accel_backend.discovery.drivers import base
+from accel_backend.discovery import hgx
+from accel_backend.discovery import iommu
 from accel_backend.discovery import pci_ids
 from accel_backend.discovery import pooling
 from accel_backend.discovery import sysfs
@@ -47,6 +50,8 @@ class NvidiaGPUDriver(base.PCIDriverBase):
     ``[discovery] nvidia_include_vfs`` is deprecated and ignored.
     ``[discovery] nvidia_gpu_pool`` tags every GPU for pooling
     (``discovery.pooling``): one provider per product and NUMA node.
+    ``[discovery] nvidia_hgx_mode = full_passthrough`` offers a host with
+    NVSwitches as one HGX board instead (``discovery.hgx``).
 
     :param conf: accel_backend ``ConfigOpts``.
     """
@@ -61,6 +66,7 @@ class NvidiaGPUDriver(base.PCIDriverBase):
                         'SR-IOV VF (a VF is a vGPU slot; enable the mdev '
                         'driver and its vGPU type to offer VFs)')
         self._withheld_logged = set()
+        self.hgx_mode = conf.discovery.nvidia_hgx_mode
 
     def product_trait(self, product_id):
         """The ``CUSTOM_NVIDIA_<PRODUCT>`` trait of a GPU (os-traits'
@@ -96,10 +102,13 @@ class NvidiaGPUDriver(base.PCIDriverBase):
             reason)
 
     def discover(self):
-        """:returns: list of ``DiscoveredDeployable``, sorted by address."""
-        gpus = [fn for fn in self.functions()
+        """:returns: list of ``DiscoveredDeployable``, sorted by address:
+            one per whole GPU, or one per HGX board in
+            ``full_passthrough`` mode (``discovery.hgx``)."""
+        functions = self.functions()
+        gpus = [fn for fn in functions
                 if fn.vendor_id == VENDOR and fn.class_code[:4] in CLASSES]
-        found = []
+        offered = []
         for fn in gpus:
             if fn.physfn:
                 LOG.debug('Skipping %s: SR-IOV VF of %s', fn.address,
@@ -111,11 +120,101 @@ class NvidiaGPUDriver(base.PCIDriverBase):
                 continue
             if self.refused(fn):
                 continue
-            found.append(self.deployable(
-                fn, device_type='GPU', resource_class='PGPU',
-                traits={self.product_trait(fn.product_id)} |
-                base.pci_traits(fn),
-                attach_handles=[('PCI', fn.address_parts)],
-                pool=(pooling.DEFAULT_TAG
-                      if self.conf.discovery.nvidia_gpu_pool else None)))
-        return found
+            offered.append(fn)
+        switches = [fn for fn in functions if hgx.is_nvswitch(fn)]
+        if switches and self.hgx_mode == hgx.FULL_PASSTHROUGH:
+            return self._board([fn for fn in gpus if not fn.physfn],
+                               offered, switches)
+        if switches and switches[0].address not in self._withheld_logged:
+            self._withheld_logged.add(switches[0].address)
+            LOG.info('nvidia_gpu: %d NVSwitches (HGX board) not offered: '
+                     '[discovery] nvidia_hgx_mode is gpus, so the board\'s '
+                     'GPUs are offered without their NVLink fabric',
+                     len(switches))
+        return [self._gpu(fn) for fn in offered]
+
+    def _gpu(self, fn):
+        return self.deployable(
+            fn, device_type='GPU', resource_class='PGPU',
+            traits={self.product_trait(fn.product_id)} |
+            base.pci_traits(fn),
+            attach_handles=[('PCI', fn.address_parts)],
+            pool=(pooling.DEFAULT_TAG
+                  if self.conf.discovery.nvidia_gpu_pool else None))
+
+    def _board(self, gpus, offered, switches):
+        """``[board]`` (``hgx.board``), or [] with a warning when the
+        board cannot be offered whole (``hgx.refusal``): nothing is
+        offered then, rather than a guess at which functions a guest
+        needs."""
+        reason = hgx.refusal(gpus, {fn.address for fn in offered})
+        if reason is None:
+            return [self.board(gpus, switches)]
+        key = ('board', reason)
+        log = LOG.debug if key in self._withheld_logged else LOG.warning
+        self._withheld_logged.add(key)
+        log('nvidia_gpu: [discovery] nvidia_hgx_mode is full_passthrough '
+            'but the HGX board with NVSwitch %s is not offered: %s; no GPU '
+            'of this host is offered', switches[0].address, reason)
+        return []
+
+    def board(self, gpus, switches):
+        """The deployable of an HGX board offered whole (``discovery.hgx``),
+        after this pass's ``functions()``.
+
+        :param gpus: the board's GPU functions (list of
+            ``sysfs.PCIFunction``, non-empty, sorted by address).
+        :param switches: its NVSwitch functions (list, non-empty).
+        :returns: ``drivers.DiscoveredDeployable`` of resource class
+            ``hgx.RESOURCE_CLASS``, one attach handle naming every
+            function (``hgx.ADDRESSES_KEY``: the GPUs, the NVSwitches and
+            the functions each takes along, ``companions``), unhealthy
+            when any function is (the reason names it).
+        """
+        first = gpus[0]
+        members = {}
+        for fn in gpus + switches:
+            members[fn.address] = fn
+            for companion in self.companions(fn):
+                members.setdefault(companion.address, companion)
+        addresses = sorted(members)
+        health, reason = drivers.HEALTHY, None
+        for address in addresses:
+            state, why = self.health(members[address])
+            if state != drivers.HEALTHY:
+                health, reason = state, '%s: %s' % (address, why)
+                break
+        numa = base.numa_trait(first.numa_node)
+        traits = ({self.product_trait(first.product_id), hgx.NVSWITCH_TRAIT,
+                   hgx.gpu_count_trait(len(gpus))} |
+                  {t for t in base.pci_traits(first) if t != numa})
+        info = dict(first.address_parts,
+                    **{hgx.ADDRESSES_KEY: ','.join(addresses)})
+        dep = self.deployable(
+            first, device_type='GPU', resource_class=hgx.RESOURCE_CLASS,
+            traits=traits, numa_node=None, health=health,
+            health_reason=reason, attach_handles=[('PCI', info)],
+            cleaning=self._board_cleaning(list(members.values())))
+        dep.std_board_info.pop(iommu.FUNCTIONS_KEY, None)
+        dep.std_board_info.update({
+            hgx.UNIT_KEY: addresses, 'gpus': len(gpus),
+            'nvswitches': len(switches),
+            'numa_nodes': sorted({m.numa_node for m in members.values()
+                                  if m.numa_node is not None})})
+        return dep
+
+    def _board_cleaning(self, members):
+        """The board's cleaning step: the driver's, except that ``flr``
+        becomes ``none`` (with a warning, once) when the kernel can reset
+        none of its functions (``cleaning.worker`` resets each function
+        that offers a reset)."""
+        if self.cleaning != 'flr' or any(m.reset_methods for m in members):
+            return self.cleaning
+        key = ('no reset', members[0].address)
+        if key not in self._withheld_logged:
+            self._withheld_logged.add(key)
+            LOG.warning('nvidia_gpu: the kernel offers no reset for any '
+                        'function of the HGX board at %s; it is not reset '
+                        'between tenants (cleaning none)',
+                        members[0].address)
+        return 'none'

@@ -88,19 +88,23 @@ class LibvirtDriver(attach_mixins.LibvirtHotplugMixin,
         cell placed on their host NUMA node
         (:mod:`nova_accel.virt.libvirt.numa`).  The functions of a
         multi-function unit (``"functions"`` in the attach handle) share
-        one guest slot (:mod:`nova_accel.virt.libvirt.slots`).
+        one guest slot (:mod:`nova_accel.virt.libvirt.slots`); a unit of
+        several host slots (``"addresses"``: an HGX board) gets one guest
+        slot per host slot, each on its own host NUMA node's cell.
         """
         numa_guest = (CONF.nova_accel.guest_numa_affinity and
                       bool(numa.guest_cells_by_host_node(guest)))
         placed = []
         for arq in accel_info or []:
-            unit = hostdev.compose_unit(arq)
-            if not unit:
-                continue
-            node = None
-            if numa_guest and arq.get('attach_handle_type') == hostdev.PCI:
-                node = numa.host_numa_node(arq, self._nodedev_numa_node)
-            placed.append((unit, node))
+            units = hostdev.compose_slots(arq)
+            for unit in units:
+                node = None
+                if numa_guest and \
+                        arq.get('attach_handle_type') == hostdev.PCI:
+                    node = numa.host_numa_node(
+                        arq if len(units) == 1 else numa.slot_arq(unit),
+                        self._nodedev_numa_node)
+                placed.append((unit, node))
         controllers = numa.place(guest, placed) if numa_guest else []
         for ctrl in controllers:
             guest.add_device(ctrl)

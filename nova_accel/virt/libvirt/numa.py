@@ -133,6 +133,22 @@ def host_numa_node(arq, lookup=None):
         return None
 
 
+def slot_arq(unit):
+    """A stand-in ARQ for one host slot of a multi-slot unit, whose
+    attach handle names that slot's first function (so that
+    :func:`host_numa_node` looks up that function's node, not the
+    handle's).
+
+    :param unit: list of composed ``<hostdev>`` elements of one host slot.
+    :returns: dict with a PCI ``attach_handle_info``.
+    """
+    source = unit[0].find('./source/address')
+    address = pci.from_fields(*(source.get(k) for k in (
+        'domain', 'bus', 'slot', 'function')))
+    return {'attach_handle_type': 'PCI',
+            'attach_handle_info': address.handle_info()}
+
+
 def place(guest, hostdevs):
     """Attach hostdevs to expander buses on their guest NUMA cells.
 

@@ -202,7 +202,35 @@ def fpga_pairs(root):
                           physfn='0000:b2:00.0')
 
 
+#: HGX H100 8-GPU: GPU buses per NUMA node, NVSwitch buses (illustrative:
+#: the layout of a DGX H100 as operators' ``lspci`` shows it).
+HGX_GPUS = (('18', 0), ('2a', 0), ('3a', 0), ('5d', 0),
+            ('9a', 1), ('ab', 1), ('ba', 1), ('db', 1))
+HGX_NVSWITCHES = ('05', '06', '07', '08')
+
+
+def hgx_h100(root):
+    """An HGX H100 8-GPU board prepared for full passthrough: eight H100
+    SXM5 80GB (10de:2330, subsystem 10de:16c1, class 0x030200, as the
+    recorded ``h100-vm-no-iommu`` shows one) on vfio-pci, four on each
+    NUMA node, and its four NVSwitches (10de:22a3 ``GH100 [H100
+    NVSwitch]``, pci.ids; class 0x0680, subsystem 10de:1796) on no
+    driver, each function in an IOMMU group of its own.  The GPUs offer
+    a reset (``reset``, as the recorded H100's ``flr``); the NVSwitches
+    are written without one, as nothing recorded says they have one."""
+    _host_bridge(root)
+    for group, (bus, numa) in enumerate(HGX_GPUS, start=40):
+        st.write_function(root, '0000:%s:00.0' % bus, '10de', '2330',
+                          '030200', numa=numa, driver='vfio-pci',
+                          iommu_group=group, subsystem=('10de', '16c1'))
+    for group, bus in enumerate(HGX_NVSWITCHES, start=20):
+        st.write_function(root, '0000:%s:00.0' % bus, '10de', '22a3',
+                          '068000', numa=0, iommu_group=group,
+                          subsystem=('10de', '1796'), reset=False)
+
+
 TREES = {'gpu-audio-group': gpu_audio_group, 'switch-group': switch_group,
+         'hgx-h100': hgx_h100,
          'qat-vfs': qat_vfs, 't4-mdev-in-use': t4_mdev_in_use,
          'a100-vgpu-vfs': a100_vgpu_vfs, 'fpga-pairs': fpga_pairs,
          'h100-vgpu-vfio': h100_vgpu_vfio}

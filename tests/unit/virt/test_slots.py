@@ -118,3 +118,89 @@ class UnitTest(base.TestCase):
                               hostdev.compose_hostdevs, [unit_arq()])
         self.assertIn('cannot be hot-plugged', str(e))
         self.assertEqual(1, len(hostdev.compose_hostdevs([base.PCI_ARQ])))
+
+
+#: An HGX H100 board (accel_backend's ``hgx-h100`` tree): eight GPUs and
+#: four NVSwitches, each function alone in its slot.
+BOARD = ['0000:%s:00.0' % b for b in (
+    '05', '06', '07', '08', '18', '2a', '3a', '5d', '9a', 'ab', 'ba', 'db')]
+
+
+def board_arq(addresses=','.join(BOARD), **info):
+    return dict(base.PCI_ARQ, attach_handle_info=dict(
+        {'domain': '0000', 'bus': '18', 'device': '00', 'function': '0',
+         'addresses': addresses}, **info))
+
+
+class BoardTest(UnitTest):
+    """A unit of several host slots (an HGX board in full passthrough):
+    one ``<hostdev>`` per function, each in a guest slot of its own."""
+
+    @staticmethod
+    def sources(doc):
+        """Host addresses of the kept XML's hostdevs, as sysfs spells
+        them."""
+        found = []
+        for h in doc.findall('./devices/hostdev/source/address'):
+            found.append('%04x:%02x:%02x.%x' % tuple(
+                int(h.get(k), 16)
+                for k in ('domain', 'bus', 'slot', 'function')))
+        return found
+
+    def test_every_function_of_the_board_reaches_the_guest(self):
+        doc = self.add(plain_guest('pc-q35-8.2'), [board_arq()])
+        self.assertEqual(BOARD, self.sources(doc))
+        self.assertEqual(12, len(doc.findall('./devices/hostdev')))
+        self.assertEqual({'yes'}, {h.get('managed') for h in
+                                   doc.findall('./devices/hostdev')})
+
+    def test_each_slot_on_its_own_numa_cell(self):
+        # Buses below 0x80 are on host node 0, the others on node 1.
+        self.drv._host.device_lookup_by_name.side_effect = (
+            lambda name: test_numa.mock.Mock(XMLDesc=test_numa.mock.Mock(
+                return_value=test_numa.NODEDEV % {
+                    'name': name,
+                    'node': int(int(name.split('_')[2], 16) >= 0x80)})))
+        guest = test_numa.numa_guest()
+        doc = self.add(guest, [board_arq()])
+        cells = test_numa.numa.guest_cells_by_host_node(guest)
+        expander_cell = {
+            c.get('index'): int(c.findtext('target/node')) for c in
+            doc.findall('./devices/controller[@model="pcie-expander-bus"]')}
+        port_cell = {}
+        for port in doc.findall('./devices/controller'
+                                '[@model="pcie-root-port"]'):
+            at = port.find('address')
+            expander = str(int(at.get('bus'), 16))
+            if expander in expander_cell:
+                port_cell[port.get('index')] = expander_cell[expander]
+        got = {}
+        for h in doc.findall('./devices/hostdev'):
+            bus = h.find('source/address').get('bus')
+            port = str(int(h.find('address').get('bus'), 16))
+            got[bus] = port_cell[port]
+        self.assertEqual(
+            {'0x%s' % a[5:7]: cells[int(int(a[5:7], 16) >= 0x80)]
+             for a in BOARD}, got)
+
+    def test_bad_addresses(self):
+        for bad in ('0000:05:00.0', 'x', '0000:18:00.0,0000:18:00.0', '',
+                    7, '0000:18:00.0,0000:99:00.8'):
+            self.assertRaises(exception.InvalidAttachHandle,
+                              hostdev.compose_slots, board_arq(bad))
+
+    def test_addresses_with_functions_refused(self):
+        e = self.assertRaises(exception.InvalidAttachHandle,
+                              hostdev.compose_slots,
+                              board_arq(functions='0'))
+        self.assertIn('both', str(e))
+
+    def test_functions_of_one_slot_share_a_guest_slot(self):
+        slots = hostdev.compose_slots(board_arq(
+            '0000:18:00.0,0000:18:00.1,0000:2a:00.0'))
+        self.assertEqual([2, 1], [len(s) for s in slots])
+
+    def test_a_board_is_never_hot_plugged(self):
+        e = self.assertRaises(exception.InvalidAttachHandle,
+                              hostdev.compose_hostdevs, [board_arq()])
+        self.assertIn('cannot be hot-plugged', str(e))
