@@ -37,6 +37,7 @@
 Tests build a ``Service`` directly and serve ``service.app`` in-process.
 """
 
+import os
 import threading
 
 from oslo_db import exception as db_exc
@@ -60,6 +61,7 @@ from accel_backend.objects import host_status
 from accel_backend.objects import pool_migration
 from accel_backend import periodic
 from accel_backend.placement import client as placement_client
+from accel_backend.placement import provider_tree
 from accel_backend.placement import records
 from accel_backend.placement import report
 from accel_backend.placement import reshape
@@ -124,7 +126,10 @@ class Service:
         self.reporter = report.Reporter(
             self.placement, records.compute_rp_names(conf),
             reserved_for=self._reserved_for,
-            max_removal_share=conf.discovery.max_removal_share)
+            max_removal_share=conf.discovery.max_removal_share,
+            checkpoint=(os.path.join(conf.state_path,
+                                     provider_tree.CHECKPOINT)
+                        if role in (EMBEDDED, AGENT) else None))
         mode = conf_mod.binding_mode(conf) if role == EMBEDDED else None
         self.transport = transport
         if self.transport is None and (role != EMBEDDED or

@@ -30,8 +30,20 @@ another's (nova-specs,
 ``specs/ussuri/approved/nova-cyborg-interaction.rst``, "Placement
 update").
 
+The view survives a restart: ``save()`` checkpoints it in
+``$state_path/placement-view.json`` (atomic rename) after each report,
+and a new view loads it, so that a restarted agent whose devices did not
+change reads its tree in one GET and writes nothing (every cached entry
+is still checked against the generation Placement shows; the compute
+node RP against its name).  A checkpoint that cannot be read, of another
+format version or for other compute node names, is ignored with a
+warning: the view then reads everything, as on a first start.
+
 Not thread-safe by itself: the reporter calls it under its own lock.
 """
+
+import json
+import os
 
 import os_traits
 from oslo_log import log as logging
@@ -41,6 +53,9 @@ from accel_backend.placement import records
 
 LOG = logging.getLogger(__name__)
 OWNER_TRAIT = os_traits.OWNER_CYBORG
+#: The view's checkpoint under ``[DEFAULT] state_path``, and its format.
+CHECKPOINT = 'placement-view.json'
+CHECKPOINT_VERSION = 1
 
 
 class ProviderTreeView:
@@ -49,13 +64,15 @@ class ProviderTreeView:
     :param client: ``accel_backend.placement.client.PlacementClient``.
     :param rp_names: candidate names of the compute node RP (list of str,
         tried in order).
+    :param checkpoint: path of the view's checkpoint (str), loaded now
+        and written by ``save()``; None keeps the view in memory only.
 
     ``entries`` maps the UUID (str) of each provider of ours seen to its
     ``records.Cached`` (``generation``, ``inventories``, ``traits``); the
     reporter reads and updates them after each write it makes.
     """
 
-    def __init__(self, client, rp_names):
+    def __init__(self, client, rp_names, checkpoint=None):
         self.client = client
         self.rp_names = rp_names
         self.entries = {}
@@ -63,6 +80,79 @@ class ProviderTreeView:
         # Providers in our tree that are not ours: uuid -> generation at
         # which their traits were read.
         self._foreign = {}
+        self.checkpoint = checkpoint
+        self._saved = None
+        self._save_failed = False
+        if checkpoint:
+            self._load()
+
+    def _state(self):
+        return {'version': CHECKPOINT_VERSION,
+                'rp_names': list(self.rp_names),
+                'root': list(self._root) if self._root else None,
+                'entries': {u: {'generation': e.generation,
+                                'inventories': e.inventories,
+                                'traits': sorted(e.traits)}
+                            for u, e in self.entries.items()},
+                'foreign': dict(self._foreign)}
+
+    def _load(self):
+        """Take the checkpoint's view, when there is a usable one."""
+        try:
+            with open(self.checkpoint) as f:
+                raw = json.load(f)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as e:
+            LOG.warning('Ignoring the Placement view checkpoint %s (%s); '
+                        'reading the whole tree again', self.checkpoint, e)
+            return
+        try:
+            if raw['version'] != CHECKPOINT_VERSION or \
+                    raw['rp_names'] != list(self.rp_names):
+                LOG.info('The Placement view checkpoint %s is of another '
+                         'version or compute node; reading the whole tree '
+                         'again', self.checkpoint)
+                return
+            root = tuple(raw['root']) if raw['root'] else None
+            entries = {str(u): records.Cached(
+                int(e['generation']), dict(e['inventories']),
+                set(e['traits'])) for u, e in raw['entries'].items()}
+            foreign = {str(u): int(g) for u, g in raw['foreign'].items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            LOG.warning('Ignoring the malformed Placement view checkpoint '
+                        '%s (%r); reading the whole tree again',
+                        self.checkpoint, e)
+            return
+        if root is not None and len(root) != 2:
+            return
+        self._root, self.entries, self._foreign = root, entries, foreign
+        self._saved = json.dumps(self._state(), sort_keys=True)
+
+    def save(self):
+        """Checkpoint the view (atomic rename), when it changed since it
+        was last saved or loaded.  A checkpoint that cannot be written is
+        logged (a warning, once) and costs only the reads a restart then
+        makes."""
+        if not self.checkpoint:
+            return
+        text = json.dumps(self._state(), sort_keys=True)
+        if text == self._saved:
+            return
+        tmp = self.checkpoint + '.tmp'
+        try:
+            os.makedirs(os.path.dirname(self.checkpoint) or '.',
+                        exist_ok=True)
+            with open(tmp, 'w') as f:
+                f.write(text)
+            os.replace(tmp, self.checkpoint)
+        except OSError as e:
+            log = LOG.debug if self._save_failed else LOG.warning
+            self._save_failed = True
+            log('Cannot write the Placement view checkpoint %s: %s; a '
+                'restart reads the whole tree again', self.checkpoint, e)
+            return
+        self._saved = text
 
     def find_compute_rp(self):
         """Look the compute node RP up by name (one GET per name tried).
@@ -145,7 +235,9 @@ class ProviderTreeView:
         """Whether a provider of the tree carries ``OWNER_TRAIT``.
 
         Answered from the cache when it saw the provider at
-        ``generation``, else from one GET of its traits.
+        ``generation`` or later (a write of ours after the tree was read
+        bumped it; generations only grow), else from one GET of its
+        traits.
 
         :param rp_uuid: the provider's UUID (str).
         :param generation: its generation in the tree just read (int).
@@ -153,7 +245,7 @@ class ProviderTreeView:
         :raises PlacementError: Placement failed.
         """
         cached = self.entries.get(rp_uuid)
-        if cached is not None and cached.generation == generation:
+        if cached is not None and cached.generation >= generation:
             return OWNER_TRAIT in cached.traits
         if self._foreign.get(rp_uuid) == generation:
             return False

@@ -19,13 +19,11 @@ modify providers created by anyone else (ours carry ``OWNER_CYBORG`` and
 the UUIDs accel_backend derived).  Writes are generation-safe: a 409 means
 someone else changed the provider, so it is re-read and the write retried.
 
-Reads are kept to a minimum: the reporter caches, per provider of ours,
-the generation, inventories and traits Placement last showed it
-(``placement.provider_tree``), and a run reads only the compute node's
-tree (one GET: every provider with its generation).  A provider whose
-generation is the cached one is unchanged (any write to it, allocations
-included, bumps the generation), so a no-change resync costs one GET and
-no write; a changed provider is re-read, as is one whose write got a 409.
+Reads are kept to a minimum: the reporter caches per provider of ours
+what Placement last showed (``placement.provider_tree``, checkpointed
+across restarts), and a run reads the compute node's tree (one GET).  An
+unchanged generation is an unchanged provider, so a no-change resync, a
+restart's included, costs one GET; a changed provider is re-read.
 """
 
 import threading
@@ -57,6 +55,9 @@ class Reporter:
         ``set_reserved(rp, False)`` uses it.
     :param max_removal_share: largest share (0.0 to 1.0) of our providers
         one report may delete (``discovery.removal``).
+    :param checkpoint: path of the view's checkpoint
+        (``provider_tree.ProviderTreeView``), saved after each report;
+        None: in memory only.
 
     ``view`` is the ``provider_tree.ProviderTreeView`` of what Placement
     last showed; it holds ``client``.  ``custom`` is the
@@ -64,11 +65,12 @@ class Reporter:
     """
 
     def __init__(self, client, rp_names, reserved_for=None,
-                 max_removal_share=1.0):
+                 max_removal_share=1.0, checkpoint=None):
         self.max_removal_share = max_removal_share
         self.rp_names = rp_names
         self.reserved_for = reserved_for
-        self.view = provider_tree.ProviderTreeView(client, rp_names)
+        self.view = provider_tree.ProviderTreeView(client, rp_names,
+                                                   checkpoint=checkpoint)
         self.custom = custom_names.CustomNames()
         self._lock = threading.RLock()
         # Providers of removed devices whose DELETE got a 409 (they have
@@ -155,6 +157,7 @@ class Reporter:
             entries = self.view.entries
             for gone in set(entries) - set(tree) - wanted:
                 del entries[gone]
+            self.view.save()
             if contended:
                 raise contended[0]
             return root_uuid, root_name
@@ -251,12 +254,16 @@ class Reporter:
         cached.inventories = data['inventories']
 
     def _sync_inventory(self, dep):
-        self.custom.ensure_rc(self.client, dep.resource_class)
         total = dep.total
         # Placement refuses a total of 0 (e.g. an mdev type with no
         # instance left): such a provider has no inventory.
         want = {dep.resource_class: records.inventory(
             total, dep.reserved)} if total > 0 else {}
+
+        def writing(cached, body):  # a class it shows exists already
+            if set(body['inventories']) - set(cached.inventories):
+                self.custom.ensure_rc(self.client, dep.resource_class)
+            return body
 
         def kept(cached):
             # ``want`` plus, reserved in full, the classes that still have
@@ -265,8 +272,8 @@ class Reporter:
                 rc: dict(inv, reserved=inv['total'])
                 for rc, inv in cached.inventories.items()
                 if rc not in want and rc in self._in_use[dep.rp_uuid]})
-            return None if merged == cached.inventories else {
-                'inventories': merged}
+            return None if merged == cached.inventories else writing(
+                cached, {'inventories': merged})
 
         def body(cached):
             if dep.rp_uuid in self._in_use:
@@ -275,7 +282,8 @@ class Reporter:
                 del self._in_use[dep.rp_uuid]
             have = {rc: {k: inv.get(k) for k in want.get(rc, inv)}
                     for rc, inv in cached.inventories.items()}
-            return None if have == want else {'inventories': want}
+            return None if have == want else writing(
+                cached, {'inventories': want})
 
         def keep_allocated(cached):
             # A class that has allocations cannot be removed (the device
@@ -343,11 +351,11 @@ class Reporter:
             return ok
 
     def _sync_traits(self, rp_uuid, traits):
-        self.custom.ensure_traits(self.client, traits)
-
         def body(cached):
             if cached.traits == traits:
                 return None
+            # Traits a provider shows exist; the others may not yet.
+            self.custom.ensure_traits(self.client, traits - cached.traits)
             return {'traits': sorted(traits)}
 
         def done(cached, data):
