@@ -43,15 +43,20 @@ What sysfs shows, read under the sysfs top (``sysfs_top``):
   is not in sysfs, so AMD units are not judged.
 * ``module/vfio_iommu_type1/parameters/allow_unsafe_interrupts``: ``Y``
   or ``N`` (absent while the module is not loaded: ``N``).
+* The kernel command line, ``/proc/cmdline`` beside ``/sys`` (a tree's
+  ``proc/cmdline``): ``intremap=off`` (values separated by commas, the
+  last ``on`` or ``off`` wins) or ``nointremap`` turns interrupt
+  remapping off on every IOMMU, Intel's and AMD's, whatever the units
+  support (Linux 6.8, ``drivers/iommu/irq_remapping.c``,
+  ``setup_irqremap``, ``setup_nointremap``).
 
-The rule: a host with at least one Intel unit lacking IR has no
-interrupt remapping.  A host showing no Intel unit (no ``class/iommu``
+The rule: a host whose kernel command line turns interrupt remapping
+off, or with at least one Intel unit lacking IR, has no interrupt
+remapping.  Otherwise a host showing no Intel unit (no ``class/iommu``
 at all, as in trees recorded before this was read, or only IOMMUs of
 other kinds: AMD-Vi, virtio-iommu, ARM SMMU, whose MSI isolation lives
-in the interrupt controller) is not judged.  Not seen either: interrupt
-remapping turned off on the kernel command line (``intremap=off``) on
-units that support it, and VFIO through iommufd, whose own
-``allow_unsafe_interrupts`` parameter is not read.
+in the interrupt controller) is not judged.  Not seen: VFIO through
+iommufd, whose own ``allow_unsafe_interrupts`` parameter is not read.
 """
 
 import dataclasses
@@ -119,6 +124,36 @@ def units_without_ir(top):
     return without if intel else None
 
 
+def cmdline_path(top):
+    """The kernel command line's file for the sysfs top ``top``:
+    ``/proc/cmdline`` beside a mount named ``sys``, else ``proc/cmdline``
+    inside the tree (str)."""
+    if os.path.basename(os.path.normpath(top)) == 'sys':
+        return os.path.join(os.path.dirname(os.path.normpath(top)), 'proc',
+                            'cmdline')
+    return os.path.join(top, 'proc', 'cmdline')
+
+
+def cmdline_turns_ir_off(text):
+    """Whether a kernel command line turns interrupt remapping off, as
+    the kernel parses it: ``nointremap``, or ``intremap=`` whose last
+    ``on``/``off`` value (comma-separated, in order) is ``off``.
+
+    :param text: the command line (str), None when unknown (False).
+    """
+    off = False
+    for token in (text or '').split():
+        if token == 'nointremap':
+            off = True
+        elif token.startswith('intremap='):
+            for value in token[len('intremap='):].split(','):
+                if value.startswith('on'):
+                    off = False
+                elif value.startswith('off'):
+                    off = True
+    return off
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """A host without interrupt remapping.
@@ -129,11 +164,23 @@ class Verdict:
     :ivar offered: the operator accepts that (``[discovery]
         allow_unsafe_interrupts``) and VFIO allows it: the functions are
         offered.
+    :ivar cmdline_off: the kernel command line turned it off
+        (``cmdline_turns_ir_off``).
     """
 
     units: tuple
     unsafe_allowed: bool
     offered: bool
+    cmdline_off: bool = False
+
+    @property
+    def cause(self):
+        """Why the host has no interrupt remapping, in short (str):
+        ``Intel VT-d unit dmar1 lacks it`` or ``intremap=off on the
+        kernel command line``."""
+        if self.cmdline_off:
+            return 'intremap=off on the kernel command line'
+        return 'Intel VT-d unit %s lacks it' % ', '.join(self.units)
 
     @property
     def reason(self):
@@ -141,9 +188,14 @@ class Verdict:
         it is offered anyway."""
         if self.offered:
             return None
-        cause = ('interrupt remapping unsupported: Intel VT-d unit %s of '
-                 'the host lacks it (ecap bit 3 clear), so the kernel '
-                 'leaves it off' % ', '.join(self.units))
+        if self.cmdline_off:
+            cause = ('interrupt remapping turned off on the kernel command '
+                     'line (intremap=off or nointremap); remove it and '
+                     'reboot')
+        else:
+            cause = ('interrupt remapping unsupported: Intel VT-d unit %s '
+                     'of the host lacks it (ecap bit 3 clear), so the '
+                     'kernel leaves it off' % ', '.join(self.units))
         if self.unsafe_allowed:
             return cause + (
                 '; vfio_iommu_type1 allow_unsafe_interrupts=Y would let a '
@@ -164,18 +216,22 @@ def check(root, allow_unsafe=False):
         anyway, a warning is logged once per process.
     """
     top = sysfs_top(root)
+    off = cmdline_turns_ir_off(sysfs.read_value(cmdline_path(top)))
     without = units_without_ir(top)
-    if not without:
+    if not without and not off:
         return None
     param = sysfs.read_value(os.path.join(top, UNSAFE_PARAM)) or 'N'
     unsafe = param[:1] in 'Yy1'
-    verdict = Verdict(tuple(without), unsafe, unsafe and allow_unsafe)
+    verdict = Verdict(tuple(without or ()), unsafe, unsafe and allow_unsafe,
+                      cmdline_off=off)
     if verdict.offered and not _WARNED:
         _WARNED.append(True)
-        LOG.warning('Intel VT-d unit %s lacks interrupt remapping and '
+        LOG.warning('%s lacks interrupt remapping and '
                     'vfio_iommu_type1 allow_unsafe_interrupts is set: '
                     'passthrough devices are offered because [discovery] '
                     'allow_unsafe_interrupts is true; a guest can inject '
                     'interrupts into the host and other guests',
-                    ', '.join(verdict.units))
+                    'The host (intremap=off on its kernel command line)'
+                    if off else
+                    'Intel VT-d unit ' + ', '.join(verdict.units))
     return verdict

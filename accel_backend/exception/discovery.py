@@ -89,7 +89,6 @@ class NoInterruptRemapping(AccelBackendError):
     never raised."""
     status = 503
     code = 'accel.discovery.no_interrupt_remapping'
-    msg_fmt = ('%(addresses)s: no interrupt remapping (Intel VT-d unit '
-               '%(units)s lacks it): VFIO refuses to assign them, or lets '
-               'a guest inject interrupts with allow_unsafe_interrupts; '
-               'not offered')
+    msg_fmt = ('%(addresses)s: no interrupt remapping (%(cause)s): VFIO '
+               'refuses to assign them, or lets a guest inject interrupts '
+               'with allow_unsafe_interrupts; not offered')

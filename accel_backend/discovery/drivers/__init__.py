@@ -107,16 +107,16 @@ def without_iommu(drivers):
 def without_intremap(drivers):
     """Passthrough functions the drivers' last pass held back because
     the host has no interrupt remapping (``discovery.interrupts``):
-    ``(addresses, units)``, two sorted lists of str (PCI addresses; the
-    Intel VT-d units lacking it); two empty lists when none.  A driver
-    says so with a ``no_intremap`` set and its ``intremap`` verdict."""
-    addresses, units = set(), set()
+    ``(addresses, causes)``, two sorted lists of str (PCI addresses; why,
+    ``Verdict.cause``); two empty lists when none.  A driver says so with
+    a ``no_intremap`` set and its ``intremap`` verdict."""
+    addresses, causes = set(), set()
     for drv in drivers:
         held = getattr(drv, 'no_intremap', ())
         if held:
             addresses.update(held)
-            units.update(drv.intremap.units)
-    return sorted(addresses), sorted(units)
+            causes.add(drv.intremap.cause)
+    return sorted(addresses), sorted(causes)
 
 
 def degraded(drivers):
@@ -135,10 +135,10 @@ def degraded(drivers):
     no_iommu = without_iommu(drivers)
     if no_iommu:
         return exception.NoIOMMU(addresses=', '.join(no_iommu))
-    no_intremap, units = without_intremap(drivers)
+    no_intremap, causes = without_intremap(drivers)
     if no_intremap:
         return exception.NoInterruptRemapping(
-            addresses=', '.join(no_intremap), units=', '.join(units))
+            addresses=', '.join(no_intremap), cause='; '.join(causes))
     return None
 
 

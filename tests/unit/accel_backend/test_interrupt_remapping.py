@@ -115,6 +115,50 @@ class TestRule(testtools.TestCase):
             'Intel VT-d unit dmar1 lacks interrupt remapping'))
 
 
+class TestKernelCommandLine(testtools.TestCase):
+    """``intremap=off`` / ``nointremap`` (Linux 6.8,
+    ``drivers/iommu/irq_remapping.c``): off on every IOMMU."""
+
+    def test_parsed_as_the_kernel_does(self):
+        for text, off in (
+                (None, False), ('', False),
+                ('BOOT_IMAGE=/vmlinuz intel_iommu=on', False),
+                ('intel_iommu=on intremap=off', True),
+                ('nointremap quiet', True),
+                ('intremap=nosid,off', True),
+                ('intremap=off,on', False),
+                ('nointremap intremap=on', False),
+                ('intremap=on intremap=off', True),
+                ('intremap=nosid', False),
+                ('xintremap=off', False)):
+            self.assertEqual(off, interrupts.cmdline_turns_ir_off(text),
+                             text)
+
+    def test_where_the_command_line_is_read(self):
+        self.assertEqual('/proc/cmdline', interrupts.cmdline_path('/sys'))
+        self.assertEqual(os.path.join(IR, 'proc', 'cmdline'),
+                         interrupts.cmdline_path(IR))
+
+    def test_units_with_ir_but_turned_off(self):
+        root = test_drivers.copy_tree(self, IR)
+        write(root, 'proc/cmdline', 'BOOT_IMAGE=/vmlinuz-6.8.0 '
+              'root=/dev/sda1 intel_iommu=on intremap=off')
+        verdict = interrupts.check(root)
+        self.assertTrue(verdict.cmdline_off)
+        self.assertIn('turned off on the kernel command line',
+                      verdict.reason)
+        self.assertEqual('intremap=off on the kernel command line',
+                         verdict.cause)
+
+    def test_amd_host_turned_off_is_judged(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        write(root, 'class/iommu/ivhd0/amd-iommu/cap', '190b3')
+        write(root, 'proc/cmdline', 'amd_iommu=on nointremap')
+        self.assertTrue(interrupts.check(root).cmdline_off)
+        write(root, 'proc/cmdline', 'amd_iommu=on')
+        self.assertIsNone(interrupts.check(root))
+
+
 class TestDrivers(testtools.TestCase):
 
     def setUp(self):
@@ -205,6 +249,23 @@ class TestNoInterruptRemapping(test_real_servers.RealServerTest):
         self.assertEqual(200, self.health(svc)[0])
         self.assertEqual(1, self.logger.output.count(
             'lacks interrupt remapping and vfio_iommu_type1'))
+
+    def test_intremap_off_on_the_command_line(self):
+        for unit in ('dmar0', 'dmar1'):
+            write(self.root, 'class/iommu/%s/intel-iommu/ecap' % unit,
+                  'f020de')
+        write(self.root, 'proc/cmdline', 'ro quiet intremap=off')
+        svc = self.make_service()
+        svc.report_pass()
+        self.assertEqual([], self.candidates('resources=PGPU:1'))
+        dev = self.call(svc, '/v2/devices/%s' % (
+            test_lifecycle.device_uuid(T4S[0]))).json
+        self.assertIn('turned off on the kernel command line',
+                      dev['status_reason'])
+        status, reasons = self.health(svc)
+        self.assertEqual(503, status)
+        self.assertIn('no interrupt remapping (intremap=off on the kernel '
+                      'command line)', reasons)
 
     def test_host_with_interrupt_remapping_offers_its_gpus(self):
         # The units of vtd-intremap: every one with IR.
