@@ -73,7 +73,8 @@ class TestL1Configs(unittest.TestCase):
         self.assertEqual(['generic_pci'], conf.discovery.enabled_drivers)
         # L1's real sysfs, not a recorded tree.
         self.assertEqual('/sys/bus/pci/devices', conf.discovery.sysfs_root)
-        self.assertEqual([devices.EDU_SPEC], [
+        # The root-bus pair pooled first, then every other edu function.
+        self.assertEqual([devices.EDU_POOL_SPEC, devices.EDU_SPEC], [
             json.loads(s) for s in conf.discovery.device_spec])
         self.assertEqual(('0.0.0.0', self.layout.ports['l1_metrics']),
                          (conf.metrics.host, conf.metrics.port))
@@ -87,8 +88,15 @@ class TestL1Configs(unittest.TestCase):
         self.assertEqual('1', devices.demo_group(lay)['resources:CUSTOM_EDU'])
         self.assertEqual('1',
                          devices.tempest_group(lay)['resources:CUSTOM_EDU'])
-        # Five functions, two in one IOMMU group: four devices.
-        self.assertEqual(4, devices.expected_deployables(lay))
+        # Five functions: the root-bus pair pooled, two in one IOMMU
+        # group: three deployables, four accelerators, two of them in
+        # the pool.
+        self.assertEqual(3, devices.expected_deployables(lay))
+        self.assertEqual(4, devices.accelerator_total(lay))
+        self.assertEqual(2, devices.accelerator_total(
+            lay, devices.POOLED_GROUP))
+        self.assertEqual(2, devices.accelerator_total(
+            lay, devices.demo_group(lay)))
 
     def test_write_configs_into_the_shared_directory(self):
         with tempfile.TemporaryDirectory() as tmp:

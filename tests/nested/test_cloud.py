@@ -231,6 +231,48 @@ class TestARealGuest(RealGuestTestBase):
                 if fn.pci_id == EDU]
         self.assertEqual([1], [fn.numa for fn in edus], out[-2000:])
 
+    def test_two_pooled_functions_in_one_guest(self):
+        # L1's two root-bus edu functions are one pooled provider
+        # (devices.EDU_POOL_SPEC, total 2): a profile asking for 2 in one
+        # request group gets 2 ARQs bound to distinct functions of that
+        # provider, and the guest lists both.
+        pool = self.pool_provider()
+        flavor = self.flavor_for('nested-pool', devices.POOLED_GROUP)
+        server = self.boot('nested-pool', flavor)
+        arqs = self.arqs(server)
+        self.assertEqual(['Bound', 'Bound'], [a['state'] for a in arqs])
+        self.assertEqual({pool}, {a['device_rp_uuid'] for a in arqs})
+        addresses = sorted('%(domain)s:%(bus)s:%(device)s.%(function)s' %
+                           a['attach_handle_info'] for a in arqs)
+        self.assertEqual(sorted(node.Layout.ROOT_EDUS), addresses)
+        for address in addresses:
+            self.assertEqual('vfio-pci', nested.device_state(
+                self.sess, address)['driver'])
+        self.assertEqual(2, self.api(
+            'GET', 'placement', '/resource_providers/%s/usages' % pool)[
+            'usages'].get('CUSTOM_EDU_POOL'))
+        out = self.console(server, lambda text: 'guest: done' in text)
+        self.assertEqual(2, _edus(out), out[-2000:])
+        # Deleted: each function is released and offered again.
+        self.delete(server)
+        for address in addresses:
+            self.assertNotEqual('vfio-pci', nested.device_state(
+                self.sess, address)['driver'])
+        self._until(lambda: pool in self.api(
+            'GET', 'placement', '/allocation_candidates?resources='
+            'CUSTOM_EDU_POOL:2', headers={
+                'OpenStack-API-Version': 'placement 1.36'})[
+            'provider_summaries'], 'the pool is not offered again')
+
+    def pool_provider(self):
+        """The pooled provider of L1's root-bus edu functions: total 2."""
+        deps = self.api('GET', 'accel', '/v2/deployables')['deployables']
+        (rp,) = [d['rp_uuid'] for d in deps if '_pool_' in d['name']]
+        inventory = self.api('GET', 'placement', '/resource_providers/%s/'
+                             'inventories' % rp)['inventories']
+        self.assertEqual(2, inventory['CUSTOM_EDU_POOL']['total'])
+        return rp
+
     def test_tempest_guest_scenario(self):
         # nova-accel's tempest plugin as an operator runs it against this
         # cloud: its guest scenario (boot, hot-add, delete and reuse)

@@ -315,9 +315,9 @@ def accel_backend_conf(layout):
     if 'generic_pci' in names:
         ini.set('discovery', 'sysfs_root', os.path.join(
             layout.repo, 'tests', 'fixtures', 'sysfs', 'two-gpus'))
-        ini.add('discovery', 'device_spec', json.dumps(devices.GPU_SPEC))
-    if 'l1_edu' in names:
-        ini.add('discovery', 'device_spec', json.dumps(devices.EDU_SPEC))
+    for name in names:
+        for spec in devices.device_specs(name):
+            ini.add('discovery', 'device_spec', json.dumps(spec))
     ini.set('binding', 'workers', 2)
     # Prometheus metrics (the demo shows the bind latency histogram).
     ini.update('metrics', {'enabled': True, 'host': '127.0.0.1',

@@ -27,6 +27,18 @@ GPU_SPEC = {'vendor_id': '10de', 'product_id': '1eb8',
 EDU_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
             'resource_class': 'CUSTOM_EDU', 'traits': ['CUSTOM_QEMU_EDU']}
 
+#: The two identical ``edu`` functions on L1's root bus (NUMA node 0, an
+#: IOMMU group each), pooled: one provider with ``CUSTOM_EDU_POOL`` total
+#: 2 (accel_backend's ``discovery.pooling``).  Listed before
+#: ``EDU_SPEC``: the first spec that matches a function takes it.
+EDU_POOL_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
+                 'address': '0000:00:*.*', 'pool': True,
+                 'resource_class': 'CUSTOM_EDU_POOL',
+                 'traits': ['CUSTOM_QEMU_EDU']}
+#: A group asking for both functions of the pool, in one request group.
+POOLED_GROUP = {'resources:CUSTOM_EDU_POOL': '2',
+                'trait:CUSTOM_QEMU_EDU': 'required'}
+
 
 #: ``{discovery driver: (device profile group, accelerators it offers)}``.
 DISCOVERY_DRIVERS = {
@@ -39,11 +51,16 @@ DISCOVERY_DRIVERS = {
     'fake': ({'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'},
              16),
     # The nested compute node's five edu functions on its real sysfs
-    # (tools.nested.node.Layout): two share an IOMMU group, so four
-    # devices.
+    # (tools.nested.node.Layout): the two on the root bus are one pool
+    # (EDU_POOL_SPEC), two behind a bridge share an IOMMU group (one
+    # device), one is on NUMA node 1: two CUSTOM_EDU devices.
     'l1_edu': ({'resources:CUSTOM_EDU': '1',
-                'trait:CUSTOM_QEMU_EDU': 'required'}, 4),
+                'trait:CUSTOM_QEMU_EDU': 'required'}, 2),
 }
+
+#: Accelerators of pooled providers, per discovery driver:
+#: ``(group, count)``.
+POOLED = {'l1_edu': (POOLED_GROUP, 2)}
 
 #: The group of a guest that wants an ``edu`` function on NUMA node 1 of
 #: the nested compute node (discovery gives every PCI device the trait of
@@ -53,7 +70,7 @@ NUMA1_GROUP = {'resources:CUSTOM_EDU': '1',
 
 
 #: Deployables each discovery driver reports (one per GPU; one fake board).
-DEPLOYABLES = {'generic_pci': 2, 'fake': 1, 'l1_edu': 4}
+DEPLOYABLES = {'generic_pci': 2, 'fake': 1, 'l1_edu': 3}
 
 
 def expected_deployables(layout):
@@ -84,9 +101,17 @@ def tempest_group(layout):
 def accelerator_total(layout, group=None):
     """How many accelerators of ``group``'s resource class the compute node
     offers (all of them when ``group`` is None)."""
-    return sum(count for name, (grp, count) in DISCOVERY_DRIVERS.items()
+    return sum(count for table in (DISCOVERY_DRIVERS, POOLED)
+               for name, (grp, count) in table.items()
                if name in layout.discovery and
                (group is None or resource_class(grp) == resource_class(group)))
+
+
+def device_specs(name):
+    """The ``[discovery] device_spec`` values (dicts, in order) of
+    discovery driver ``name`` of ``DISCOVERY_DRIVERS``."""
+    return {'generic_pci': [GPU_SPEC],
+            'l1_edu': [EDU_POOL_SPEC, EDU_SPEC]}.get(name, [])
 
 
 def resource_class(group):
