@@ -102,10 +102,14 @@ def run_method(method, address, sysfs_root, command=None, timeout=300,
         return
     unit = hgx.unit_addresses(handle_info)
     if unit and method in ('flr', 'command'):
-        for member in unit:
+        for member in unit:     # every function checked before any act
+            if not pci.ADDRESS_RE.match(member):
+                raise CleaningError('the unit of %s names %r, not a PCI '
+                                    'address' % (address, member))
             if not sysfs.exists(sysfs_root, member):
                 raise CleaningError('function %s of the unit of %s is gone '
                                     'from sysfs' % (member, address))
+        for member in unit:
             if method == 'command' or sysfs.reset_methods(sysfs_root,
                                                           member):
                 run_method(method, member, sysfs_root, command=command,

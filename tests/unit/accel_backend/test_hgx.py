@@ -17,6 +17,10 @@ tree (eight H100 SXM5 and four NVSwitches)."""
 
 import os
 
+import fixtures
+import testtools
+
+from accel_backend.cleaning import worker
 from nova_accel.virt import hostdev
 from tests.unit.accel_backend import real_servers
 from tests.unit.accel_backend import test_real_servers
@@ -133,3 +137,19 @@ class TestHGXBoard(test_real_servers.RealServerTest):
         self.assertEqual(2, len(self.providers()))
         self.report(nvidia_gpu_pool='true', **FULL)
         self.assertEqual([FIRST_GPU], sorted(self.providers()))
+
+
+class TestBoardCleaningInput(testtools.TestCase):
+    """A unit's addresses come from the database: only PCI addresses
+    under the sysfs root are ever touched."""
+
+    def test_a_name_that_is_no_address_fails_the_cleaning(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(root, 'etc'))
+        os.makedirs(os.path.join(root, FIRST_GPU))
+        for bad in ('../etc', 'etc'):
+            e = self.assertRaises(
+                worker.CleaningError, worker.run_method, 'command',
+                FIRST_GPU, root, command='true',
+                handle_info={'addresses': '%s,%s' % (FIRST_GPU, bad)})
+            self.assertIn('not a PCI address', str(e))
