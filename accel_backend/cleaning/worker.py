@@ -91,7 +91,9 @@ def run_method(method, address, sysfs_root, command=None, timeout=300,
         ``vgpu_profile``; for a unit of several slots (an HGX board,
         ``discovery.hgx.ADDRESSES_KEY``) ``flr`` resets each of its
         functions the kernel can reset and ``command`` runs once per
-        function.
+        function.  ``flr`` of a function for which the kernel offers no
+        reset method at that time (``sysfs.reset_methods``) is skipped
+        with a warning, as discovery would make its cleaning ``none``.
     :returns: None on success.
     :raises CleaningError: with the reason.
     """
@@ -118,6 +120,15 @@ def run_method(method, address, sysfs_root, command=None, timeout=300,
     if method == 'flr':
         if not sysfs.exists(sysfs_root, address):
             raise CleaningError('device %s is gone from sysfs' % address)
+        if not sysfs.reset_methods(sysfs_root, address):
+            # As discovery decides (``PCIDriverBase.cleaning_of``), read
+            # again: an operator may have disabled every method since
+            # (``echo > reset_method``), and writing ``reset`` would
+            # then fail after every tenant and lock the device out.
+            LOG.warning('The kernel offers no reset for %s any more (its '
+                        'reset_method is empty): it is released without '
+                        'a reset (cleaning none)', address)
+            return
         try:
             sysfs.reset_function(sysfs_root, address)
         except OSError as e:

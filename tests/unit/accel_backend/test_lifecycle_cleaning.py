@@ -84,12 +84,40 @@ class TestCleaning(ServiceTestBase):
         self.assertEqual('none', self.device_view(svc, GPU)[
             'std_board_info']['reset_method'])
 
+    def test_reset_methods_disabled_while_bound(self):
+        # Discovered with a reset (cleaning flr), then every reset method
+        # is disabled while a tenant holds the GPU (``echo >
+        # reset_method``; the kernel keeps ``reset``, whose write would
+        # fail with ENOTTY): released without a reset, not locked out.
+        self.write_reset_method('flr bus\n')
+        svc = self.make_service()
+        svc.discover_and_report()
+        arq, _ = self.bind(svc, GPU)
+        self.write_reset_method('')
+        self.unbind(svc, arq)
+        with self.assertLogs('accel_backend.cleaning.worker',
+                             'WARNING') as logs:
+            self.assertEqual(['available'],
+                             list(svc.cleaner.clean_pending().values()))
+        self.assertIn('The kernel offers no reset for %s any more' % GPU,
+                      logs.output[0])
+        self.assertEqual('', self.reset_file(GPU))   # never written
+        self.assertEqual((0, 1), self.reserved(GPU))
+        self.assertEqual('Bound', self.bind(svc, GPU)[1])
+
+    def write_reset_method(self, text):
+        with open(os.path.join(self.root, GPU, 'reset_method'), 'w') as f:
+            f.write(text)
+
     def test_reset_failure_keeps_the_device_out(self):
         svc = self.make_service()
         svc.discover_and_report()
         arq, _ = self.bind(svc, GPU)
         self.unbind(svc, arq)
-        os.unlink(os.path.join(self.root, GPU, 'reset'))  # no FLR support
+        # The kernel refuses the reset (the write fails): a directory
+        # stands in for a ``reset`` whose write returns an error.
+        os.unlink(os.path.join(self.root, GPU, 'reset'))
+        os.mkdir(os.path.join(self.root, GPU, 'reset'))
         self.assertEqual(['clean_failed'],
                          list(svc.cleaner.clean_pending().values()))
         ((state, reason),) = self.handle_states(svc, GPU)
@@ -107,6 +135,7 @@ class TestCleaning(ServiceTestBase):
         self.assertEqual((1, 1), self.reserved(GPU))
         self.assertEqual('BindFailed', self.bind(svc, GPU)[1])
         # Fixed by the operator: enabling the device cleans it again.
+        os.rmdir(os.path.join(self.root, GPU, 'reset'))
         with open(os.path.join(self.root, GPU, 'reset'), 'w'):
             pass
         self.call(svc, '/v2/devices/%s/enable' % device_uuid(GPU),
