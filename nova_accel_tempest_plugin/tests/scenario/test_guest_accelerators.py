@@ -45,10 +45,13 @@ class GuestScenarioTest(base.ServerAcceleratorTest):
             raise cls.skipException('[accelerator] guest_pci_id is not '
                                     'set: no guest lists its devices')
 
-    def guest_devices(self, server_id, count):
+    def guest_devices(self, server_id, count, after_boot=None):
         """Wait until the guest's last listing has ``count`` functions of
         ``[accelerator] guest_pci_id``; returns that listing.
 
+        :param after_boot: a boot id (``guest_console.boot_id``) the
+            listing must not come from: the guest must have booted
+            again since (a rebuild, an unshelve).
         :raises AssertionError: not within ``guest_timeout`` seconds.
         """
         want = CONF.accelerator.guest_pci_id
@@ -57,12 +60,21 @@ class GuestScenarioTest(base.ServerAcceleratorTest):
             console = self.admin_servers.get_console_output(
                 server_id)['output']
             seen = guest_console.count(console, want)
-            if seen == count:
+            fresh = after_boot is None or guest_console.boot_id(
+                console) not in (None, after_boot)
+            if seen == count and fresh:
                 return guest_console.listing(console)
             self.assertLess(time.monotonic(), deadline,
-                            'the guest lists %d of %s, not %d:\n%s' % (
+                            'the guest (boot %s, not %s) lists %d of %s, '
+                            'not %d:\n%s' % (
+                                guest_console.boot_id(console), after_boot,
                                 seen, want, count, console[-2000:]))
             time.sleep(5)
+
+    def boot_of(self, server_id):
+        """The id of the guest's last boot on its console (str)."""
+        return guest_console.boot_id(self.admin_servers.get_console_output(
+            server_id)['output'])
 
     def hot_add(self, server_id, profile_name):
         argv = shlex.split(CONF.accelerator.hotplug_command) + [
@@ -103,30 +115,55 @@ class GuestScenarioTest(base.ServerAcceleratorTest):
 
 
 class GuestAcceleratorTest(GuestScenarioTest):
-    """Boot, hot-add, delete and reuse, each seen from inside the guest."""
+    """One server through its life, each step seen from inside the guest
+    and in the ARQs and Placement: boot, rebuild, shelve-offload then
+    unshelve onto a released and cleaned device, hot-add, delete."""
 
     @decorators.attr(type='scenario')
     @decorators.idempotent_id('3c0f2a76-54b1-4f0e-8b7e-2d6a3f1c9e01')
-    def test_boot_hot_add_delete_and_reuse(self):
+    def test_boot_rebuild_shelve_unshelve_hot_add_and_delete(self):
         dp = self.create_profile()
         # A guest that boots a real kernel: 256 MiB.
         flavor = self.create_accel_flavor(dp['name'], ram=256)
         server = self.boot(flavor)
         arq, = self.assert_has_accelerator(server)
         self.guest_devices(server['id'], 1)
+
+        # Rebuilt (same host, same image): Nova keeps the ARQ bound and
+        # its allocation; the new guest lists the device.
+        boot = self.boot_of(server['id'])
+        self.servers_client.rebuild_server(server['id'],
+                                           CONF.compute.image_ref)
+        waiters.wait_for_server_status(self.servers_client, server['id'],
+                                       'ACTIVE')
+        again, = self.assert_has_accelerator(server)
+        self.assertEqual((arq['uuid'], arq['device_rp_uuid']),
+                         (again['uuid'], again['device_rp_uuid']))
+        self.guest_devices(server['id'], 1, after_boot=boot)
+
+        # Shelved and offloaded (shelved_offload_time 0): Nova deletes the
+        # ARQ and frees the allocation; the device is released, cleaned
+        # and offered again (nothing used, nothing reserved).
+        boot = self.boot_of(server['id'])
+        self.servers_client.shelve_server(server['id'])
+        waiters.wait_for_server_status(self.servers_client, server['id'],
+                                       'SHELVED_OFFLOADED')
+        self.assertEqual([], self.arqs_of(server['id']))
+        self.assertEqual(0, self.accelerator_allocation(server['id']))
+        self.wait_offered(arq['device_rp_uuid'])
+
+        # Unshelved: the conductor creates and binds a new ARQ; the guest
+        # boots again and lists a device.
+        self.servers_client.unshelve_server(server['id'])
+        waiters.wait_for_server_status(self.servers_client, server['id'],
+                                       'ACTIVE')
+        server = self.admin_servers.show_server(server['id'])['server']
+        unshelved, = self.assert_has_accelerator(server)
+        self.assertNotEqual(arq['uuid'], unshelved['uuid'])
+        self.guest_devices(server['id'], 1, after_boot=boot)
+
         if CONF.accelerator.hotplug_command:
             self.hot_add(server['id'], dp['name'])
             self.assert_has_accelerator(server, units=2)
             self.guest_devices(server['id'], 2)
-
         self.delete_and_check(server['id'])
-        # The device the first guest held is released and, once cleaned,
-        # offered again (nothing used, nothing reserved)...
-        self.wait_offered(arq['device_rp_uuid'])
-        # ... and a new guest gets a device it can see.
-        again = self.boot(flavor)
-        self.assert_has_accelerator(again)
-        self.guest_devices(again['id'], 1)
-        self.servers_client.delete_server(again['id'])
-        waiters.wait_for_server_termination(self.servers_client, again['id'])
-        self.assert_nothing_left(again['id'])
