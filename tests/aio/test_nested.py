@@ -73,12 +73,16 @@ class TestL1Configs(unittest.TestCase):
         self.assertEqual(['generic_pci'], conf.discovery.enabled_drivers)
         # L1's real sysfs, not a recorded tree.
         self.assertEqual('/sys/bus/pci/devices', conf.discovery.sysfs_root)
-        # The root-bus pair pooled first, then every other edu function.
-        self.assertEqual([devices.EDU_POOL_SPEC, devices.EDU_SPEC], [
+        # The slot-08 unit, the root-bus pair pooled, then every other
+        # edu function.
+        self.assertEqual([devices.EDU_UNIT_SPEC, devices.EDU_POOL_SPEC,
+                          devices.EDU_SPEC], [
             json.loads(s) for s in conf.discovery.device_spec])
         self.assertEqual(('0.0.0.0', self.layout.ports['l1_metrics']),
                          (conf.metrics.host, conf.metrics.port))
         self.assertTrue(conf.state_path.startswith(nested.L1_STATE))
+        # Released functions are reset where L1's kernel can.
+        self.assertEqual({'generic_pci': 'flr'}, conf.cleaning.methods)
         # No database credentials on the compute node.
         self.assertNotIn('[database]', nested.agent_conf(
             self.layout).render())
@@ -88,11 +92,13 @@ class TestL1Configs(unittest.TestCase):
         self.assertEqual('1', devices.demo_group(lay)['resources:CUSTOM_EDU'])
         self.assertEqual('1',
                          devices.tempest_group(lay)['resources:CUSTOM_EDU'])
-        # Five functions: the root-bus pair pooled, two in one IOMMU
-        # group: three deployables, four accelerators, two of them in
-        # the pool.
-        self.assertEqual(3, devices.expected_deployables(lay))
-        self.assertEqual(4, devices.accelerator_total(lay))
+        # Seven functions: a unit of two, the root-bus pair pooled, two
+        # in one IOMMU group, one on node 1: four deployables, five
+        # accelerators, two of them in the pool.
+        self.assertEqual(4, devices.expected_deployables(lay))
+        self.assertEqual(5, devices.accelerator_total(lay))
+        self.assertEqual(1, devices.accelerator_total(
+            lay, devices.UNIT_GROUP))
         self.assertEqual(2, devices.accelerator_total(
             lay, devices.POOLED_GROUP))
         self.assertEqual(2, devices.accelerator_total(
@@ -120,6 +126,18 @@ class TestQemuCommandLine(unittest.TestCase):
         self.assertEqual('user,id=net0,hostfwd=tcp:127.0.0.1:4567-:4567',
                          netdev)
         self.assertIn('virtio-net-pci,netdev=net0,addr=0a.0', argv)
+
+    def test_without_an_iommu(self):
+        # A virtual IOMMU before every PCI device, and its kernel
+        # parameters; neither when L1 stands for a host without one.
+        argv = node.NestedNode().argv('vmlinuz', 'initrd', '/out', '/mods')
+        iommu = argv.index('intel-iommu,intremap=on,caching-mode=on')
+        self.assertLess(iommu, argv.index(
+            'virtio-net-pci,netdev=net0,addr=0a.0'))
+        self.assertIn('intel_iommu=on', argv[argv.index('-append') + 1])
+        argv = node.NestedNode(iommu=False).argv('vmlinuz', 'initrd', '/out',
+                                                 '/mods')
+        self.assertEqual([], [a for a in argv if 'iommu' in a])
 
     def test_every_numa_node_has_a_socket_of_vcpus(self):
         # Without it QEMU 7.2 puts both vCPUs in node 0, and Nova fits

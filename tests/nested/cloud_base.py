@@ -67,8 +67,12 @@ class RealGuestTestBase(testtools.TestCase):
                         headers=NOVA_VERSION)
 
     def flavor_for(self, name, group, vcpus=1, **extra_specs):
+        """A flavor asking for device profile ``name`` of ``group`` (a
+        request group dict, or a list of them); both deleted at cleanup.
+        """
+        groups = group if isinstance(group, list) else [group]
         self.api('POST', 'accel', '/v2/device_profiles',
-                 [{'name': name, 'groups': [group]}])
+                 [{'name': name, 'groups': groups}])
         self.addCleanup(self.api, 'DELETE', 'accel',
                         '/v2/device_profiles/%s' % name)
         flavor = self.nova('POST', '/flavors', {'flavor': {

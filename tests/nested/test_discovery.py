@@ -79,17 +79,32 @@ class TestDiscoveryOnARealKernel(testtools.TestCase):
                          groups[layout.BRIDGED_EDUS[1]])
         self.assertEqual(4, len({groups[a] for a in layout.ROOT_EDUS} |
                                 {groups[layout.BRIDGED_EDUS[0]], None}))
+        # The two functions of slot 08 (no ACS): one group of their own.
+        first, second = (self.functions[a]['iommu_group']
+                         for a in layout.UNIT_EDUS)
+        self.assertEqual(first, second)
+        self.assertNotIn(first, groups.values())
 
     def test_what_is_reported(self):
         layout = node.Layout
         # One device per IOMMU group; bridges, virtio 9p functions and
         # chipset functions no spec names are not reported.
         self.assertEqual(sorted(layout.ROOT_EDUS + (
-            layout.BRIDGED_EDUS[0], layout.NUMA1_EDU, '0000:00:1f.3')),
-            sorted(self.reported))
+            layout.BRIDGED_EDUS[0], layout.NUMA1_EDU, layout.UNIT_EDUS[0],
+            '0000:00:1f.3')), sorted(self.reported))
         skipped = set(self.functions) - set(self.reported)
         self.assertIn(layout.BRIDGED_EDUS[1], skipped)
-        for address in skipped - {layout.BRIDGED_EDUS[1]}:
+        # The second function of slot 08 goes with the first: one device
+        # whose attach handle names both functions.
+        self.assertIn(layout.UNIT_EDUS[1], skipped)
+        unit = self.reported[layout.UNIT_EDUS[0]]
+        self.assertEqual([('PCI', {'domain': '0000', 'bus': '00',
+                                   'device': '08', 'function': '0',
+                                   'functions': '0,1'})],
+                         [tuple(h) for h in unit['attach_handles']])
+        self.assertEqual('healthy', unit['health'])
+        for address in skipped - {layout.BRIDGED_EDUS[1],
+                                  layout.UNIT_EDUS[1]}:
             self.assertNotEqual(('1234', '11e8'), (
                 self.functions[address]['vendor_id'],
                 self.functions[address]['product_id']), address)
@@ -110,3 +125,42 @@ class TestDiscoveryOnARealKernel(testtools.TestCase):
         self.assertEqual('unhealthy', smbus['health'])
         self.assertIn('also holds 0000:00:1f.2 (driver ahci)',
                       smbus['health_reason'])
+
+
+class TestDiscoveryWithoutAnIOMMU(testtools.TestCase):
+    """L1 booted without QEMU's virtual IOMMU, as a host whose firmware
+    leaves VT-d off: its kernel makes no IOMMU group, so vfio-pci could
+    take none of its functions.  One boot of L1 for the class (about 30
+    s under TCG).  That Nova's scheduler then ends a boot in "No valid
+    host" with nothing left: ``tests.functional.test_no_iommu``."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        rc, out, cls.took = node.NestedNode(iommu=False).run(
+            discovery_command(EDU_SPEC) +
+            'echo "iommu_groups=$(ls /sys/kernel/iommu_groups | wc -l)"\n')
+        if rc:
+            raise AssertionError('discovery in L1 failed (%d):\n%s' % (
+                rc, out[-3000:]))
+        cls.groups = out.rsplit('iommu_groups=', 1)[1].strip()
+        cls.result = json.loads(out[out.index('{'):out.rindex('}') + 1])
+
+    def test_the_kernel_made_no_iommu_group(self):
+        self.assertEqual('0', self.groups)
+        self.assertEqual([], [fn['address'] for fn in self.result[
+            'functions'] if fn['iommu_group'] is not None])
+
+    def test_every_device_is_unhealthy_naming_the_cause(self):
+        layout = node.Layout
+        reported = {d['address']: d for d in self.result['deployables']}
+        # Without groups nothing joins the bridged functions: each is
+        # reported, and none is offered.
+        self.assertLessEqual(set(layout.ROOT_EDUS + layout.BRIDGED_EDUS + (
+            layout.NUMA1_EDU, layout.UNIT_EDUS[0])), set(reported))
+        for address, dep in reported.items():
+            self.assertEqual(('1234', '11e8'), (
+                dep['vendor_id'], dep['product_id']), address)
+            self.assertEqual('unhealthy', dep['health'], address)
+            self.assertIn("no IOMMU group: the host's IOMMU is off",
+                          dep['health_reason'])

@@ -39,6 +39,17 @@ EDU_POOL_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
 POOLED_GROUP = {'resources:CUSTOM_EDU_POOL': '2',
                 'trait:CUSTOM_QEMU_EDU': 'required'}
 
+#: The two ``edu`` functions of L1's slot 08 (one IOMMU group): one
+#: device, both functions to one guest.  Listed first: ``EDU_POOL_SPEC``
+#: matches every root-bus function.
+EDU_UNIT_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
+                 'address': '0000:00:08.*',
+                 'resource_class': 'CUSTOM_EDU_UNIT',
+                 'traits': ['CUSTOM_QEMU_EDU']}
+#: A group asking for that multi-function device.
+UNIT_GROUP = {'resources:CUSTOM_EDU_UNIT': '1',
+              'trait:CUSTOM_QEMU_EDU': 'required'}
+
 
 #: ``{discovery driver: (device profile group, accelerators it offers)}``.
 DISCOVERY_DRIVERS = {
@@ -50,8 +61,9 @@ DISCOVERY_DRIVERS = {
     # virt driver ignores (no <hostdev>), as Cyborg's fake driver.
     'fake': ({'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'},
              16),
-    # The nested compute node's five edu functions on its real sysfs
-    # (tools.nested.node.Layout): the two on the root bus are one pool
+    # The nested compute node's seven edu functions on its real sysfs
+    # (tools.nested.node.Layout): two of one slot are one device
+    # (EDU_UNIT_SPEC), the other two on the root bus are one pool
     # (EDU_POOL_SPEC), two behind a bridge share an IOMMU group (one
     # device), one is on NUMA node 1: two CUSTOM_EDU devices.
     'l1_edu': ({'resources:CUSTOM_EDU': '1',
@@ -62,6 +74,10 @@ DISCOVERY_DRIVERS = {
 #: ``(group, count)``.
 POOLED = {'l1_edu': (POOLED_GROUP, 2)}
 
+#: Multi-function devices (one accelerator each), per discovery driver:
+#: ``(group, count)``.
+UNITS = {'l1_edu': (UNIT_GROUP, 1)}
+
 #: The group of a guest that wants an ``edu`` function on NUMA node 1 of
 #: the nested compute node (discovery gives every PCI device the trait of
 #: its NUMA node).
@@ -70,7 +86,7 @@ NUMA1_GROUP = {'resources:CUSTOM_EDU': '1',
 
 
 #: Deployables each discovery driver reports (one per GPU; one fake board).
-DEPLOYABLES = {'generic_pci': 2, 'fake': 1, 'l1_edu': 3}
+DEPLOYABLES = {'generic_pci': 2, 'fake': 1, 'l1_edu': 4}
 
 
 def expected_deployables(layout):
@@ -101,7 +117,7 @@ def tempest_group(layout):
 def accelerator_total(layout, group=None):
     """How many accelerators of ``group``'s resource class the compute node
     offers (all of them when ``group`` is None)."""
-    return sum(count for table in (DISCOVERY_DRIVERS, POOLED)
+    return sum(count for table in (DISCOVERY_DRIVERS, POOLED, UNITS)
                for name, (grp, count) in table.items()
                if name in layout.discovery and
                (group is None or resource_class(grp) == resource_class(group)))
@@ -111,7 +127,8 @@ def device_specs(name):
     """The ``[discovery] device_spec`` values (dicts, in order) of
     discovery driver ``name`` of ``DISCOVERY_DRIVERS``."""
     return {'generic_pci': [GPU_SPEC],
-            'l1_edu': [EDU_POOL_SPEC, EDU_SPEC]}.get(name, [])
+            'l1_edu': [EDU_UNIT_SPEC, EDU_POOL_SPEC, EDU_SPEC]}.get(
+                name, [])
 
 
 def resource_class(group):

@@ -111,6 +111,10 @@ def agent_conf(layout):
     ini.set('oslo_concurrency', 'lock_path', L1_STATE + '/lock')
     ini.update('metrics', {'host': '0.0.0.0',
                            'port': layout.ports['l1_metrics']})
+    # Reset each released function the kernel can reset (L1's edu
+    # functions alone on a bus offer ``bus``; the others none, which
+    # discovery cleans ``none``): cleaning on a real kernel.
+    ini.set('cleaning', 'methods', 'generic_pci:flr')
     return ini
 
 

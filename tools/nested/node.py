@@ -66,7 +66,11 @@ class Layout:
       PCIe-to-PCI bridge (conventional PCI has no ACS): one IOMMU group
       with the bridge;
     * ``0000:81:00.0``: an ``edu`` behind a root port of a ``pxb-pcie``
-      expander bus on NUMA node 1.
+      expander bus on NUMA node 1;
+    * ``0000:00:08.0`` and ``0000:00:08.1``: two ``edu`` functions of one
+      slot on the root bus (a multi-function device without ACS: the
+      kernel puts both in one IOMMU group), a GPU and its audio function
+      stand-in.
 
     Plus the virtio 9p functions of the shared directories.
 
@@ -83,12 +87,17 @@ class Layout:
             'edu,bus=br1,addr=01.0', 'edu,bus=br1,addr=02.0',
             'pxb-pcie,id=pxb1,bus_nr=128,numa_node=1,addr=07.0',
             'pcie-root-port,id=rp2,chassis=2,bus=pxb1',
-            'edu,bus=rp2']
+            'edu,bus=rp2',
+            # On the root bus by name: after a pxb-pcie, QEMU would plug
+            # a device without ``bus=`` into the expander bus.
+            'edu,bus=pcie.0,addr=08.0,multifunction=on',
+            'edu,bus=pcie.0,addr=08.1']
 
     #: Addresses of the default layout, for tests.
     ROOT_EDUS = ('0000:00:04.0', '0000:00:05.0')
     BRIDGED_EDUS = ('0000:02:01.0', '0000:02:02.0')
     NUMA1_EDU = '0000:81:00.0'
+    UNIT_EDUS = ('0000:00:08.0', '0000:00:08.1')
 
 
 class NestedError(RuntimeError):
@@ -115,11 +124,15 @@ class NestedNode:
     :param host_forwards: TCP ports (ints) of L1 that the machine reaches
         on its own ``127.0.0.1`` (QEMU ``hostfwd``; the service in L1
         must listen on ``0.0.0.0`` or ``10.0.2.15``).
+    :param iommu: give L1 QEMU's virtual Intel IOMMU with interrupt
+        remapping (``intel_iommu=on``); without it L1's kernel has no
+        IOMMU groups, as a host whose firmware leaves VT-d off.
     """
 
     def __init__(self, layout=None, memory_mb=3072, cpus=2, log=print,
-                 host_forwards=()):
+                 host_forwards=(), iommu=True):
         self.layout = layout or Layout()
+        self.iommu = iommu
         self.memory_mb = memory_mb
         self.cpus = cpus
         self.log = log
@@ -145,6 +158,10 @@ class NestedNode:
         per = self.cpus // nodes
         return ',cpus=%d-%d' % (node * per, node * per + per - 1)
 
+    def _iommu_cmdline(self):
+        """L1's kernel parameters for its IOMMU: none without one."""
+        return ['intel_iommu=on', 'iommu=pt'] if self.iommu else []
+
     def _check(self):
         if shutil.which(QEMU) is None:
             raise NestedError('%s not found: install the Debian package '
@@ -162,23 +179,25 @@ class NestedNode:
                 '-smp', self._smp(), '-m', str(self.memory_mb),
                 '-nodefaults', '-display', 'none', '-no-reboot',
                 '-monitor', 'none',
-                '-serial', 'file:%s' % os.path.join(out, 'console.log'),
-                '-device', 'intel-iommu,intremap=on,caching-mode=on',
-                '-kernel', vmlinuz, '-initrd', initrd, '-append',
-                ' '.join(['console=ttyS0', 'intel_iommu=on', 'iommu=pt',
-                          'panic=-1', 'stage2=%s' % STAGE2,
-                          'nested_out=%s' % out,
-                          'nested_modules=%s' % modules_root]),
-                '-virtfs', 'local,path=/,mount_tag=hostroot,'
-                'security_model=none,readonly=on,multidevs=remap',
-                '-virtfs', 'local,path=%s,mount_tag=out,'
-                'security_model=none' % out,
-                # User-mode network: L1 reaches the machine's loopback
-                # services at 10.0.2.2 and nothing else.
-                '-netdev', ''.join(['user,id=net0'] + [
-                    ',hostfwd=tcp:127.0.0.1:%d-:%d' % (port, port)
-                    for port in self.host_forwards]),
-                '-device', 'virtio-net-pci,netdev=net0,addr=0a.0']
+                '-serial', 'file:%s' % os.path.join(out, 'console.log')]
+        if self.iommu:
+            # Before any PCI device, whose DMA address space it sets.
+            argv += ['-device', 'intel-iommu,intremap=on,caching-mode=on']
+        argv += [
+            '-kernel', vmlinuz, '-initrd', initrd, '-append',
+            ' '.join(['console=ttyS0'] + self._iommu_cmdline() + [
+                'panic=-1', 'stage2=%s' % STAGE2, 'nested_out=%s' % out,
+                'nested_modules=%s' % modules_root]),
+            '-virtfs', 'local,path=/,mount_tag=hostroot,'
+            'security_model=none,readonly=on,multidevs=remap',
+            '-virtfs', 'local,path=%s,mount_tag=out,'
+            'security_model=none' % out,
+            # User-mode network: L1 reaches the machine's loopback
+            # services at 10.0.2.2 and nothing else.
+            '-netdev', ''.join(['user,id=net0'] + [
+                ',hostfwd=tcp:127.0.0.1:%d-:%d' % (port, port)
+                for port in self.host_forwards]),
+            '-device', 'virtio-net-pci,netdev=net0,addr=0a.0']
         share = self.memory_mb // self.layout.numa_nodes
         for node in range(self.layout.numa_nodes):
             argv += ['-object', 'memory-backend-ram,id=m%d,size=%dM' % (
