@@ -30,13 +30,16 @@ metrics on a port of its own, from which the Placement calls are counted
   seconds each agent used by then, Placement calls per host;
 * restart: every agent stopped (SIGTERM) and started again, nothing
   changed; seconds until each one's discovery pass ended, Placement calls;
+* a probe (``growth_binds``): 24 binds on host 1, one at a time, PATCH
+  to event;
 * a bind storm: 8 ARQs per host created, then all bound at once (one
   PATCH per ARQ, each for an instance of its own, ``STORM_THREADS``
   threads alternating between the APIs); per ARQ the seconds from its
   PATCH being sent to its ``accelerator-request-bound`` event reaching the
   Nova stub; ARQs with more than one event, attach handles held by more
   than one ARQ, ARQs not Bound, and log lines (every process, PostgreSQL
-  included) naming a deadlock;
+  included) naming a deadlock; CPU milliseconds per bind of each
+  component (``growth_binds.cpu_by_component``);
 * resident memory (``VmRSS``) of each agent, API process and the
   conductor after the storm; connections to the database (all, and those
   not idle) sampled every 0.1 s during the storm, and once idle after it.
@@ -44,7 +47,6 @@ metrics on a port of its own, from which the Placement calls are counted
 Every process shares this machine with the harness (the Nova stub, the
 pollers and the threads sending the binds run in this process)."""
 
-import collections
 import concurrent.futures
 import os
 import re
@@ -55,9 +57,8 @@ import uuid
 import fixtures
 import sqlalchemy as sa
 
-from accel_backend.db import models
-from accel_common import arq_states
 from benchmarks import common
+from benchmarks import growth_binds as binds
 from benchmarks import growth_probes as probes
 from tests.functional.fixtures import accel_nodes
 from tests import waiting
@@ -218,6 +219,7 @@ class Cloud(fixtures.Fixture):
 
 def startup(cloud):
     """Spawn every agent; the start-up figures (dict)."""
+    before = binds.cpu_by_component(cloud)
     t0 = cloud.spawn_agents()
     ready, cpu = {}, {}
     pids = {h: a.proc.pid for h, a in cloud.agents.items()}
@@ -232,7 +234,9 @@ def startup(cloud):
     _wait('every provider in Placement', all_ready)
     got = {h: _wait('%s discovery pass' % h, lambda h=h: cloud.reported(h))
            for h in cloud.hosts}
+    after = binds.cpu_by_component(cloud)
     return {'ready_s': ready, 'cpu_s': cpu, 'all_s': max(ready.values()),
+            'component_cpu_s': {k: after[k] - before[k] for k in after},
             'placement_calls': {h: g[probes.PLACEMENT_CALLS]
                                 for h, g in got.items()},
             'placement_by_call': probes.by_call(got.values())}
@@ -270,21 +274,20 @@ def _pool(fn, items):
         return list(pool.map(fn, items))
 
 
-def storm(cloud, rps):
-    """8 ARQs a host created, then bound at once (``rps``: as
-    ``Cloud.providers``); the storm figures (dict)."""
-    profile = {'name': 'growth', 'groups': [{
-        'resources:%s' % cloud.shape['rc']: '1',
-        'trait:%s' % cloud.shape['trait']: 'required'}]}
-    cloud.apis[0].request('POST', '/v2/device_profiles', [profile],
-                          expect=(201,))
-    wanted = [(h, rps[h][d % len(rps[h])])
-              for h in cloud.hosts for d in range(DEVICES)]
+def targets(cloud, rps):
+    """``[(host, rp_uuid), ...]``: each host's 8 devices, host by host
+    (``rps``: as ``Cloud.providers``)."""
+    return [(h, rps[h][d % len(rps[h])])
+            for h in cloud.hosts for d in range(DEVICES)]
 
+
+def storm(cloud, wanted, profile):
+    """An ARQ for each of ``wanted`` (``targets``) created, then all
+    bound at once; the storm figures (dict)."""
     def create(i):
         (arq,) = cloud.apis[i % 2].request(
             'POST', '/v2/accelerator_requests',
-            {'device_profile_name': profile['name']}, expect=(201,))['arqs']
+            {'device_profile_name': profile}, expect=(201,))['arqs']
         return arq['uuid']
     arqs = _pool(create, range(len(wanted)))
     sent, errors = {}, []
@@ -294,30 +297,30 @@ def storm(cloud, rps):
     sampler = threading.Thread(target=_sample, daemon=True,
                                args=(cloud, sampling, samples))
     sampler.start()
+    cpu = binds.cpu_by_component(cloud)
 
     def bind(i):
         arq, (host, rp) = arqs[i], wanted[i]
-        body = {arq: [
-            {'op': 'add', 'path': '/hostname', 'value': host},
-            {'op': 'add', 'path': '/device_rp_uuid', 'value': rp},
-            {'op': 'add', 'path': '/instance_uuid',
-             'value': str(uuid.uuid4())}]}
         sent[arq] = time.perf_counter()
         try:
-            cloud.apis[i % 2].request('PATCH', '/v2/accelerator_requests',
-                                      body, expect=(202,))
+            cloud.apis[i % 2].request(
+                'PATCH', '/v2/accelerator_requests',
+                binds.bind_body(arq, host, rp, str(uuid.uuid4())),
+                expect=(202,))
         except AssertionError as e:
             errors.append(str(e))
     _pool(bind, range(len(arqs)))
     events = cloud.nova.wait_tags(arqs, since=mark, timeout=WAIT)
+    cpu = binds.per_bind_ms(cpu, binds.cpu_by_component(cloud), len(arqs))
     sampling.set()
     sampler.join()
     time.sleep(1)  # an event sent twice would come now
     latency = sorted(events[a][0] - sent[a] for a in arqs)
     span = max(t for t, _ in events.values()) - min(sent.values())
     counts = cloud.nova.events_by_tag()
-    return dict(_check_rows(cloud, arqs), **{
+    return dict(binds.check_rows(cloud, arqs), **{
         'arqs': len(arqs), 'binds_per_s': len(arqs) / span,
+        'cpu_ms_per_bind': cpu,
         'latency_s': latency, 'patch_errors': errors,
         'bound_twice': sum(len(counts.get(a, ())) > 1 for a in arqs),
         'deadlocks': {k: len(DEADLOCK.findall(v))
@@ -332,29 +335,6 @@ def _sample(cloud, stop, into):
         into.append(cloud.connections())
 
 
-def _check_rows(cloud, arqs):
-    """ARQs not Bound, and attach handles held by more than one ARQ."""
-    with cloud.db.connect() as conn:
-        rows = conn.execute(sa.select(
-            models.ARQ.uuid, models.ARQ.state,
-            models.ARQ.attach_handle_id).where(
-            models.ARQ.uuid.in_(arqs))).all()
-    holders = collections.Counter(handle for _, _, handle in rows)
-    return {'not_bound': sorted(u for u, s, _ in rows
-                                if s != arq_states.BOUND),
-            'shared_handles': sum(n > 1 for h, n in holders.items()
-                                  if h is not None)}
-
-
-def memory(cloud):
-    """Resident memory, MiB: ``{'agents': [...], 'apis': [...],
-    'conductor': x}``."""
-    return {'agents': [probes.rss_mib(a.proc.pid)
-                       for a in cloud.agents.values()],
-            'apis': [probes.rss_mib(a.proc.pid) for a in cloud.apis],
-            'conductor': probes.rss_mib(cloud.conductor.proc.pid)}
-
-
 def measure(cloud):
     """Every figure of one size on a started ``Cloud`` without agents
     (dict, seconds and MiB; see the module's docstring)."""
@@ -364,8 +344,16 @@ def measure(cloud):
               'layout': cloud.layout,
               'startup': startup(cloud)}
     result['restart'] = restart(cloud)
-    result['storm'] = storm(cloud, cloud.providers())
-    result['memory_mib'] = memory(cloud)
+    profile = {'name': 'growth', 'groups': [{
+        'resources:%s' % cloud.shape['rc']: '1',
+        'trait:%s' % cloud.shape['trait']: 'required'}]}
+    cloud.apis[0].request('POST', '/v2/device_profiles', [profile],
+                          expect=(201,))
+    wanted = targets(cloud, cloud.providers())
+    result['probe_s'] = binds.probe(cloud, 'growth',
+                                    wanted[:binds.PROBE_BINDS], WAIT)
+    result['storm'] = storm(cloud, wanted, 'growth')
+    result['memory_mib'] = probes.memory(cloud)
     cloud.stop_agents()
     result['load'] = (load0, os.getloadavg()[0])
     result['seconds'] = time.monotonic() - t0

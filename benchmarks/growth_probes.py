@@ -82,3 +82,12 @@ def by_call(scrapes):
         for key, n in got['placement_by_call'].items():
             out[key] = out.get(key, 0) + n
     return out
+
+
+def memory(cloud):
+    """Resident memory, MiB: ``{'agents': [...], 'apis': [...],
+    'conductor': x}``."""
+    return {'agents': [rss_mib(a.proc.pid)
+                       for a in cloud.agents.values()],
+            'apis': [rss_mib(a.proc.pid) for a in cloud.apis],
+            'conductor': rss_mib(cloud.conductor.proc.pid)}

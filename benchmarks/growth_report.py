@@ -22,6 +22,7 @@ with matplotlib, when the run had none)."""
 import datetime
 import json
 import os
+import statistics
 import sys
 
 from benchmarks import common
@@ -82,6 +83,19 @@ def rows(results):
             'db_conns_active_peak': sm['connections_peak'][1],
             'db_conns_idle': sm['connections_idle'][0],
             'load': r['load'], 'seconds': r['seconds']})
+        probe = r.get('probe_s')
+        cpu = sm.get('cpu_ms_per_bind')
+        if probe and cpu:
+            out[-1].update({
+                'probe_p50_ms': _p(probe, 50) * 1000,
+                'probe_p99_ms': _p(probe, 99) * 1000,
+                'probe_samples': len(probe),
+                'cpu_ms_per_bind': sum(cpu.values()),
+                'cpu_ms_per_bind_by': cpu,
+                'startup_cpu_s_by': st.get('component_cpu_s', {}),
+                'startup_calls': sum(calls)})
+            for name, ms in cpu.items():
+                out[-1]['cpu_%s_ms' % name] = ms
     return out
 
 
@@ -109,6 +123,21 @@ COLUMNS = (
     ('db_conns_active_peak', '... of them active (not idle), max', '%d'),
     ('db_conns_idle', 'DB connections after the storm', '%d'),
 )
+#: Rows of runs that measured the probe and CPU per bind
+#: (``benchmarks.growth_binds``).
+BIND_COLUMNS = (
+    ('probe_p50_ms', 'one bind at a time: PATCH->event p50, ms', '%.1f'),
+    ('probe_p99_ms', 'one bind at a time: PATCH->event p99, ms', '%.1f'),
+    ('cpu_ms_per_bind', 'storm: CPU ms per bind, all components', '%.2f'),
+    ('cpu_apis_ms', '... API processes', '%.2f'),
+    ('cpu_conductor_ms', '... conductor', '%.2f'),
+    ('cpu_postgresql_ms', '... PostgreSQL', '%.2f'),
+    ('cpu_rabbitmq_ms', '... RabbitMQ', '%.2f'),
+    ('cpu_placement_ms', '... Placement', '%.2f'),
+)
+#: The growth goal of a bind's cost and p99 from the smallest to the
+#: largest size.
+GOAL_GROWTH = 1.3
 
 
 def markdown(results, meta):
@@ -134,7 +163,9 @@ def markdown(results, meta):
          % (table[0]['layout'] if table else '-', m['cores']), '']
     L += ['| hosts | %s |' % ' | '.join(str(r['hosts']) for r in table),
           '|---|' + '---|' * len(table)]
-    for key, label, fmt in COLUMNS[1:]:
+    columns = COLUMNS[1:] + (BIND_COLUMNS if all(
+        'cpu_ms_per_bind' in r for r in table) else ())
+    for key, label, fmt in columns:
         cells = ' | '.join(fmt % r[key] for r in table)
         L.append('| %s | %s |' % (label, cells))
     L += ['', 'Samples: a host is one sample of the start-up and restart '
@@ -144,6 +175,7 @@ def markdown(results, meta):
                         for r in table)), '',
           '## Goals', '']
     L += goals(table)
+    L += growth_goals(table)
     if any(r['restart_calls_per_host_max'] > 1 for r in table):
         L += ['', RESTART_GAP]
     L += ['', 'External reference for bind throughput, a different system '
@@ -181,6 +213,58 @@ def goals(table):
     return out
 
 
+def growth_goals(table):
+    """A bind's cost and p99 from the smallest to the largest size,
+    against ``GOAL_GROWTH``, and their slope and extrapolation to 1,000
+    hosts (Markdown lines; none for runs without the probe)."""
+    if len(table) < 2 or not all('cpu_ms_per_bind' in r for r in table):
+        return []
+    first, last = table[0], table[-1]
+    out = ['']
+    for key, what in (('cpu_ms_per_bind', 'CPU per bind (storm, all '
+                       'components)'),
+                      ('probe_p99_ms', 'p99 PATCH->event, one bind at a '
+                       'time'),
+                      ('probe_p50_ms', 'p50 PATCH->event, one bind at a '
+                       'time')):
+        ratio = last[key] / first[key]
+        slope = statistics.linear_regression(
+            [r['hosts'] for r in table], [r[key] for r in table]).slope
+        out.append(
+            '* %s: %.2f at %d hosts, %.2f at %d: %.2fx (goal <= %.1fx: %s); '
+            'slope %+.4f ms per host, so %.1f at 1,000 hosts on this line.'
+            % (what, first[key], first['hosts'], last[key], last['hosts'],
+               ratio, GOAL_GROWTH,
+               'met' if ratio <= GOAL_GROWTH else 'NOT met', slope,
+               first[key] + slope * (1000 - first['hosts'])))
+    by = last['cpu_ms_per_bind_by']
+    top = max(by, key=by.get)
+    out.append(
+        '* What bounds binds first: per bind, %s. The largest, %s at %.2f '
+        'CPU ms, caps one core of it at about %.0f binds/s; a storm of '
+        '8,000 ARQs (1,000 hosts x 8) then takes at least %.0f s of its '
+        'CPU.' % (', '.join('%s %.2f ms' % kv for kv in sorted(
+            by.items(), key=lambda kv: -kv[1])), top, by[top],
+            1000.0 / by[top], 8000 * by[top] / 1000.0))
+    startup = last['startup_cpu_s_by']
+    if startup and last['startup_calls']:
+        per_call = {k: 1000.0 * v / last['startup_calls']
+                    for k, v in startup.items()}
+        out.append(
+            '* Start-up at %d hosts: %d Placement calls; per call, CPU ms '
+            '%s. At 1,000 hosts (%.0f calls at this rate per host) '
+            'Placement would need about %.0f CPU seconds and PostgreSQL '
+            '%.0f, spread over the minutes the agents start in.' % (
+                last['hosts'], last['startup_calls'], ', '.join(
+                    '%s %.2f' % kv for kv in sorted(per_call.items())),
+                1000.0 * last['startup_calls'] / last['hosts'],
+                per_call['placement'] * 1000 * last['startup_calls'] /
+                last['hosts'] / 1000.0,
+                per_call['postgresql'] * 1000 * last['startup_calls'] /
+                last['hosts'] / 1000.0))
+    return out
+
+
 def plot(results, path):
     """The curves against the number of hosts, to ``path`` (PNG); False
     when matplotlib is missing."""
@@ -196,9 +280,11 @@ def plot(results, path):
     panels = (
         (axes[0][0], 'start-up, s', (('ready_all_s', 'all providers'),
                                      ('restart_all_s', 'restart'))),
-        (axes[0][1], 'bind storm', (('binds_per_s', 'binds/s'),
-                                    ('event_p50_ms', 'PATCH->event p50 ms'),
-                                    ('event_p99_ms', 'PATCH->event p99 ms'))),
+        (axes[0][1], 'binds', (('binds_per_s', 'storm binds/s'),
+                               ('event_p50_ms', 'storm PATCH->event p50 ms'),
+                               ('event_p99_ms', 'storm PATCH->event p99 ms'),
+                               ('probe_p99_ms', 'one at a time p99 ms'),
+                               ('cpu_ms_per_bind', 'CPU ms per bind'))),
         (axes[1][0], 'memory, MiB', (('agent_rss_p50_mib', 'agent p50'),
                                      ('api_rss_max_mib', 'API max'),
                                      ('conductor_rss_mib', 'conductor'))),
@@ -209,6 +295,8 @@ def plot(results, path):
                                 ('db_conns_peak', 'DB connections peak'))))
     for ax, title, series in panels:
         for key, label in series:
+            if not all(key in r for r in table):
+                continue
             ax.plot(x, [r[key] for r in table], marker='o', label=label)
         ax.set_xscale('log')
         ax.set_xticks(x, [str(n) for n in x])

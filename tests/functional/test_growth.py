@@ -17,17 +17,20 @@ only, no timing.
 
 * start-up: every host's provider, with its inventory of 8, is in
   Placement; each agent made at most 3 Placement calls per device;
-* a restart with nothing changed: every agent reports again (its
-  Placement calls are recorded; the goal of one per host is not met
-  today, see ``doc/source/contributor/index.rst``, "Growth curves");
+* a restart with nothing changed: every agent reports again with one
+  Placement call (its checkpointed view, checked by one ``?in_tree=``
+  read);
+* binds one at a time (``growth_binds.probe``): one event each;
 * a storm of 8 ARQs per host bound at once: each ARQ Bound, once (one
   ``accelerator-request-bound`` event each), no attach handle held by two
-  ARQs, no PATCH refused, no log line of any process naming a deadlock.
+  ARQs, no PATCH refused, no log line of any process naming a deadlock;
+  the CPU each component used for it is measured.
 """
 
 import testtools
 
 from benchmarks import growth
+from benchmarks import growth_binds
 
 HOSTS = 2
 
@@ -47,7 +50,15 @@ class TestGrowthSmall(testtools.TestCase):
             self.assertLessEqual(start['placement_calls'][host],
                                  3 * growth.DEVICES, host)
         self.assertEqual(sorted(cloud.hosts), sorted(again['done_s']))
+        self.assertEqual({h: 1 for h in cloud.hosts},
+                         again['placement_calls'])
+        self.assertEqual(growth_binds.PROBE_ROUNDS * growth_binds.PROBE_BINDS,
+                         len(result['probe_s']))
         storm = result['storm']
+        self.assertEqual({'apis', 'conductor', 'postgresql', 'rabbitmq',
+                          'placement'}, set(storm['cpu_ms_per_bind']))
+        self.assertGreater(storm['cpu_ms_per_bind']['apis'], 0)
+        self.assertGreater(storm['cpu_ms_per_bind']['postgresql'], 0)
         self.assertEqual(HOSTS * growth.DEVICES, storm['arqs'])
         self.assertEqual(
             ([], [], 0, 0, {}),
