@@ -146,7 +146,10 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
             arq_obj.get(session, held).attach_handle_id = None
         self.assertEqual([held], svc.auditor.run().failed_arqs)
         fails('device_not_clean', address=GPU)
+        # The kernel refuses the reset: a directory stands in for a
+        # ``reset`` whose write returns an error.
         os.unlink(os.path.join(self.root, GPU, 'reset'))
+        os.mkdir(os.path.join(self.root, GPU, 'reset'))
         svc.cleaner.clean_pending()
         fails('device_not_clean', address=GPU)
         # Fatal AER errors.
