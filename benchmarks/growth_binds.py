@@ -26,11 +26,14 @@ with N by construction.  Two figures compare like with like across sizes:
   reaped: PostgreSQL's backends, RabbitMQ's Erlang VM, gunicorn's
   workers); ``growth.storm`` takes it before and after the storm's binds,
   which gives CPU milliseconds per bind by component: what would saturate
-  first as binds per second grow.
+  first as binds per second grow.  The background every component has
+  with all agents connected and nothing asked of it (``idle_cpu``: the
+  agents' looks for dirty devices, heartbeats) grows with the number of
+  hosts, not of binds: it is read over ``IDLE_S`` before the storm and
+  taken out of the per-bind figures, and reported apart.
 """
 
 import collections
-import os
 import time
 import uuid
 
@@ -38,11 +41,21 @@ import sqlalchemy as sa
 
 from accel_backend.db import models
 from accel_common import arq_states
+from benchmarks import growth_probes as probes
 
 #: Rounds of the probe; each binds one ARQ on each of ``PROBE_BINDS``
 #: devices one after the other, then deletes them.
 PROBE_ROUNDS = 3
 PROBE_BINDS = 8
+#: Seconds of the idle reading (``idle_cpu``).
+IDLE_S = 10.0
+
+
+def targets(cloud, rps, devices):
+    """``[(host, rp_uuid), ...]``: each host's ``devices`` devices, host
+    by host (``rps``: as ``growth.Cloud.providers``)."""
+    return [(h, rps[h][d % len(rps[h])])
+            for h in cloud.hosts for d in range(devices)]
 
 
 def bind_body(arq, host, rp, instance):
@@ -86,20 +99,6 @@ def probe(cloud, profile, targets, timeout):
     return sorted(latencies)
 
 
-def _cpu_of(pid):
-    """User + system CPU seconds of ``pid``, its children it reaped and
-    its live descendants (float); 0.0 for a process that is gone."""
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            fields = f.read().rsplit(')', 1)[1].split()
-        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
-            kids = [int(k) for k in f.read().split()]
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    own = sum(int(x) for x in fields[11:15])
-    return own / os.sysconf('SC_CLK_TCK') + sum(_cpu_of(k) for k in kids)
-
-
 def cpu_by_component(cloud):
     """``{component: CPU seconds so far}`` of the bind path's processes:
     ``apis`` (both), ``conductor``, ``postgresql``, ``rabbitmq`` and
@@ -109,15 +108,31 @@ def cpu_by_component(cloud):
             'postgresql': [cloud.pg.proc.pid],
             'rabbitmq': [cloud.rabbit.proc.pid],
             'placement': [cloud.placement.proc.pid]}
-    return {name: sum(_cpu_of(p) for p in group)
+    return {name: sum(probes.cpu_seconds(p, tree=True)
+                      for p in group)
             for name, group in pids.items()}
 
 
-def per_bind_ms(before, after, binds):
+def idle_cpu(cloud):
+    """CPU seconds per second of each component (``cpu_by_component``)
+    with every agent connected and nothing asked of it, read over
+    ``IDLE_S`` seconds (dict)."""
+    before, t0 = cpu_by_component(cloud), time.monotonic()
+    time.sleep(IDLE_S)
+    after = cpu_by_component(cloud)
+    span = time.monotonic() - t0
+    return {name: (after[name] - before[name]) / span for name in before}
+
+
+def per_bind_ms(before, after, binds, idle=None, seconds=0.0):
     """CPU milliseconds per bind by component, from two
-    ``cpu_by_component`` readings around ``binds`` binds (dict)."""
-    return {name: 1000.0 * (after[name] - before[name]) / binds
-            for name in before}
+    ``cpu_by_component`` readings ``seconds`` apart around ``binds``
+    binds, less the background ``idle`` (``idle_cpu``; None: none) over
+    those seconds (dict)."""
+    idle = idle or {}
+    used = {name: after[name] - before[name] for name in before}
+    return {name: 1000.0 * (cpu - idle.get(name, 0.0) * seconds) / binds
+            for name, cpu in used.items()}
 
 
 def check_rows(cloud, arqs):

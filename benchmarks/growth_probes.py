@@ -11,47 +11,58 @@
 # under the License.
 
 """What ``benchmarks.growth`` reads of a running process: its resident
-memory and CPU time (``/proc``) and its Prometheus metrics."""
-
-import os
+memory and CPU time (psutil, from ``/proc``) and its Prometheus
+metrics."""
 
 from prometheus_client import parser as prom_parser
+import psutil
 import requests
 
-#: The sample counting an agent's Placement calls (``accel_backend
-#: .metrics.PLACEMENT_SECONDS``, one observation per call).
 PLACEMENT_CALLS = 'accel_placement_request_seconds_count'
 
 
+def _tree(pid):
+    """Process ``pid`` and its live descendants (``psutil.Process``
+    list); empty when it is gone."""
+    try:
+        proc = psutil.Process(pid)
+        return [proc] + proc.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
 def rss_mib(pid):
-    """Resident memory (``VmRSS``) of process ``pid`` and its
+    """Resident memory (RSS) of process ``pid`` and its live
     descendants, MiB (float)."""
     total = 0
-    for p in [pid] + _descendants(pid):
+    for proc in _tree(pid):
         try:
-            with open('/proc/%d/status' % p) as f:
-                for line in f:
-                    if line.startswith('VmRSS:'):
-                        total += int(line.split()[1])
-        except FileNotFoundError:
+            total += proc.memory_info().rss
+        except psutil.NoSuchProcess:
             pass
-    return total / 1024.0
+    return total / 2.0 ** 20
 
 
-def _descendants(pid):
-    try:
-        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
-            kids = [int(k) for k in f.read().split()]
-    except FileNotFoundError:
-        return []
-    return kids + [d for k in kids for d in _descendants(k)]
+def cpu_seconds(pid, tree=False):
+    """User + system CPU seconds process ``pid`` used so far (float).
 
-
-def cpu_seconds(pid):
-    """User + system CPU seconds process ``pid`` used so far (float)."""
-    with open('/proc/%d/stat' % pid) as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    :param tree: also count the children it reaped and its live
+        descendants (a server's workers, PostgreSQL's backends); a
+        process that is gone then counts 0.0.
+    :raises psutil.NoSuchProcess: without ``tree``, ``pid`` is gone.
+    """
+    if not tree:
+        times = psutil.Process(pid).cpu_times()
+        return times.user + times.system
+    total = 0.0
+    for proc in _tree(pid):
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += sum((times.user, times.system, times.children_user,
+                      times.children_system))
+    return total
 
 
 def scrape(port):

@@ -92,10 +92,16 @@ def rows(results):
                 'probe_samples': len(probe),
                 'cpu_ms_per_bind': sum(cpu.values()),
                 'cpu_ms_per_bind_by': cpu,
+                'idle_cpu_by': sm.get('idle_cpu_ms_per_s', {}),
                 'startup_cpu_s_by': st.get('component_cpu_s', {}),
                 'startup_calls': sum(calls)})
             for name, ms in cpu.items():
                 out[-1]['cpu_%s_ms' % name] = ms
+            if 'idle_cpu_ms_per_s' in sm:  # runs before it: gross only
+                out[-1]['cpu_gross_ms_per_bind'] = sum(
+                    sm['cpu_gross_ms_per_bind'].values())
+                out[-1]['idle_cpu_ms_per_s'] = sum(
+                    sm['idle_cpu_ms_per_s'].values())
     return out
 
 
@@ -128,7 +134,11 @@ COLUMNS = (
 BIND_COLUMNS = (
     ('probe_p50_ms', 'one bind at a time: PATCH->event p50, ms', '%.1f'),
     ('probe_p99_ms', 'one bind at a time: PATCH->event p99, ms', '%.1f'),
-    ('cpu_ms_per_bind', 'storm: CPU ms per bind, all components', '%.2f'),
+    ('cpu_gross_ms_per_bind', 'storm: CPU ms per bind, gross', '%.2f'),
+    ('idle_cpu_ms_per_s', 'idle: CPU ms per second, all components',
+     '%.1f'),
+    ('cpu_ms_per_bind', 'storm: CPU ms per bind less idle (where '
+     'measured), all components', '%.2f'),
     ('cpu_apis_ms', '... API processes', '%.2f'),
     ('cpu_conductor_ms', '... conductor', '%.2f'),
     ('cpu_postgresql_ms', '... PostgreSQL', '%.2f'),
@@ -163,8 +173,8 @@ def markdown(results, meta):
          % (table[0]['layout'] if table else '-', m['cores']), '']
     L += ['| hosts | %s |' % ' | '.join(str(r['hosts']) for r in table),
           '|---|' + '---|' * len(table)]
-    columns = COLUMNS[1:] + (BIND_COLUMNS if all(
-        'cpu_ms_per_bind' in r for r in table) else ())
+    columns = [c for c in COLUMNS[1:] + BIND_COLUMNS
+               if all(c[0] in r for r in table)]
     for key, label, fmt in columns:
         cells = ' | '.join(fmt % r[key] for r in table)
         L.append('| %s | %s |' % (label, cells))
@@ -222,7 +232,7 @@ def growth_goals(table):
     first, last = table[0], table[-1]
     out = ['']
     for key, what in (('cpu_ms_per_bind', 'CPU per bind (storm, all '
-                       'components)'),
+                       'components, less idle where measured)'),
                       ('probe_p99_ms', 'p99 PATCH->event, one bind at a '
                        'time'),
                       ('probe_p50_ms', 'p50 PATCH->event, one bind at a '
@@ -237,6 +247,7 @@ def growth_goals(table):
                ratio, GOAL_GROWTH,
                'met' if ratio <= GOAL_GROWTH else 'NOT met', slope,
                first[key] + slope * (1000 - first['hosts'])))
+    out += _idle_line(table)
     by = last['cpu_ms_per_bind_by']
     top = max(by, key=by.get)
     out.append(
@@ -263,6 +274,30 @@ def growth_goals(table):
                 per_call['postgresql'] * 1000 * last['startup_calls'] /
                 last['hosts'] / 1000.0))
     return out
+
+
+def _idle_line(table):
+    """The background with every agent connected and nothing asked,
+    per host and at 1,000 hosts on its line (Markdown lines; none for
+    runs without it)."""
+    first, last = table[0], table[-1]
+    if not last.get('idle_cpu_by'):
+        return []
+    slope = statistics.linear_regression(
+        [r['hosts'] for r in table],
+        [r['idle_cpu_ms_per_s'] for r in table]).slope
+    return [
+        '* Idle, every agent connected, nothing asked: %.1f CPU ms per '
+        'second at %d hosts, %.1f at %d (%s), %+.2f ms/s per host: about '
+        '%.2f of a core at 1,000 hosts on this line. Taken out of the CPU '
+        'per bind above (gross: %.2f and %.2f ms).' % (
+            first['idle_cpu_ms_per_s'], first['hosts'],
+            last['idle_cpu_ms_per_s'], last['hosts'], ', '.join(
+                '%s %.1f' % kv for kv in sorted(
+                    last['idle_cpu_by'].items(), key=lambda kv: -kv[1])),
+            slope, (first['idle_cpu_ms_per_s'] + slope * (
+                1000 - first['hosts'])) / 1000.0,
+            first['cpu_gross_ms_per_bind'], last['cpu_gross_ms_per_bind'])]
 
 
 def plot(results, path):

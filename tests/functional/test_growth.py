@@ -24,13 +24,16 @@ only, no timing.
 * a storm of 8 ARQs per host bound at once: each ARQ Bound, once (one
   ``accelerator-request-bound`` event each), no attach handle held by two
   ARQs, no PATCH refused, no log line of any process naming a deadlock;
-  the CPU each component used for it is measured.
+  the CPU each component used for it is measured, and its background
+  with nothing asked of it.
 """
 
+import fixtures
 import testtools
 
 from benchmarks import growth
 from benchmarks import growth_binds
+from benchmarks import growth_report
 
 HOSTS = 2
 
@@ -38,6 +41,8 @@ HOSTS = 2
 class TestGrowthSmall(testtools.TestCase):
 
     def test_two_agents(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'benchmarks.growth_binds.IDLE_S', 2.0))
         cloud = self.useFixture(growth.Cloud(
             [growth.host_name(i) for i in range(HOSTS)]))
         result = growth.measure(cloud)
@@ -57,6 +62,9 @@ class TestGrowthSmall(testtools.TestCase):
         storm = result['storm']
         self.assertEqual({'apis', 'conductor', 'postgresql', 'rabbitmq',
                           'placement'}, set(storm['cpu_ms_per_bind']))
+        self.assertEqual(set(storm['cpu_ms_per_bind']),
+                         set(storm['idle_cpu_ms_per_s']))
+        self.assertGreater(storm['cpu_gross_ms_per_bind']['apis'], 0)
         self.assertGreater(storm['cpu_ms_per_bind']['apis'], 0)
         self.assertGreater(storm['cpu_ms_per_bind']['postgresql'], 0)
         self.assertEqual(HOSTS * growth.DEVICES, storm['arqs'])
@@ -67,3 +75,11 @@ class TestGrowthSmall(testtools.TestCase):
              storm['deadlocks']))
         self.assertEqual(storm['arqs'], len(storm['latency_s']))
         self.assertEqual(HOSTS, len(result['memory_mib']['agents']))
+        # The results file's row of this size carries both CPU figures.
+        row, = growth_report.rows([result])
+        self.assertEqual(
+            (sum(storm['cpu_ms_per_bind'].values()),
+             sum(storm['cpu_gross_ms_per_bind'].values()),
+             sum(storm['idle_cpu_ms_per_s'].values())),
+            (row['cpu_ms_per_bind'], row['cpu_gross_ms_per_bind'],
+             row['idle_cpu_ms_per_s']))

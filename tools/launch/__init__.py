@@ -25,6 +25,7 @@ and detached processes recorded in ``state.json`` in ``tools/aio``.
 """
 
 import socket
+import threading
 
 
 class ComponentMissing(RuntimeError):
@@ -41,3 +42,44 @@ def free_port():
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         return s.getsockname()[1]
+
+
+#: ``[next port, end]`` of ``listen_port``'s block: the 8,192 ports below
+#: the ephemeral range, read at its first call.
+_LISTEN_BLOCK = []
+_LISTEN_LOCK = threading.Lock()
+
+
+def listen_port():
+    """A TCP port on 127.0.0.1 for a server started later, below the
+    kernel's ephemeral range (``net.ipv4.ip_local_port_range``), that
+    nobody has bound right now and that this process has not handed out
+    before.
+
+    ``free_port`` answers from the ephemeral range: while many processes
+    start at once, the kernel can give the same port to one of their
+    outgoing connections before the server binds it, which then fails
+    (``EADDRINUSE``).  Ports below the range are never handed out that
+    way.
+
+    :returns: int.
+    :raises RuntimeError: every port of the block is taken.
+    """
+    with _LISTEN_LOCK:
+        if not _LISTEN_BLOCK:
+            try:
+                with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
+                    low = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                low = 32768
+            _LISTEN_BLOCK[:] = [max(1024, low - 8192), low]
+        while _LISTEN_BLOCK[0] < _LISTEN_BLOCK[1]:
+            port = _LISTEN_BLOCK[0]
+            _LISTEN_BLOCK[0] += 1
+            with socket.socket() as s:
+                try:
+                    s.bind(('127.0.0.1', port))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError('no free port below the ephemeral range')
