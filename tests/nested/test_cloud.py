@@ -193,11 +193,15 @@ class TestARealGuest(RealGuestTestBase):
         self._until(lambda: not providers() and address not in json.dumps(
             self.api('GET', 'accel', '/v2/deployables')), 'not removed')
 
+        def inventory():
+            return self.api('GET', 'placement', '/resource_providers/%s/'
+                            'inventories' % rp)['inventories']
         self.sess.sh('echo 1 > /sys/bus/pci/rescan')
-        self._until(lambda: providers() == [rp], 'not reported again')
-        inventory = self.api('GET', 'placement', '/resource_providers/%s/'
-                             'inventories' % rp)['inventories']
-        self.assertEqual(1, inventory['CUSTOM_EDU']['total'])
+        # The provider is created, then given its inventory: two calls,
+        # either of which a look may fall between.
+        self._until(lambda: providers() == [rp] and 'CUSTOM_EDU' in
+                    inventory(), 'not reported again')
+        self.assertEqual(1, inventory()['CUSTOM_EDU']['total'])
 
     def test_numa_guest_gets_the_device_on_its_node1_cell(self):
         # A guest with two NUMA cells (hw:numa_nodes=2): Nova places cell
