@@ -27,10 +27,13 @@ Cache: ``$NOVA_ACCEL_NESTED_CACHE`` or ``~/.cache/nova-accel-nested``.
 
 import gzip
 import hashlib
+import lzma
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
+import zlib
 
 #: Modules the initramfs loads, in this order (``virtio`` needs
 #: ``virtio_ring`` first; 9p needs netfs and fscache in Linux 6.1).
@@ -168,6 +171,68 @@ def kernel(log=print):
         subprocess.run(['depmod', '-b', root, version], check=True)
         open(os.path.join(root, '.done'), 'w').close()
     return vmlinuz, root, version
+
+
+#: Compressed payloads of a bzImage ``guest_kernel`` can unpack: its
+#: ``payload_offset`` points at one of these magics (the kernel's
+#: ``Documentation/x86/boot.rst``). Both stop at the end of the stream:
+#: the 4 bytes of size after it are not part of it.
+_PAYLOADS = (
+    (b'\xfd7zXZ\x00',
+     lambda data: lzma.LZMADecompressor(lzma.FORMAT_XZ).decompress(data)),
+    (b'\x1f\x8b',
+     lambda data: zlib.decompressobj(wbits=31).decompress(data)))
+
+
+def guest_kernel(log=print):
+    """The kernel of the guest image (L2): ``kernel()``'s, unpacked once
+    from its bzImage into its ELF ``vmlinux`` (``vmlinux_of``) when it
+    is built with ``CONFIG_PVH`` (Debian's is), else the bzImage itself.
+
+    QEMU boots a PVH ``vmlinux`` given as ``-kernel`` directly (its PVH
+    ELF note), so the guest skips the bzImage's own decompression (xz in
+    Debian's kernel), the slowest part of its boot under TCG inside TCG.
+
+    :returns: path of the kernel to upload (str).
+    """
+    vmlinuz, root, version = kernel(log=log)
+    with open(os.path.join(root, 'boot', 'config-%s' % version)) as f:
+        if 'CONFIG_PVH=y' not in f.read().split('\n'):
+            return vmlinuz
+    path = os.path.join(cache_dir(), 'guest-vmlinux-%s' % version)
+    if os.path.exists(path):
+        return path
+    log('nested: unpacking the guest kernel (vmlinux, PVH boot)')
+    with open(vmlinuz, 'rb') as f:
+        elf = vmlinux_of(f.read())
+    if elf is None:
+        return vmlinuz
+    with tempfile.NamedTemporaryFile(dir=cache_dir(), delete=False) as f:
+        f.write(elf)
+    os.rename(f.name, path)
+    return path
+
+
+def vmlinux_of(bzimage):
+    """The ELF ``vmlinux`` a bzImage carries, unpacked.
+
+    The payload's place and length are the bzImage header's
+    ``payload_offset`` and ``payload_length`` (boot protocol 2.08+, the
+    kernel's ``Documentation/x86/boot.rst``): ``setup_sects`` at 0x1f1
+    (0 means 4), the protected-mode code at ``(setup_sects + 1) * 512``,
+    the two fields at 0x248 and 0x24c, the offset relative to that code.
+
+    :param bzimage: the bzImage's bytes.
+    :returns: the ELF's bytes, or None when the payload is neither xz nor
+        gzip or holds no ELF.
+    """
+    start = ((bzimage[0x1f1] or 4) + 1) * 512
+    offset, length = struct.unpack_from('<II', bzimage, 0x248)
+    payload = bzimage[start + offset:start + offset + length]
+    unpack = next((fn for magic, fn in _PAYLOADS
+                   if payload.startswith(magic)), None)
+    elf = unpack(payload) if unpack else b''
+    return elf if elf.startswith(b'\x7fELF') else None
 
 
 def _cpio_gz(tree, path):
