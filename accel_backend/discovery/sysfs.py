@@ -112,26 +112,55 @@ def read_function(root, address):
 
 
 def reset_methods(root, address):
-    """The reset methods the kernel offers for a function.
+    """The reset methods the kernel offers for a function, less a ``bus``
+    reset it would refuse.
 
     Linux (``drivers/pci/pci-sysfs.c``, ``drivers/pci/pci.c``) creates a
     function's ``reset`` file, and since 5.15 its ``reset_method`` file
     (the enabled methods, by priority, e.g. ``flr bus``), only when some
     method exists: FLR, PM reset, a device-specific reset or a secondary
-    bus reset the kernel allows.  Many GPUs have none (no FLR, a quirk
-    disabling bus reset, or an audio function on the same bus).
+    bus reset the kernel allows.  Many GPUs have none (no FLR, or a quirk
+    disabling bus reset).
+
+    A ``bus`` reset is left out while another function shares the
+    function's bus (``DDDD:BB`` of the address): the kernel resets a bus
+    for one function only when it is alone there (Linux 6.1,
+    ``drivers/pci/pci.c``, ``pci_parent_bus_reset`` and
+    ``pci_dev_reset_slot_function``), and refuses the write to ``reset``
+    otherwise.  It still lists ``bus`` for the first function it found on
+    such a bus, because it probes the methods as it adds each function,
+    before the next one: a GPU's function 0 beside its audio function,
+    the first of two functions behind a PCIe-to-PCI bridge (seen on the
+    nested compute node's Debian 6.1 kernel: ``0000:02:01.0`` lists
+    ``bus``, ``0000:02:02.0`` nothing, and ``echo 1 > reset`` of the
+    first fails with an I/O error).
 
     :param root: sysfs directory (str).
     :param address: PCI address ``DDDD:BB:SS.F``.
     :returns: tuple of method names from ``reset_method``; ``('reset',)``
         when only ``reset`` exists (kernels before 5.15 name no method);
-        ``()`` when the kernel offers no reset.
+        ``()`` when the kernel offers no reset it would carry out.
     """
     base = os.path.join(root, address)
     methods = read_value(os.path.join(base, 'reset_method'))
-    if methods is not None:
-        return tuple(methods.split())
-    return ('reset',) if os.path.exists(os.path.join(base, 'reset')) else ()
+    if methods is None:
+        return ('reset',) if os.path.exists(os.path.join(base, 'reset')) \
+            else ()
+    found = tuple(methods.split())
+    if 'bus' in found and _shares_its_bus(root, address):
+        found = tuple(m for m in found if m != 'bus')
+    return found
+
+
+def _shares_its_bus(root, address):
+    """True when another function under ``root`` is on ``address``'s
+    bus (the same ``DDDD:BB``)."""
+    bus = address.rsplit(':', 1)[0] + ':'
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return False
+    return any(n.startswith(bus) and n != address for n in names)
 
 
 def scan(root):

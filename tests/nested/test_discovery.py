@@ -115,6 +115,22 @@ class TestDiscoveryOnARealKernel(testtools.TestCase):
         self.assertEqual(str(self.functions[layout.ROOT_EDUS[0]][
             'iommu_group']), str(edu['std_board_info']['iommu_group']))
 
+    def test_a_bus_reset_the_kernel_would_refuse_is_no_reset(self):
+        layout = node.Layout
+        listed = self.result['reset_method_files']
+        first, second = layout.BRIDGED_EDUS
+        # The kernel lists ``bus`` for the first function behind the
+        # bridge (probed before the second was added) and nothing for the
+        # second; it refuses that reset, so it is not offered.
+        self.assertEqual(('bus', None), (listed[first], listed[second]))
+        self.assertEqual([], self.functions[first]['reset_methods'])
+        self.assertEqual('none', self.reported[first]['std_board_info'][
+            'reset_method'])
+        # Alone behind its root port, the NUMA node 1 function keeps it.
+        self.assertEqual('bus', listed[layout.NUMA1_EDU])
+        self.assertEqual(['bus'],
+                         self.functions[layout.NUMA1_EDU]['reset_methods'])
+
     def test_numa_node_of_the_expander_bus(self):
         dep = self.reported[node.Layout.NUMA1_EDU]
         self.assertEqual(1, dep['numa_node'])

@@ -49,9 +49,12 @@ def main(argv=None):
                 f.write('device_spec = %s\n' % spec)
         conf = conf_mod.new_conf(config_files=[path])
         found = drivers.discover_all(drivers.load(conf, args.driver))
+    functions = sysfs.scan(args.root)
     json.dump({
-        'functions': [dataclasses.asdict(fn) for fn in sysfs.scan(
-            args.root)],
+        'functions': [dataclasses.asdict(fn) for fn in functions],
+        # What the kernel itself lists, before sysfs.reset_methods.
+        'reset_method_files': {fn.address: sysfs.read_value(os.path.join(
+            args.root, fn.address, 'reset_method')) for fn in functions},
         'deployables': [dict(dataclasses.asdict(d),
                              traits=sorted(d.traits)) for d in found]},
         sys.stdout, indent=1, sort_keys=True)

@@ -209,6 +209,41 @@ class TestResetMethods(testtools.TestCase):
         self.assertEqual(('flr', 'flr bus'),
                          (dep.cleaning, dep.std_board_info['reset_method']))
 
+    def add_function_on_its_bus(self):
+        """An audio function at ``.1`` of the GPU's slot, as HDMI audio of
+        a GPU sits (class 0x0403, format of the kernel's sysfs ABI)."""
+        audio = os.path.join(self.root, self.gpu[:-1] + '1')
+        os.mkdir(audio)
+        for name, text in (('vendor', '0x10de'), ('device', '0x1aef'),
+                           ('class', '0x040300')):
+            with open(os.path.join(audio, name), 'w') as f:
+                f.write(text + '\n')
+
+    def test_bus_reset_alone_on_its_bus_is_kept(self):
+        self.write('reset_method', 'bus\n')
+        dep = self.discover()
+        self.assertEqual(('flr', 'bus'),
+                         (dep.cleaning, dep.std_board_info['reset_method']))
+
+    def test_bus_reset_beside_another_function_is_no_reset(self):
+        # The kernel lists ``bus`` for a GPU's function 0 (probed before
+        # its audio function was added) but refuses the reset: cleaning
+        # none, not a reset that fails after every tenant.
+        self.write('reset_method', 'bus\n')
+        self.add_function_on_its_bus()
+        dep = self.discover()
+        self.assertEqual(('none', 'none'),
+                         (dep.cleaning, dep.std_board_info['reset_method']))
+        self.assertIn('the kernel offers no reset for %s' % self.gpu,
+                      self.logger.output)
+
+    def test_flr_beside_another_function_is_kept(self):
+        self.write('reset_method', 'flr bus\n')
+        self.add_function_on_its_bus()
+        dep = self.discover()
+        self.assertEqual(('flr', 'flr'),
+                         (dep.cleaning, dep.std_board_info['reset_method']))
+
     def test_kernel_before_5_15_names_no_method(self):
         dep = self.discover()
         self.assertEqual(('flr', 'reset'),

@@ -105,6 +105,26 @@ class TestCleaning(ServiceTestBase):
         self.assertEqual((0, 1), self.reserved(GPU))
         self.assertEqual('Bound', self.bind(svc, GPU)[1])
 
+    def test_bus_reset_refused_beside_a_new_function(self):
+        # Discovered alone on its bus (``bus`` reset, cleaning flr); a
+        # function appears on its bus while a tenant holds it (an SR-IOV
+        # VF, a hot-plugged function): the kernel would refuse the bus
+        # reset, so the GPU is released without one, not locked out.
+        self.write_reset_method('bus\n')
+        svc = self.make_service()
+        svc.discover_and_report()
+        arq, _ = self.bind(svc, GPU)
+        os.mkdir(os.path.join(self.root, GPU[:-1] + '1'))
+        self.unbind(svc, arq)
+        with self.assertLogs('accel_backend.cleaning.worker',
+                             'WARNING') as logs:
+            self.assertEqual(['available'],
+                             list(svc.cleaner.clean_pending().values()))
+        self.assertIn('The kernel offers no reset for %s any more' % GPU,
+                      logs.output[0])
+        self.assertEqual('', self.reset_file(GPU))   # never written
+        self.assertEqual((0, 1), self.reserved(GPU))
+
     def write_reset_method(self, text):
         with open(os.path.join(self.root, GPU, 'reset_method'), 'w') as f:
             f.write(text)
