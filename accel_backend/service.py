@@ -57,6 +57,7 @@ from accel_backend import exception
 from accel_backend import metrics
 from accel_backend import notifications
 from accel_backend.nova import notifier as notifier_mod
+from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import host_status
 from accel_backend.objects import pool_migration
 from accel_backend import periodic
@@ -272,7 +273,12 @@ class Service:
                         self.conf.host, e)
 
     def _reserved_for(self, rp_uuid):
-        return self.store.reserved_units(rp_uuid)
+        # The API and conductor roles have no host store (it is a host's):
+        # they read the database they hold.
+        if self.store is not None:
+            return self.store.reserved_units(rp_uuid)
+        with self.db.transaction() as session:
+            return deployable_obj.reserved_units_of_rp(session, rp_uuid)
 
     def start(self):
         """Serve the metrics when enabled; resume half-done binding and

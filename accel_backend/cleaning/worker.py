@@ -179,8 +179,8 @@ class Cleaner:
 
     :param store: ``accel_backend.conductor.store.HostStore`` of the host,
         or the agent's ``conductor.rpc.RemoteHostStore``.
-    :param reporter: ``placement.report.Reporter`` (its ``set_reserved``
-        gets the units from ``store``), or None.
+    :param reporter: ``placement.report.Reporter`` whose
+        ``reserved_for`` reads ``store`` (``sync_reserved``), or None.
     :param conf: accel_backend ``ConfigOpts`` (``[cleaning]``,
         ``[discovery] sysfs_root``).
     :param hostname: the host whose handles it cleans.
@@ -342,9 +342,10 @@ class Cleaner:
         if self.reporter is None or not rp_uuid:
             return
         try:
-            units = self.store.reserved_units(rp_uuid)
-            if units is not None:
-                self.reporter.set_reserved(rp_uuid, units)
+            # Read under the reporter's lock (its ``reserved_for`` is this
+            # host's store): a report that read the states before this
+            # change cannot write after it.
+            self.reporter.sync_reserved(rp_uuid)
         except Exception as e:
             LOG.warning('Could not update reserved units of resource '
                         'provider %s (the next report will): %s', rp_uuid,

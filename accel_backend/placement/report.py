@@ -37,12 +37,13 @@ from accel_backend.placement import client as pclient
 from accel_backend.placement import custom_names
 from accel_backend.placement import provider_tree
 from accel_backend.placement import records
+from accel_backend.placement import reserved as reserved_mod
 
 LOG = logging.getLogger(__name__)
 RETRIES = 4
 
 
-class Reporter:
+class Reporter(reserved_mod.ReservedUnits):
     """Keeps Placement in step with the deployables of one host.
 
     Thread-safe: the periodic report, the cleaner and API actions share
@@ -282,8 +283,19 @@ class Reporter:
                 del self._in_use[dep.rp_uuid]
             have = {rc: {k: inv.get(k) for k in want.get(rc, inv)}
                     for rc, inv in cached.inventories.items()}
-            return None if have == want else writing(
-                cached, {'inventories': want})
+            if have == want:
+                return None
+            # ``dep.reserved`` was read before this report took the lock;
+            # a release or a cleaning may have changed it since and
+            # written Placement: a write reads it again, so that a stale
+            # value never lands last.
+            units = (self.reserved_for(dep.rp_uuid)
+                     if self.reserved_for is not None and want else None)
+            if units is not None:
+                want[dep.resource_class] = records.inventory(total, units)
+                if have == want:
+                    return None
+            return writing(cached, {'inventories': want})
 
         def keep_allocated(cached):
             # A class that has allocations cannot be removed (the device
@@ -310,45 +322,6 @@ class Reporter:
                                  ok=(200, 404))
         return usages.status_code == 200 and any(
             usages.json()['usages'].get(rc) for rc in self._in_use[rp_uuid])
-
-    def set_reserved(self, rp_uuid, reserved):
-        """Set the reserved units of one of our providers at once, as
-        disabling/enabling a device, a release or a cleaning does; other
-        inventory fields are kept.  Generation-safe: a 409 re-reads and
-        retries.
-
-        :param rp_uuid: the deployable's resource provider UUID.
-        :param reserved: True (reserved = total), False (0) or a unit
-            count; for False the reporter's ``reserved_for`` is asked
-            first (an enabled device with a handle being cleaned keeps
-            that unit reserved).
-        :returns: True when Placement shows the wanted value now, False
-            when the provider does not exist (yet): the next report
-            creates it with the right ``reserved``.
-        :raises PlacementError: Placement failed or kept conflicting.
-        """
-        if self.reserved_for is not None and reserved is False:
-            units = self.reserved_for(rp_uuid)
-            if units is not None:
-                reserved = units
-        with self._lock:
-            def body(cached):
-                want = {}
-                for rc, inv in cached.inventories.items():
-                    inv = dict(inv)
-                    inv['reserved'] = records.reserved_units(
-                        reserved, inv['total'])
-                    want[rc] = inv
-                if want == cached.inventories:
-                    return None
-                return {'inventories': want}
-            ok = self._put(rp_uuid, 'inventories', body,
-                           self._took_inventories)
-            if not ok:
-                LOG.warning('Resource provider %s is not in Placement; '
-                            'its reserved value is set when it is next '
-                            'reported', rp_uuid)
-            return ok
 
     def _sync_traits(self, rp_uuid, traits):
         def body(cached):
@@ -384,17 +357,6 @@ class Reporter:
                         'has allocations; it is reserved and stays until '
                         'they are freed', rp_uuid)
         # Nothing new may land on it meanwhile.
-        self.set_reserved_all(rp_uuid)
+        with self._lock:   # no reserved_for: the device is gone
+            self._put_reserved(rp_uuid, True)
         self._undeletable[rp_uuid] = generation
-
-    def set_reserved_all(self, rp_uuid):
-        """Reserve the whole inventory of a provider (no ``reserved_for``
-        lookup: its device is gone from the database)."""
-        with self._lock:
-            def body(cached):
-                want = {rc: dict(inv, reserved=inv['total'])
-                        for rc, inv in cached.inventories.items()}
-                return None if want == cached.inventories else {
-                    'inventories': want}
-            return self._put(rp_uuid, 'inventories', body,
-                             self._took_inventories)

@@ -186,7 +186,26 @@ class TestMultiNode(testtools.TestCase):
         # node1's agent may not touch node2's rows: refused, unchanged.
         self.check_host_refused()
         self.check_compute_user_limits()
+        self.check_disable_enable()
         self.check_cleaning(vm1, vm2)
+
+    def check_disable_enable(self):
+        """An administrator disables and enables a free device through
+        an API process, which has no host store: Placement reserves it
+        all, then nothing."""
+        device = device_obj.stable_uuid('device', 'node2', ADDRESSES[0])
+        rp = rp_uuid('node2', ADDRESSES[0])
+
+        def reserved():
+            inventories = self.placement.request(
+                'GET', '/resource_providers/%s/inventories' % rp)[
+                'inventories']
+            return [inv['reserved'] for inv in inventories.values()]
+        self.assertEqual([0], reserved())
+        self.apis[0].request('POST', '/v2/devices/%s/disable' % device)
+        self.assertEqual([1], reserved())
+        self.apis[1].request('POST', '/v2/devices/%s/enable' % device)
+        self.assertEqual([0], reserved())
 
     def check_reported(self):
         """Both hosts' devices, through either API and in Placement,

@@ -1,0 +1,100 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Reserved units of our resource providers, written at once: disabling
+or enabling a device, a release, a cleaning (``report.Reporter``'s
+methods; the periodic report derives the same value from the database and
+repairs what these could not write).
+
+A write reads the database's value under the reporter's lock, right
+before it: a value read earlier, by a report or another update, never
+lands after a newer one (the nova-cyborg-interaction spec, "Placement
+update": a device being cleaned is not offered).
+"""
+
+from oslo_log import log as logging
+
+from accel_backend.placement import records
+
+LOG = logging.getLogger(__name__)
+
+
+class ReservedUnits:
+    """``set_reserved`` and ``sync_reserved`` of ``report.Reporter``,
+    which gives them ``_lock``, ``_put``, ``_took_inventories`` and
+    ``reserved_for``."""
+
+    def set_reserved(self, rp_uuid, reserved):
+        """Set the reserved units of one of our providers at once, as
+        disabling/enabling a device, a release or a cleaning does; other
+        inventory fields are kept.  Generation-safe: a 409 re-reads and
+        retries.
+
+        :param rp_uuid: the deployable's resource provider UUID.
+        :param reserved: True (reserved = total), False (0) or a unit
+            count; for False the reporter's ``reserved_for`` is asked
+            first, under the reporter's lock (an enabled device with a
+            handle being cleaned keeps that unit reserved).
+        :returns: True when Placement shows the wanted value now, False
+            when the provider does not exist (yet): the next report
+            creates it with the right ``reserved``.
+        :raises PlacementError: Placement failed or kept conflicting.
+        """
+        with self._lock:
+            if self.reserved_for is not None and reserved is False:
+                units = self.reserved_for(rp_uuid)
+                if units is not None:
+                    reserved = units
+            return self._absent(rp_uuid,
+                                self._put_reserved(rp_uuid, reserved))
+
+    def sync_reserved(self, rp_uuid):
+        """Write the reserved units ``reserved_for`` gives for one of our
+        providers now, read under the reporter's lock: no report or
+        other update that read the database earlier writes after it (the
+        cleaner's update after each state change it commits).
+
+        :param rp_uuid: the deployable's resource provider UUID.
+        :returns: True when Placement shows that value now, False when
+            the provider does not exist (yet), is not ours
+            (``reserved_for`` answered None) or there is no
+            ``reserved_for``.
+        :raises PlacementError: Placement failed or kept conflicting.
+        """
+        with self._lock:
+            units = (self.reserved_for(rp_uuid)
+                     if self.reserved_for is not None else None)
+            if units is None:
+                return False
+            return self._absent(rp_uuid, self._put_reserved(rp_uuid, units))
+
+    def _put_reserved(self, rp_uuid, reserved):
+        def body(cached):
+            want = {}
+            for rc, inv in cached.inventories.items():
+                inv = dict(inv)
+                inv['reserved'] = records.reserved_units(
+                    reserved, inv['total'])
+                want[rc] = inv
+            if want == cached.inventories:
+                return None
+            return {'inventories': want}
+        return self._put(rp_uuid, 'inventories', body,
+                         self._took_inventories)
+
+    @staticmethod
+    def _absent(rp_uuid, ok):
+        if not ok:
+            LOG.warning('Resource provider %s is not in Placement; its '
+                        'reserved value is set when it is next reported',
+                        rp_uuid)
+        return ok
