@@ -219,30 +219,31 @@ class TestResetMethods(testtools.TestCase):
             with open(os.path.join(audio, name), 'w') as f:
                 f.write(text + '\n')
 
-    def test_bus_reset_alone_on_its_bus_is_kept(self):
-        self.write('reset_method', 'bus\n')
+    def cleaning_with(self, methods, beside_another=False):
+        """``(cleaning, std_board_info reset_method)`` of the GPU whose
+        ``reset_method`` lists ``methods``, with or without another
+        function on its bus."""
+        self.write('reset_method', methods + '\n')
+        if beside_another:
+            self.add_function_on_its_bus()
         dep = self.discover()
-        self.assertEqual(('flr', 'bus'),
-                         (dep.cleaning, dep.std_board_info['reset_method']))
+        return dep.cleaning, dep.std_board_info['reset_method']
+
+    def test_bus_reset_alone_on_its_bus_is_kept(self):
+        self.assertEqual(('flr', 'bus'), self.cleaning_with('bus'))
 
     def test_bus_reset_beside_another_function_is_no_reset(self):
         # The kernel lists ``bus`` for a GPU's function 0 (probed before
         # its audio function was added) but refuses the reset: cleaning
         # none, not a reset that fails after every tenant.
-        self.write('reset_method', 'bus\n')
-        self.add_function_on_its_bus()
-        dep = self.discover()
         self.assertEqual(('none', 'none'),
-                         (dep.cleaning, dep.std_board_info['reset_method']))
+                         self.cleaning_with('bus', beside_another=True))
         self.assertIn('the kernel offers no reset for %s' % self.gpu,
                       self.logger.output)
 
     def test_flr_beside_another_function_is_kept(self):
-        self.write('reset_method', 'flr bus\n')
-        self.add_function_on_its_bus()
-        dep = self.discover()
         self.assertEqual(('flr', 'flr'),
-                         (dep.cleaning, dep.std_board_info['reset_method']))
+                         self.cleaning_with('flr bus', beside_another=True))
 
     def test_kernel_before_5_15_names_no_method(self):
         dep = self.discover()

@@ -89,20 +89,8 @@ class TestCleaning(ServiceTestBase):
         # is disabled while a tenant holds the GPU (``echo >
         # reset_method``; the kernel keeps ``reset``, whose write would
         # fail with ENOTTY): released without a reset, not locked out.
-        self.write_reset_method('flr bus\n')
-        svc = self.make_service()
-        svc.discover_and_report()
-        arq, _ = self.bind(svc, GPU)
-        self.write_reset_method('')
-        self.unbind(svc, arq)
-        with self.assertLogs('accel_backend.cleaning.worker',
-                             'WARNING') as logs:
-            self.assertEqual(['available'],
-                             list(svc.cleaner.clean_pending().values()))
-        self.assertIn('The kernel offers no reset for %s any more' % GPU,
-                      logs.output[0])
-        self.assertEqual('', self.reset_file(GPU))   # never written
-        self.assertEqual((0, 1), self.reserved(GPU))
+        svc = self.released_without_a_reset(
+            'flr bus\n', lambda: self.write_reset_method(''))
         self.assertEqual('Bound', self.bind(svc, GPU)[1])
 
     def test_bus_reset_refused_beside_a_new_function(self):
@@ -110,11 +98,18 @@ class TestCleaning(ServiceTestBase):
         # function appears on its bus while a tenant holds it (an SR-IOV
         # VF, a hot-plugged function): the kernel would refuse the bus
         # reset, so the GPU is released without one, not locked out.
-        self.write_reset_method('bus\n')
+        self.released_without_a_reset('bus\n', lambda: os.mkdir(
+            os.path.join(self.root, GPU[:-1] + '1')))
+
+    def released_without_a_reset(self, methods, while_bound):
+        """Discover the GPU with ``reset_method`` ``methods``, bind it,
+        run ``while_bound``, release it: the cleaner must release it
+        without writing ``reset``.  Returns the service."""
+        self.write_reset_method(methods)
         svc = self.make_service()
         svc.discover_and_report()
         arq, _ = self.bind(svc, GPU)
-        os.mkdir(os.path.join(self.root, GPU[:-1] + '1'))
+        while_bound()
         self.unbind(svc, arq)
         with self.assertLogs('accel_backend.cleaning.worker',
                              'WARNING') as logs:
@@ -124,6 +119,7 @@ class TestCleaning(ServiceTestBase):
                       logs.output[0])
         self.assertEqual('', self.reset_file(GPU))   # never written
         self.assertEqual((0, 1), self.reserved(GPU))
+        return svc
 
     def write_reset_method(self, text):
         with open(os.path.join(self.root, GPU, 'reset_method'), 'w') as f:
