@@ -17,8 +17,10 @@ repairs what these could not write).
 
 A write reads the database's value under the reporter's lock, right
 before it: a value read earlier, by a report or another update, never
-lands after a newer one (the nova-cyborg-interaction spec, "Placement
-update": a device being cleaned is not offered).
+lands after a newer one, so a device released for cleaning is not
+offered to the scheduler meanwhile (the nova-cyborg-interaction spec,
+"Placement update", makes accel_backend the writer of these providers'
+inventories).
 """
 
 from oslo_log import log as logging
