@@ -66,7 +66,12 @@ class TestGrowthSmall(testtools.TestCase):
                          set(storm['idle_cpu_ms_per_s']))
         self.assertGreater(storm['cpu_gross_ms_per_bind']['apis'], 0)
         self.assertGreater(storm['cpu_ms_per_bind']['apis'], 0)
-        self.assertGreater(storm['cpu_ms_per_bind']['postgresql'], 0)
+        # Taking the idle out never adds.  (PostgreSQL's own share of 16
+        # binds can be under the kernel's 10 ms accounting tick per
+        # backend: it may read 0 at this size.)
+        for name, net in storm['cpu_ms_per_bind'].items():
+            self.assertLessEqual(net, storm['cpu_gross_ms_per_bind'][name],
+                                 name)
         self.assertEqual(HOSTS * growth.DEVICES, storm['arqs'])
         self.assertEqual(
             ([], [], 0, 0, {}),
