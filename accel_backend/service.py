@@ -127,6 +127,7 @@ class Service:
         self.reporter = report.Reporter(
             self.placement, records.compute_rp_names(conf),
             reserved_for=self._reserved_for,
+            reserved_for_many=self._reserved_for_many,
             max_removal_share=conf.discovery.max_removal_share,
             checkpoint=(os.path.join(conf.state_path,
                                      provider_tree.CHECKPOINT)
@@ -273,12 +274,15 @@ class Service:
                         self.conf.host, e)
 
     def _reserved_for(self, rp_uuid):
-        # The API and conductor roles have no host store (it is a host's):
-        # they read the database they hold.
+        # API and conductor processes have no host store: their database.
         if self.store is not None:
             return self.store.reserved_units(rp_uuid)
         with self.db.transaction() as session:
             return deployable_obj.reserved_units_of_rp(session, rp_uuid)
+
+    def _reserved_for_many(self, rp_uuids):   # an API's releases
+        with self.db.transaction() as session:
+            return deployable_obj.reserved_units_of_rps(session, rp_uuids)
 
     def start(self):
         """Serve the metrics when enabled; resume half-done binding and

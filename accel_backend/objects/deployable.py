@@ -22,6 +22,7 @@ states are those of ``objects.device``.
 """
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from accel_backend.db import models
 from accel_backend.discovery import pooling
@@ -120,6 +121,25 @@ def reserved_units_of_rp(session, rp_uuid):
     dep = session.scalar(sa.select(models.Deployable).where(
         models.Deployable.rp_uuid == rp_uuid))
     return None if dep is None else reserved_units(dep)
+
+
+def reserved_units_of_rps(session, rp_uuids):
+    """``reserved_units`` of the deployables behind several resource
+    providers, in a number of statements that does not grow with them.
+
+    :param rp_uuids: iterable of provider UUIDs (str).
+    :returns: ``{rp_uuid: int}``; providers no deployable has are left
+        out.
+    """
+    rp_uuids = sorted(set(rp_uuids))
+    if not rp_uuids:
+        return {}
+    deps = session.scalars(
+        sa.select(models.Deployable)
+        .where(models.Deployable.rp_uuid.in_(rp_uuids))
+        .options(orm.selectinload(models.Deployable.device),
+                 orm.selectinload(models.Deployable.attach_handles))).all()
+    return {dep.rp_uuid: reserved_units(dep) for dep in deps}
 
 
 def to_dict(dep, base_url):

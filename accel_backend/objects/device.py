@@ -207,6 +207,16 @@ def release_handle(session, handle):
     session.info.setdefault(RELEASED_KEY, set()).add(handle.id)
 
 
+def dirty_providers(handles):
+    """Resource provider UUIDs (set) of the ``handles`` (attach handles,
+    after a release) that are ``dirty``: their units must be reserved in
+    Placement before the release is answered
+    (``placement.reserved.ReservedUnits.reserve_released``)."""
+    return {h.deployable.rp_uuid for h in handles
+            if h is not None and h.state == DIRTY and
+            h.deployable is not None and h.deployable.rp_uuid}
+
+
 def handles_to_clean(session, hostname):
     """UUIDs of the ``dirty`` and ``cleaning`` handles of a host (what a
     cleaner must finish, e.g. after a restart), oldest first."""

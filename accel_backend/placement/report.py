@@ -54,6 +54,9 @@ class Reporter(reserved_mod.ReservedUnits):
     :param reserved_for: optional callable ``(rp_uuid) -> int or None``
         giving the reserved units the database wants for a provider now;
         ``set_reserved(rp, False)`` uses it.
+    :param reserved_for_many: optional callable ``(rp_uuids) -> {rp_uuid:
+        int}``, the same for several providers in one read
+        (``reserve_released``).
     :param max_removal_share: largest share (0.0 to 1.0) of our providers
         one report may delete (``discovery.removal``).
     :param checkpoint: path of the view's checkpoint
@@ -66,10 +69,12 @@ class Reporter(reserved_mod.ReservedUnits):
     """
 
     def __init__(self, client, rp_names, reserved_for=None,
-                 max_removal_share=1.0, checkpoint=None):
+                 max_removal_share=1.0, checkpoint=None,
+                 reserved_for_many=None):
         self.max_removal_share = max_removal_share
         self.rp_names = rp_names
         self.reserved_for = reserved_for
+        self.reserved_for_many = reserved_for_many
         self.view = provider_tree.ProviderTreeView(client, rp_names,
                                                    checkpoint=checkpoint)
         self.custom = custom_names.CustomNames()

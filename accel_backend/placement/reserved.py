@@ -31,9 +31,9 @@ LOG = logging.getLogger(__name__)
 
 
 class ReservedUnits:
-    """``set_reserved`` and ``sync_reserved`` of ``report.Reporter``,
-    which gives them ``_lock``, ``_put``, ``_took_inventories`` and
-    ``reserved_for``."""
+    """``set_reserved``, ``sync_reserved`` and ``reserve_released`` of
+    ``report.Reporter``, which gives them ``_lock``, ``_put``,
+    ``_took_inventories``, ``reserved_for`` and ``reserved_for_many``."""
 
     def set_reserved(self, rp_uuid, reserved):
         """Set the reserved units of one of our providers at once, as
@@ -78,6 +78,43 @@ class ReservedUnits:
             if units is None:
                 return False
             return self._absent(rp_uuid, self._put_reserved(rp_uuid, units))
+
+    def reserve_released(self, rp_uuids):
+        """Reserve in Placement the units a release just left ``dirty``,
+        before the API answers the release: Nova deletes an instance's
+        ARQs before its allocations, so the device is never free in
+        Placement while it waits for its cleaning (the cleaner, woken
+        after this, and the periodic report write the same value).
+        Best effort: a failure is logged, the release stands.
+
+        :param rp_uuids: resource provider UUIDs (iterable of str),
+            ``objects.device.dirty_providers`` of the released handles;
+            their units are read in one go (``reserved_for_many``) under
+            the reporter's lock.
+        """
+        rp_uuids = sorted(set(rp_uuids))
+        if not rp_uuids or self.reserved_for_many is None:
+            return
+        with self._lock:
+            try:
+                units = self.reserved_for_many(rp_uuids)
+            except Exception as e:
+                LOG.warning('Could not read the reserved units of the '
+                            'released devices of resource providers %s '
+                            '(their cleaner and the next report write '
+                            'them): %s', ', '.join(rp_uuids), e)
+                return
+            for rp_uuid in rp_uuids:
+                if rp_uuid not in units:
+                    continue
+                try:
+                    self._absent(rp_uuid, self._put_reserved(
+                        rp_uuid, units[rp_uuid]))
+                except Exception as e:
+                    LOG.warning('Could not reserve the released device '
+                                'of resource provider %s in Placement '
+                                '(its cleaner and the next report will): '
+                                '%s', rp_uuid, e)
 
     def _put_reserved(self, rp_uuid, reserved):
         def body(cached):

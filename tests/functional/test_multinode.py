@@ -194,18 +194,19 @@ class TestMultiNode(testtools.TestCase):
         an API process, which has no host store: Placement reserves it
         all, then nothing."""
         device = device_obj.stable_uuid('device', 'node2', ADDRESSES[0])
-        rp = rp_uuid('node2', ADDRESSES[0])
-
-        def reserved():
-            inventories = self.placement.request(
-                'GET', '/resource_providers/%s/inventories' % rp)[
-                'inventories']
-            return [inv['reserved'] for inv in inventories.values()]
-        self.assertEqual([0], reserved())
+        self.assertEqual([0], self.reserved('node2', ADDRESSES[0]))
         self.apis[0].request('POST', '/v2/devices/%s/disable' % device)
-        self.assertEqual([1], reserved())
+        self.assertEqual([1], self.reserved('node2', ADDRESSES[0]))
         self.apis[1].request('POST', '/v2/devices/%s/enable' % device)
-        self.assertEqual([0], reserved())
+        self.assertEqual([0], self.reserved('node2', ADDRESSES[0]))
+
+    def reserved(self, host, address):
+        """Placement's reserved units of a device's provider (list, one
+        per resource class)."""
+        inventories = self.placement.request(
+            'GET', '/resource_providers/%s/inventories' % rp_uuid(
+                host, address))['inventories']
+        return [inv['reserved'] for inv in inventories.values()]
 
     def check_reported(self):
         """Both hosts' devices, through either API and in Placement,
@@ -298,6 +299,11 @@ class TestMultiNode(testtools.TestCase):
                                  expect=(204,))
         self.assertEqual([], self.apis[1].request(
             'GET', '/v2/accelerator_requests')['arqs'])
+        # Reserved in Placement by the API before it answered, though
+        # node1's agent, whose cleaner would, is down: never offered
+        # while dirty.
+        self.assertEqual([[1], [1]], [self.reserved('node1', a)
+                                      for a in ADDRESSES])
         self.wait_for('node2 cleaned', lambda: self.cleanings() == [
             'node2 ' + ADDRESSES[1]])
         self.assertEqual({'dirty'}, set(self.handles('node1').values()) -

@@ -24,6 +24,7 @@ from accel_backend import exception
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import bind_row
+from accel_backend.objects import device as device_obj
 from accel_backend.policies import arq as arq_policy
 from accel_backend import policy
 from accel_common import arq_states
@@ -223,13 +224,14 @@ def update(req, arq_uuid=None):
             reason='PATCH of one ARQ takes {"%s": [operations]}' % arq_uuid)
     binds, unbinds = schema.parse_patch(body, util.version(req) >= (2, 1))
     svc = util.service(req)
-    started, released, unbound, outcomes = svc.db.write(
+    started, released, dirty, unbound, outcomes = svc.db.write(
         _update_locked, ctx, policies, svc.dispatcher, binds, unbinds)
     # After commit: the events (in-transaction binding), or the binder
     # (the agent of each host over RPC) must find BindStarted in the
     # database.
     for data in unbound:
         svc.notifications.arq('accelerator.arq.unbind.end', data)
+    svc.reporter.reserve_released(dirty)
     svc.dispatcher.clean(released)
     if outcomes is not None:
         util.after_response(req, lambda: svc.dispatcher.bound(outcomes))
@@ -240,10 +242,12 @@ def update(req, arq_uuid=None):
 
 def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
     """The transaction of ``update``: ``(started {hostname: [arq_uuid]},
-    released hostnames, unbind notification payloads, outcomes of an
-    in-transaction binding or None)``."""
+    released hostnames, resource providers of the handles left dirty,
+    unbind notification payloads, outcomes of an in-transaction binding
+    or None)``."""
     started = {}
     released = set()
+    gave_back = []
     unbound = []
     # One lock order for every multi-ARQ request (no deadlocks), and
     # one read of them all, as rows: a binding changes and writes them
@@ -281,6 +285,7 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
         data = None
         if arq.attach_handle is not None:
             released.add(arq.hostname)
+            gave_back.append(arq.attach_handle)
             # Taken before the unbind releases the handle.
             data = notifications.arq_data(arq)
         arq_obj.unbind(arq)
@@ -294,7 +299,8 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
     elif moved:
         # BindStarted, for the agent of each host (after the commit).
         bind_row.write(session, moved)
-    return started, released, unbound, outcomes
+    return (started, released, device_obj.dirty_providers(gave_back),
+            unbound, outcomes)
 
 
 def delete(req, arq_uuid=None):
@@ -335,7 +341,7 @@ def delete(req, arq_uuid=None):
         # is checked on the state the delete acts on.  ARQs deleted
         # meanwhile (Nova retries deletes) are simply gone.
         arqs = arq_obj.get_all_for_update(session, [a.uuid for a in arqs])
-        handles = arq_obj.load_handles(session, arqs)  # noqa: F841
+        handles = arq_obj.load_handles(session, arqs)
         released = set()
         deleted = []
         for arq in arqs:
@@ -345,8 +351,10 @@ def delete(req, arq_uuid=None):
                 released.add(arq.hostname)
             deleted.append(notifications.arq_data(arq))
         arq_obj.delete_locked(session, arqs)
+        dirty = device_obj.dirty_providers(handles)
+    svc = util.service(req)
     for data in deleted:
-        util.service(req).notifications.arq('accelerator.arq.delete.end',
-                                            data)
-    util.service(req).dispatcher.clean(released)
+        svc.notifications.arq('accelerator.arq.delete.end', data)
+    svc.reporter.reserve_released(dirty)
+    svc.dispatcher.clean(released)
     return util.response(204)
