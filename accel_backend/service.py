@@ -273,8 +273,7 @@ class Service:
             LOG.warning('Cannot record the status of host %s: %s',
                         self.conf.host, e)
 
-    def _reserved_for(self, rp_uuid):
-        # API and conductor processes have no host store: their database.
+    def _reserved_for(self, rp_uuid):   # no host store: the database
         if self.store is not None:
             return self.store.reserved_units(rp_uuid)
         with self.db.transaction() as session:
