@@ -108,6 +108,9 @@ class ReservedUnits:
                 if rp_uuid not in units:
                     continue
                 try:
+                    # Read first: the host's agent writes these providers
+                    # too, so what this process last saw may be stale.
+                    self.view.refresh(rp_uuid)
                     self._absent(rp_uuid, self._put_reserved(
                         rp_uuid, units[rp_uuid]))
                 except Exception as e:

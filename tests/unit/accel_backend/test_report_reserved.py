@@ -25,8 +25,9 @@ class TestReservedLandsLast(ReporterTestBase):
         super().setUp()
         # The database's reserved units per provider (``reserved_for``).
         self.db = {}
-        self.reporter = report.Reporter(self.client, [COMPUTE],
-                                        reserved_for=self.db.get)
+        self.reporter = report.Reporter(
+            self.client, [COMPUTE], reserved_for=self.db.get,
+            reserved_for_many=lambda rps: {r: self.db[r] for r in rps})
         self.af, self.d8 = self.two_t4s()
         self.db.update({self.af.rp_uuid: 0, self.d8.rp_uuid: 0})
         self.reporter.report([self.af, self.d8])
@@ -79,3 +80,18 @@ class TestReservedLandsLast(ReporterTestBase):
         del self.client.log[:]
         self.assertFalse(reporter.sync_reserved(self.af.rp_uuid))
         self.assertEqual([], self.client.writes())
+
+    def test_a_release_is_reserved_over_another_process_write(self):
+        # This process reserved the device once (its view says 1); the
+        # host's agent cleaned it and wrote 0 since.  A new release must
+        # write 1, not trust the stale view.
+        self.db[self.af.rp_uuid] = 1
+        self.reporter.reserve_released([self.af.rp_uuid])
+        self.assertEqual(1, self.reserved(self.af))
+        self.raw.put('/resource_providers/%s/inventories' % self.af.rp_uuid,
+                     {'resource_provider_generation': self.rp(
+                         self.af.rp_uuid)['generation'],
+                      'inventories': {'PGPU': {'total': 1, 'reserved': 0}}})
+        self.reporter.reserve_released([self.af.rp_uuid])
+        self.assertEqual((1, 0), (self.reserved(self.af),
+                                  self.reserved(self.d8)))
