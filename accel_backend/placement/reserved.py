@@ -46,6 +46,10 @@ class ReservedUnits:
             count; for False the reporter's ``reserved_for`` is asked
             first, under the reporter's lock (an enabled device with a
             handle being cleaned keeps that unit reserved).
+        The provider is read first (two GETs): with agents, the host's
+        agent writes it too, so what this process last saw may be stale,
+        and a write its view already shows would be skipped.
+
         :returns: True when Placement shows the wanted value now, False
             when the provider does not exist (yet): the next report
             creates it with the right ``reserved``.
@@ -56,6 +60,7 @@ class ReservedUnits:
                 units = self.reserved_for(rp_uuid)
                 if units is not None:
                     reserved = units
+            self.view.refresh(rp_uuid)
             return self._absent(rp_uuid,
                                 self._put_reserved(rp_uuid, reserved))
 

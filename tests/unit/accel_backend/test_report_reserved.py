@@ -95,3 +95,18 @@ class TestReservedLandsLast(ReporterTestBase):
         self.reporter.reserve_released([self.af.rp_uuid])
         self.assertEqual((1, 0), (self.reserved(self.af),
                                   self.reserved(self.d8)))
+
+    def test_a_disable_is_written_over_another_process_write(self):
+        # This API process disabled the device (its view says reserved
+        # 1); another API process behind the same load balancer enabled
+        # it since (Placement says 0).  Disabling it again here must
+        # write 1, not trust the stale view.
+        self.assertTrue(self.reporter.set_reserved(self.af.rp_uuid, True))
+        self.assertEqual(1, self.reserved(self.af))
+        self.raw.put('/resource_providers/%s/inventories' % self.af.rp_uuid,
+                     {'resource_provider_generation': self.rp(
+                         self.af.rp_uuid)['generation'],
+                      'inventories': {'PGPU': {'total': 1, 'reserved': 0}}})
+        self.assertTrue(self.reporter.set_reserved(self.af.rp_uuid, True))
+        self.assertEqual((1, 0), (self.reserved(self.af),
+                                  self.reserved(self.d8)))
