@@ -51,6 +51,11 @@ def start_all(cloud, say):
     :raises RuntimeError: when a program is missing or an API call fails.
     """
     layout = cloud.layout
+    if layout.compute == 'nested':
+        # First: L1's services import their modules while the machine
+        # starts the control plane (``nested.boot``).
+        from tools.aio import nested
+        rec = nested.boot(cloud, say)
     if layout.db == 'postgresql':
         infra.start_postgres(cloud, say)
     infra.start_rabbitmq(cloud, say)
@@ -67,8 +72,7 @@ def start_all(cloud, say):
     _nova(cloud, say, token)
     _accel_backend(cloud, say, token)
     if layout.compute == 'nested':
-        from tools.aio import nested
-        rec = nested.start(cloud, say, token)
+        nested.start(cloud, say, token, rec)
         _discover_hosts(cloud, say, token, rec)
 
 

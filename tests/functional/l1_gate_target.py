@@ -1,0 +1,26 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A program for ``test_l1_gate``: importing it appends ``imported`` to
+the file ``$L1_GATE_TEST_MARK``; its ``main`` prints its ``sys.argv``
+and returns 3."""
+
+import os
+import sys
+
+with open(os.environ['L1_GATE_TEST_MARK'], 'a') as _mark:
+    _mark.write('imported\n')
+
+
+def main():
+    print(' '.join(sys.argv))
+    return 3
