@@ -39,17 +39,16 @@ class ReservedUnits:
         """Set the reserved units of one of our providers at once, as
         disabling/enabling a device, a release or a cleaning does; other
         inventory fields are kept.  Generation-safe: a 409 re-reads and
-        retries.
+        retries.  The provider is read first (two GETs): other API
+        processes and the host's agent write it too, so what this
+        process last saw may be stale, and a write its view already
+        showed would be skipped.
 
         :param rp_uuid: the deployable's resource provider UUID.
         :param reserved: True (reserved = total), False (0) or a unit
             count; for False the reporter's ``reserved_for`` is asked
             first, under the reporter's lock (an enabled device with a
             handle being cleaned keeps that unit reserved).
-        The provider is read first (two GETs): with agents, the host's
-        agent writes it too, so what this process last saw may be stale,
-        and a write its view already shows would be skipped.
-
         :returns: True when Placement shows the wanted value now, False
             when the provider does not exist (yet): the next report
             creates it with the right ``reserved``.
