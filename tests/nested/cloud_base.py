@@ -22,6 +22,7 @@ import testtools
 
 from accel_backend.objects import device as device_obj
 from nova_accel_tempest_plugin import guest_console
+from tools.aio import __main__ as aio_main
 from tools.aio import cloud as cloud_mod
 from tools.aio import devices
 from tools.aio import nested
@@ -35,14 +36,18 @@ EDU = '0x%s:0x%s' % (devices.EDU_SPEC['vendor_id'],
 
 
 class RealGuestTestBase(testtools.TestCase):
-    """One cloud for the class (``tools.aio.cloud.up(compute='nested')``),
-    taken down after it, and helpers over its APIs and guests."""
+    """One cloud for the class, the one ``python -m tools.aio all
+    --skip-tempest`` (the README's demo) brings up, taken down after it,
+    and helpers over its APIs and guests."""
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
+        # The cloud the README's demo brings up: ``tools/run demo`` is
+        # ``python -m tools.aio all --skip-tempest``.
+        demo = aio_main.parser().parse_args(['all', '--skip-tempest'])
         try:
-            cls.cloud = cloud_mod.up(compute='nested')
+            cls.cloud = cloud_mod.up(db=demo.db, compute=demo.compute)
         except SystemExit as e:
             raise AssertionError('the cloud with the nested compute node '
                                  'did not come up (%s); see its output '

@@ -16,14 +16,13 @@ boots a real guest with a device accel_backend's agent discovered on L1's
 real sysfs; the assertions read what L1's kernel, libvirt and the guest
 see, not only API states.
 
-One cloud for the class (``tools.aio.cloud.up(compute='nested')``, the same
-as ``tools/run demo``): 2 to 3.5 minutes to come up on a quiet 2-core
-machine (6 to 13 while other jobs share it), plus the guest's boot under
-TCG inside TCG.  Two tempest scenarios of nova-accel's plugin run against
-it too: the guest one (9.4 minutes measured: three guest boots, a shelve
-and an unshelve) and the bind failure one (3.7).  The class takes its
-cloud down before ``test_demo`` brings up its own (``tools.aio`` keeps
-one).
+One cloud for the class, the one ``tools/run demo`` brings up (``python
+-m tools.aio all --skip-tempest``): 2 to 3.5 minutes to come up on a quiet
+2-core machine (6 to 13 while other jobs share it), plus the guest's boot
+under TCG inside TCG.  Two tempest scenarios of nova-accel's plugin run
+against it too: the guest one (8.4 minutes measured: three guest boots, a
+shelve and an unshelve) and the bind failure one (3.4), and so does the
+README's demo step (``tests/nested/demo_run.py``).
 """
 
 import json
@@ -33,6 +32,7 @@ from nova_accel_tempest_plugin import guest_console
 from tests.nested.cloud_base import _edus
 from tests.nested.cloud_base import EDU
 from tests.nested.cloud_base import RealGuestTestBase
+from tests.nested import demo_run
 from tools.aio import devices
 from tools.aio import nested
 from tools.nested import node
@@ -350,6 +350,13 @@ class TestARealGuest(RealGuestTestBase):
                 node.Layout.NUMA1_EDU,) + node.Layout.UNIT_EDUS:
             self.assertNotEqual('vfio-pci', nested.device_state(
                 self.sess, address)['driver'])
+
+    def test_the_readme_demo(self):
+        # The README's main job is ``all --skip-tempest``: up (this
+        # class's cloud), demo, down (this class's teardown).  Its demo
+        # step, as tox -e aio runs it, checked on what it prints.
+        rc, out, _ = demo_run.run()
+        demo_run.check(self, rc, out)
 
     def test_functions_of_one_iommu_group_are_one_device(self):
         deps = self.api('GET', 'accel', '/v2/deployables')['deployables']

@@ -29,11 +29,12 @@ def main(argv=None):
     :returns: the exit status (int): 0 on success, 2 for an unknown
         command.
     """
-    return _run(_parser().parse_args(argv))
+    return _run(parser().parse_args(argv))
 
 
-def _parser():
-    """The ``argparse`` parser of ``python -m tools.aio``."""
+def parser():
+    """The ``argparse`` parser of ``python -m tools.aio`` (also what
+    ``tests/nested`` reads the README demo's cloud from)."""
     parser = argparse.ArgumentParser(
         prog='python -m tools.aio',
         description='nova-accel all-in-one cloud on 127.0.0.1')
