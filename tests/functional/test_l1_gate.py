@@ -79,7 +79,7 @@ class L1GateTest(testtools.TestCase):
         self.assertFalse(os.path.exists(self.mark))
 
     def test_the_services_of_l1_keep_their_console_script(self):
-        # restart_compute finds nova-compute by "bin/nova-compute ".
+        # l1_restart.prepare finds nova-compute by "bin/nova-compute ".
         layout = type('Layout', (), {'venv': '/venv'})()
         paths = {'nova': '/n/nova-cpu.conf', 'agent': '/n/agent.conf'}
         gated = dict(nested.l1_services(layout, paths, gate='/n/go'))

@@ -41,11 +41,9 @@ PVH ``vmlinux``, not its bzImage, whose xz payload took as long again to
 unpack there).  With KVM the same code runs at native speed.
 """
 
-import datetime
 import json
 import os
 import shlex
-import time
 
 from tools.aio import config
 from tools.aio import devices
@@ -309,58 +307,6 @@ def l1_services(layout, paths, gate=None):
                         gate, entry, ','.join(preload))), command)
         services.append((name, command))
     return services
-
-
-def restart_compute(cloud, sess, token, say=print):
-    """Stop nova-compute in L1 as a service manager does (SIGTERM, then
-    SIGKILL after 60 s) and start it again with the same configuration;
-    return once it is serving again.
-
-    "Serving" is the service record's ``updated_at`` moving past the
-    moment the old process was gone: Nova's ``Service.start`` runs
-    ``init_host`` and the first resource update (``pre_start_hook``)
-    before its first state report.
-
-    :param cloud: ``tools.aio.cloud.Cloud`` with a nested compute node.
-    :param sess: its ``tools.nested.session.Session``.
-    :param token: an admin token (str) for the compute API.
-    :returns: seconds from the stop until it served again (float).
-    :raises tools.aio.procs.ProcessFailed: the new nova-compute exited
-        or did not report within ``L1_START_TIMEOUT`` seconds.
-    """
-    layout = cloud.layout
-    start = time.monotonic()
-    sess.sh('pkill -TERM -f "bin/nova-compute " || true\n'
-            'for i in $(seq 60); do pgrep -f "bin/nova-compute " >/dev/null'
-            ' || exit 0; sleep 1; done\n'
-            'pkill -KILL -f "bin/nova-compute "\n', timeout=120)
-    # Taken once the old process is gone: while it shuts down gracefully
-    # it still reports its state.
-    stopped = datetime.datetime.now(datetime.timezone.utc).replace(
-        tzinfo=None)
-    say('nested: nova-compute of L1 stopped; starting it again')
-    name = 'nova-compute-restart-%d' % int(time.time())
-    command = dict(l1_services(layout, write_configs(layout)))[
-        'nova-compute']
-    log = sess.spawn(name, command, env=l1_env(layout))
-
-    def serving():
-        status = sess.exited(name)
-        if status is not None:
-            raise procs.ProcessFailed(
-                'nova-compute in L1 exited with %d' % status, log)
-        got, _ = cloud.http('GET', layout.url(
-            'nova_api', '/v2.1/os-services?binary=nova-compute&host=%s' %
-            L1_HOST), token=token)
-        service, = got['services']
-        return service['updated_at'] and datetime.datetime.fromisoformat(
-            service['updated_at'].rstrip('Z')) > stopped
-    cloud.wait_for('nova-compute of L1 after its restart', serving,
-                   timeout=L1_START_TIMEOUT, interval=3)
-    took = time.monotonic() - start
-    say('nested: nova-compute of L1 serves again %.0f s after its stop' %
-        took)
-    return took
 
 
 def _wait(cloud, sess, what, check, rec, logs, name):
