@@ -43,3 +43,23 @@ class StampTest(testtools.TestCase):
 
     def test_this_bundle_is_read(self):
         self.assertIn('jsonschema>=4.0', venv.bundle_requirements())
+
+
+class InstallerTest(testtools.TestCase):
+
+    def test_uv_on_path_installs_compiled_into_the_venv(self):
+        bin_dir = self.useFixture(fixtures.TempDir()).path
+        uv = os.path.join(bin_dir, 'uv')
+        with open(uv, 'w') as f:
+            f.write('#!/bin/sh\n')
+        os.chmod(uv, 0o755)
+        self.useFixture(fixtures.EnvironmentVariable('PATH', bin_dir))
+        self.assertEqual([uv, 'pip', 'install', '--quiet',
+                          '--compile-bytecode', '--python', '/v/bin/python'],
+                         venv.installer('/v'))
+
+    def test_without_uv_the_venvs_pip(self):
+        empty = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.EnvironmentVariable('PATH', empty))
+        self.assertEqual(['/v/bin/python', '-m', 'pip', 'install'],
+                         venv.installer('/v')[:4])

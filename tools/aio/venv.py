@@ -76,6 +76,22 @@ def program(venv, name):
     return os.path.join(venv, 'bin', name)
 
 
+def installer(venv):
+    """The command (argv list) that installs packages into ``venv`` when
+    it is built: ``uv pip install``, compiled to bytecode as pip does
+    (L1 runs with ``PYTHONDONTWRITEBYTECODE``: it would compile Nova
+    under TCG on each start), when ``uv`` is on ``PATH`` (``tox -e aio``
+    and ``tox -e cyborg-tempest`` install it: 37 s against pip's 95 on 2
+    cores, both with warm caches); else the venv's own pip.  uv reads PyPI, or
+    ``UV_DEFAULT_INDEX``, not pip's configuration."""
+    uv = shutil.which('uv')
+    if uv:
+        return [uv, 'pip', 'install', '--quiet', '--compile-bytecode',
+                '--python', python(venv)]
+    return [python(venv), '-m', 'pip', 'install', '--quiet',
+            '--disable-pip-version-check']
+
+
 def ensure(venv, repo, say, log_path):
     """Create or update ``venv``; install this bundle from ``repo``.
 
@@ -93,9 +109,10 @@ def ensure(venv, repo, say, log_path):
             say('venv: requirements changed, rebuilding %s' % venv)
             shutil.rmtree(venv)
         else:
-            say('venv: creating %s (first time: about 3 minutes)' % venv)
+            say('venv: creating %s (first time: about 1 to 3 minutes)' %
+                venv)
         _run([sys.executable, '-m', 'venv', venv], log_path)
-        _run(pip + REQUIREMENTS + [repo], log_path)
+        _run(installer(venv) + REQUIREMENTS + [repo], log_path)
         _run([python(venv), '-m', 'pip', 'check'], log_path)
         with open(stamp_path, 'w') as f:
             f.write(stamp(repo) + '\n')
