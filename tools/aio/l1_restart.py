@@ -64,9 +64,9 @@ def restart_compute(cloud, sess, token, say=print, replacement=None):
     SIGKILL after 60 s) and start it again with the same configuration;
     return once it is serving again.
 
-    The new process is ``replacement`` (``prepare``'s
-    answer; one is prepared here when None): its ``main()`` runs once the
-    old process is gone, as a service manager's restart would run it.
+    The new process is ``replacement`` (``prepare``'s answer; one is
+    prepared here when None): its ``main()`` runs once the old process is
+    gone, as a service manager's restart would run it.
 
     "Serving" is the service record's ``updated_at`` moving past the
     moment the old process was gone: Nova's ``Service.start`` runs

@@ -82,12 +82,17 @@ def installer(venv):
     (L1 runs with ``PYTHONDONTWRITEBYTECODE``: it would compile Nova
     under TCG on each start), when ``uv`` is on ``PATH`` (``tox -e aio``
     and ``tox -e cyborg-tempest`` install it: 37 s against pip's 95 on 2
-    cores, both with warm caches); else the venv's own pip.  uv reads PyPI, or
-    ``UV_DEFAULT_INDEX``, not pip's configuration."""
+    cores, both with warm caches); else the venv's own pip.  uv reads
+    PyPI, or ``UV_DEFAULT_INDEX``, not pip's configuration."""
     uv = shutil.which('uv')
     if uv:
         return [uv, 'pip', 'install', '--quiet', '--compile-bytecode',
                 '--python', python(venv)]
+    return _pip(venv)
+
+
+def _pip(venv):
+    """``pip install`` of ``venv`` itself (argv list)."""
     return [python(venv), '-m', 'pip', 'install', '--quiet',
             '--disable-pip-version-check']
 
@@ -102,8 +107,6 @@ def ensure(venv, repo, say, log_path):
     if os.path.exists(stamp_path):
         with open(stamp_path) as f:
             current = f.read().strip()
-    pip = [python(venv), '-m', 'pip', 'install', '--quiet',
-           '--disable-pip-version-check']
     if current != stamp(repo):
         if os.path.exists(venv):
             say('venv: requirements changed, rebuilding %s' % venv)
@@ -118,7 +121,10 @@ def ensure(venv, repo, say, log_path):
             f.write(stamp(repo) + '\n')
     else:
         say('venv: %s is up to date; reinstalling this bundle' % venv)
-        _run(pip + ['--no-deps', '--force-reinstall', repo], log_path)
+        # pip, also with uv at hand: the working tree's code each time,
+        # never a build cached from an earlier one.
+        _run(_pip(venv) + ['--no-deps', '--force-reinstall', repo],
+             log_path)
     # compute_driver = accel.FakeDriver: the shim goes into the venv's Nova.
     _run([program(venv, 'nova-accel-driver-shim'), 'install'], log_path)
 
