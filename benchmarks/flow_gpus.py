@@ -138,10 +138,18 @@ class Host:
             'GET', '/resource_providers?in_tree=%s&resources=PGPU:1'
             % self.root)['resource_providers']]
 
-    def stop(self):
-        for fx in (self.backend, self.placement):
-            if fx is not None:
-                fx.cleanUp()
+    def stop(self, abandoned=False):
+        """Stop accel-backend and Placement.
+
+        :param abandoned: Placement may still be computing an answer
+            nobody waits for: SIGKILL it (``sched.Cloud.stop``).
+        """
+        if self.backend is not None:
+            self.backend.cleanUp()
+        if self.placement is not None:
+            if abandoned:
+                self.placement.kill()
+            self.placement.cleanUp()
 
     def profile(self, gpus):
         return 'flow-%s-%d' % (self.layout, gpus)
@@ -318,7 +326,7 @@ def measure(env, clouds=None, layouts=LAYOUTS):
                                  cells[layout].values()]:
                     # Placement goes on computing the abandoned answer
                     # (and holds its database): sample on fresh servers.
-                    host.stop()
+                    host.stop(abandoned=True)
                     host = Host(env, layout, others, attempt=2)
                     host.start()
                 sample(host, cells[layout], samples)

@@ -45,9 +45,10 @@ two groups or more, ``group_policy=isolate`` (from the flavor).
 The cells (layout, N) of a size take turns sample by sample after one
 uncounted warm-up each.  A request has ``TIMEOUT`` seconds: one that takes
 longer is recorded as ``timeout``, the layout's larger N are skipped at
-that size and every larger size, and its Placement is restarted (the
-server would go on computing the abandoned answer).  A cell stops
-sampling once its samples took ``CELL_BUDGET`` seconds (3 at least).
+that size and every larger size, and its Placement is killed (it
+would go on computing the abandoned answer) and started afresh.  A cell
+stops sampling once its samples took ``CELL_BUDGET`` seconds (3 at
+least).
 """
 
 import os
@@ -238,9 +239,18 @@ class Cloud:
         self.session = requests.Session()
         self.session.headers.update(launch_placement.ADMIN_HEADERS)
 
-    def stop(self):
+    def stop(self, abandoned=False):
+        """Stop Placement.
+
+        :param abandoned: it may still be computing an answer nobody
+            waits for: SIGKILL it and its worker at once rather than wait
+            for gunicorn's graceful stop, which waits for that answer
+            (``tools.fixtures.process.Process.STOP_TIMEOUT``, 10 s).
+        """
         if self.server is not None:
             self.session.close()
+            if abandoned:
+                self.server.kill()
             self.server.cleanUp()
             self.server = None
 
@@ -257,7 +267,7 @@ class Cloud:
         try:
             r = self.session.get(url, timeout=(5, timeout))
         except requests.exceptions.ReadTimeout:
-            self.stop()
+            self.stop(abandoned=True)
             self.start()
             return None, None
         dt = time.perf_counter() - t0

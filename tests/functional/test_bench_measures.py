@@ -19,6 +19,7 @@ scheduling cost measure (``benchmarks.sched``) on real Placements; the
 flow of 1 and 8 GPUs (``benchmarks.flow_gpus``), pooled and per device."""
 
 import shutil
+import signal
 import tempfile
 import types
 
@@ -92,6 +93,26 @@ class TestSchedMeasure(testtools.TestCase):
         md = '\n'.join(sections.sched_md(res))
         self.assertIn('| 2 | pooled | ', md)
         self.assertEqual(4, len(summary.summary_rows({'sched': res})))
+
+    def test_a_timed_out_request_kills_its_placement(self):
+        work = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, work, True)
+        cloud = sched.Cloud(work, 1, 'per_device')
+        cloud.start()
+        self.addCleanup(cloud.stop)
+        old = cloud.server
+        # 8 request groups over 8 providers of one GPU: 8! assignments,
+        # far beyond a second.
+        self.assertEqual((None, None), cloud.sample(8, timeout=1.0))
+        # SIGKILLed, never sent SIGTERM: gunicorn's graceful stop would
+        # wait for the abandoned answer.
+        self.assertEqual(-signal.SIGKILL, old.proc.returncode)
+        with open(old.log_path) as log:
+            self.assertNotIn('Handling signal: term', log.read())
+        # A fresh Placement, filled again, answers.
+        self.assertIsNot(old, cloud.server)
+        self.assertEqual(sched.expected_candidates('per_device', 1, 1),
+                         cloud.sample(1)[1])
 
 
 class TestFlowGpusMeasure(testtools.TestCase):
