@@ -64,10 +64,11 @@ class TestARealGuest(RealGuestTestBase):
                  [{'name': 'nested-extra', 'groups': [group]}])
         self.addCleanup(self.api, 'DELETE', 'accel',
                         '/v2/device_profiles/nested-extra')
-        server = self.boot('nested-one', flavor)
         # The nova-compute that _restart_compute starts imports its
-        # modules while the guest boots, on L1's vCPU the guest leaves.
+        # modules while the control plane schedules the server and binds
+        # its ARQ, when L1 idles.
         self.replacement = l1_restart.prepare(self.cloud, self.sess)
+        server = self.boot('nested-one', flavor)
         arq, = self.arqs(server)
         self.assertEqual('Bound', arq['state'])
         info = arq['attach_handle_info']
