@@ -30,24 +30,19 @@ Placement and the accelerator service with its own credentials
 (``[placement]``, ``[service_user]``).
 
 Exit status: 0 done (the summary is printed as JSON), 1 refused or failed
-(nothing changed; the reason is printed), 2 bad usage.
+(nothing changed; the reason is printed), 2 bad usage, or Nova cannot be
+imported by this Python (one line on stderr: the command runs with the
+Python of the Nova services; ``pip install nova-accel`` on a host without
+Nova installs it too, and there it says so instead of a traceback).
 """
 
 import sys
+import types
 
-import nova.conf
-from nova import config as nova_config
-from nova import context as nova_context
-from nova import objects
-from nova import rpc as nova_rpc
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
-from nova_accel.attach import exception
-from nova_accel.attach import rpc as hotplug_rpc
-
-CONF = nova.conf.CONF
 LOG = logging.getLogger(__name__)
 
 COMMANDS = {
@@ -78,6 +73,41 @@ def _add_parsers(subparsers):
 command_opt = cfg.SubCommandOpt('command', title='Commands',
                                 handler=_add_parsers)
 
+NOVA_MISSING = ('nova-accel: this Python cannot import Nova (%s); run it '
+                'with the Python of the Nova services, where nova-manage '
+                'runs\n')
+
+
+def _import_nova():
+    """Nova's modules the command runs on, imported when it runs.
+
+    The module imports no Nova at import time (``nova_accel.attach.rpc``
+    and ``nova_accel.attach.exception`` import Nova too), so that the
+    console script, which ``pip install nova-accel`` also installs on a
+    host without Nova, can say that Nova is missing instead of ending in
+    a traceback.  Nova is not a requirement of the distribution: the
+    command uses the Nova it is installed beside (Nova 34,
+    ``nova/cmd/manage.py`` reads the same ``nova.conf`` and databases).
+
+    :returns: a namespace: ``conf`` (``nova.conf``), ``config``,
+        ``context``, ``objects``, ``rpc`` (Nova's modules of those names),
+        ``hotplug_rpc`` (``nova_accel.attach.rpc``), ``hotplug_exception``
+        (``nova_accel.attach.exception``).
+    :raises ImportError: Nova, or a module Nova imports, cannot be
+        imported.
+    """
+    import nova.conf
+    from nova import config
+    from nova import context
+    from nova import objects
+    from nova import rpc
+
+    from nova_accel.attach import exception
+    from nova_accel.attach import rpc as hotplug_rpc
+    return types.SimpleNamespace(
+        conf=nova.conf, config=config, context=context, objects=objects,
+        rpc=rpc, hotplug_rpc=hotplug_rpc, hotplug_exception=exception)
+
 
 def run(command, server, device_profile, timeout=None, context=None,
         out=sys.stdout, err=sys.stderr):
@@ -85,13 +115,15 @@ def run(command, server, device_profile, timeout=None, context=None,
 
     :param command: ``attach-accelerator`` or ``detach-accelerator``.
     :returns: the exit status.
+    :raises ImportError: Nova cannot be imported (``main`` checks first).
     """
-    ctxt = context or nova_context.get_admin_context()
-    api = hotplug_rpc.HotplugAPI()
+    mods = _import_nova()
+    ctxt = context or mods.context.get_admin_context()
+    api = mods.hotplug_rpc.HotplugAPI()
     method = getattr(api, COMMANDS[command])
     try:
         result = method(ctxt, server, device_profile, timeout=timeout)
-    except exception.HotplugError as exc:
+    except mods.hotplug_exception.HotplugError as exc:
         err.write('%s failed: %s\n' % (command, exc))
         return 1
     except Exception as exc:
@@ -110,18 +142,27 @@ def main(argv=None):
 
     :param argv: the command line, program name first (list of str);
         ``sys.argv`` when None.
-    :returns: the exit status (int): 0, or 1 with one line on stderr.
+    :returns: the exit status (int): 0, 1 with one line on stderr, or 2
+        with one line on stderr when this Python cannot import Nova
+        (before the command line is parsed: ``--help`` included, since
+        the options are Nova's).
     """
     argv = sys.argv if argv is None else argv
-    CONF.register_cli_opt(command_opt)
-    nova_config.parse_args(argv, prog='nova-accel')
-    logging.setup(CONF, 'nova')
-    objects.register_all()
     try:
-        return run(CONF.command.name, CONF.command.server,
-                   CONF.command.device_profile, timeout=CONF.command.timeout)
+        mods = _import_nova()
+    except ImportError as exc:
+        sys.stderr.write(NOVA_MISSING % ' '.join(str(exc).split()))
+        return 2
+    conf = mods.conf.CONF
+    conf.register_cli_opt(command_opt)
+    mods.config.parse_args(argv, prog='nova-accel')
+    logging.setup(conf, 'nova')
+    mods.objects.register_all()
+    try:
+        return run(conf.command.name, conf.command.server,
+                   conf.command.device_profile, timeout=conf.command.timeout)
     finally:
-        nova_rpc.cleanup()
+        mods.rpc.cleanup()
 
 
 if __name__ == '__main__':
