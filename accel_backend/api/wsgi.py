@@ -37,6 +37,7 @@ from accel_backend.api import health
 from accel_backend.api import microversion
 from accel_backend.api import routes
 from accel_backend.api import util
+from accel_backend.conf import library_defaults
 from accel_backend import exception
 from accel_backend import policy
 
@@ -225,14 +226,8 @@ def make_app(conf, service):
     app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
     app = request_id_mw.RequestId(app)
     # Browsers (a dashboard on another origin): [cors] allowed_origin,
-    # none by default; the headers the API reads and sends, as Placement
-    # sets them (placement/deploy.py).
-    cors.set_defaults(
-        allow_headers=['X-Auth-Token', 'X-Service-Token',
-                       'X-OpenStack-Request-ID', 'OpenStack-API-Version',
-                       'Content-Type'],
-        expose_headers=['X-OpenStack-Request-ID', 'OpenStack-API-Version'],
-        allow_methods=['GET', 'POST', 'PATCH', 'PUT', 'DELETE'])
+    # none by default; the headers and methods of the API.
+    cors.set_defaults(**library_defaults.CORS_DEFAULTS)
     app = cors.CORS(app, conf)
     return _AfterResponse(app)
 

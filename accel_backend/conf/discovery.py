@@ -168,3 +168,36 @@ OPTS = [
                       'what it kept; ``accel-backend-manage discovery sync '
                       '--force`` removes them once. 1.0 never refuses.'),
 ]
+
+#: ``[mdev_<type>]``: the options of one enabled mdev type, registered by
+#: the mdev driver (``accel_backend.discovery.drivers.mdev``) on a group
+#: named after each type of ``mdev_types`` once the configuration is read,
+#: as Nova 34 registers ``[mdev_$(MDEV_TYPE)]`` (nova/conf/devices.py,
+#: ``register_dynamic_opts``).  ``list_opts`` shows them once, under the
+#: example group ``MDEV_TYPE_EXAMPLE_GROUP``, for the sample file and the
+#: configuration reference.
+MDEV_TYPE_OPTS = [
+    cfg.ListOpt('device_addresses', default=[],
+                help='PCI addresses of the GPUs that offer this type (PF or '
+                     'VF addresses), as in the address of Nova\'s [pci] '
+                     'device_spec: domain:bus:slot.function, each field a '
+                     'hex number or *, leading fields optional (0000:41:*). '
+                     'Shell globs (0000:4?:00.0) are deprecated.'),
+    cfg.IntOpt('max_instances', min=1,
+               help='Most devices of this type one GPU can hold.'),
+]
+
+#: The group name shown for ``MDEV_TYPE_OPTS``; a configuration file
+#: names the type instead of ``<type>`` (``[mdev_nvidia-222]``).
+MDEV_TYPE_EXAMPLE_GROUP = cfg.OptGroup(
+    'mdev_<type>', title='One enabled mdev type',
+    help='One group per type of ``[discovery] mdev_types``, named '
+         '``mdev_`` followed by the type: for ``mdev_types = nvidia-222`` '
+         'the group is ``[mdev_nvidia-222]``. A group of a type not '
+         'enabled is ignored.')
+
+
+def mdev_type_group(type_id):
+    """Name of the group of one mdev type: ``nvidia-222`` ->
+    ``mdev_nvidia-222`` (str)."""
+    return 'mdev_%s' % type_id

@@ -45,9 +45,9 @@ VFs that offer it; without a known maximum the GPU is not reported.
 """
 
 import os_traits
-from oslo_config import cfg
 from oslo_log import log as logging
 
+from accel_backend.conf import discovery as discovery_conf
 from accel_backend.discovery.drivers import base
 from accel_backend.discovery import sysfs
 from accel_common import pci
@@ -63,21 +63,12 @@ def type_trait(type_id):
 
 def register_type_opts(conf, type_ids):
     """Register ``[mdev_<type>] device_addresses`` and ``max_instances``
-    for each enabled type (groups named after runtime values, as Nova's
+    (``accel_backend.conf.discovery.MDEV_TYPE_OPTS``) for each enabled
+    type (groups named after runtime values, as Nova's
     ``register_dynamic_opts`` does); registering twice is harmless."""
     for type_id in type_ids:
-        group = 'mdev_%s' % type_id
-        conf.register_opt(cfg.ListOpt(
-            'device_addresses', default=[],
-            help='PCI addresses of the GPUs that offer this type (PF or '
-                 'VF addresses), as in the address of Nova\'s [pci] '
-                 'device_spec: domain:bus:slot.function, each field a hex '
-                 'number or *, leading fields optional (0000:41:*). Shell '
-                 'globs (0000:4?:00.0) are deprecated.'), group=group)
-        conf.register_opt(cfg.IntOpt(
-            'max_instances', min=1,
-            help='Most devices of this type one GPU can hold.'),
-            group=group)
+        conf.register_opts(discovery_conf.MDEV_TYPE_OPTS,
+                           group=discovery_conf.mdev_type_group(type_id))
 
 
 class MdevDriver(base.PCIDriverBase):
