@@ -10,17 +10,78 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Check that the built documentation holds every option and policy rule.
+"""Check the documentation against the code.
 
-``python -m tools.check_docs doc/build/html`` (run by ``tox -e docs``):
-every option of the ``accel_backend`` and ``nova_accel`` namespaces, and
-every rule of ``accel_backend``'s policy defaults, must appear in the
-configuration reference; exits 1 naming what is missing.
+``python -m tools.check_docs [doc/build/html] [--rst FILE ...]`` (run by
+``tox -e docs`` after the Sphinx build; ``tests/unit/test_check_docs.py``
+runs the RST part without a build):
+
+* with the HTML directory: every option of the ``accel_backend`` and
+  ``nova_accel`` namespaces, and every rule of ``accel_backend``'s policy
+  defaults, appears in the built configuration reference;
+* always: what the install and admin guides (their RST sources, or the
+  ``--rst`` files) name in literal text exists in the code
+  (``tools.doc_claims`` reads it):
+
+  - commands: our console scripts (the ``nova-accel`` distribution's entry
+    points), the subcommands and flags of ``accel-backend-manage``,
+    ``accel-backend-status`` and ``nova-accel`` (walked in the parsers the
+    programs build), and ``openstack ...`` commands (the installed
+    ``openstack.*`` entry points of python-openstackclient and its
+    plugins; not checked, and said so, where none is installed);
+  - options: each ``[group] name`` (and each ``ini`` block's sections and
+    keys) is registered in a namespace of ours or of a library
+    (``oslo.config.opts`` entry points; other services' own namespaces
+    excepted, Nova's kept for ``nova.conf``), or in a group ours register
+    at run time (``[mdev_<type>]``);
+  - ports: a port stated is the default of the option it describes
+    (``[metrics] port`` where the text is about metrics, else ``[api]
+    port``), or a listed port of another service;
+  - roles: a ``<name> role`` that is not a Keystone role is one of
+    ``accel_backend.service.ROLES``;
+  - metrics: an ``accel_*`` name is a sample name exposed by the
+    collectors of ``accel_backend.metrics`` (or a health check backend,
+    or one of our packages).
+
+Exit status 1 naming each finding (``path:line: kind claim: why``);
+``TEMPORARY_ALLOWED`` findings are printed but do not fail.
 """
 
+import argparse
 import importlib.metadata
 import os
 import sys
+import tempfile
+
+from tools import doc_claims
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
+GUIDES = ('doc/source/install/index.rst', 'doc/source/admin/index.rst')
+
+#: ``oslo.config.opts`` namespaces not read, with why (test suites'
+#: namespaces, ``*.tests.*``, are not read either).
+OTHER_NAMESPACES = {
+    'keystone': "another service's own configuration file",
+    'placement.conf': "another service's own configuration file",
+    'manilaclient.config': "another service's client",
+    'oslo.service.wsgi': "eventlet's WSGI server: it refuses to load in "
+                         "the native threading mode accel_backend runs in "
+                         "(accel_backend.cmd), and no accel_backend process "
+                         "uses it",
+}
+#: Ports of other services the guides may state, with whose they are.
+OTHER_PORTS = {5672: 'RabbitMQ (AMQP)'}
+#: Keystone roles the guides name (``the service role``), and words that
+#: precede "role" without naming one.
+KEYSTONE_ROLES = frozenset(('service', 'admin', 'member', 'reader',
+                            'manager'))
+NOT_ROLE_NAMES = frozenset(('same', 'this', 'that', 'the', 'a', 'its',
+                            'each', 'every', 'one', 'own', 'their'))
+
+#: ``(guide, kind, claim): reason``: findings in parts of the guides that
+#: are being rewritten elsewhere; printed, not failing.  Temporary: each
+#: entry goes when its part is fixed.
+TEMPORARY_ALLOWED = {}
 
 
 def _registered():
@@ -37,17 +98,302 @@ def _registered():
     return names, rules
 
 
-def main(argv=None):
-    html_dir = (argv or sys.argv[1:] or ['doc/build/html'])[0]
+def check_html(html_dir):
+    """:returns: list of names missing from the configuration reference
+    built in ``html_dir``."""
     with open(os.path.join(html_dir, 'configuration', 'index.html')) as f:
         page = f.read()
     options, rules = _registered()
-    missing = sorted(n for n in options | rules if n not in page)
-    for name in missing:
-        print('not in the configuration reference: %s' % name)
-    print('%d options and %d policy rules checked, %d missing' % (
-        len(options), len(rules), len(missing)))
-    return 1 if missing else 0
+    return sorted(n for n in options | rules if n not in page)
+
+
+def _tree(parser):
+    # argparse offers no public walk of its subparsers.
+    node = {'commands': {}, 'flags': set()}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                node['commands'][name] = _tree(sub)
+        node['flags'].update(action.option_strings)
+    return node
+
+
+def _tree_of(handler):
+    parser = argparse.ArgumentParser()
+    handler(parser.add_subparsers())
+    return _tree(parser)
+
+
+class _Recorder:
+    """Takes the command-line option a library registers (public way to
+    reach the parser handler oslo.upgradecheck builds)."""
+
+    def register_cli_opt(self, opt):
+        self.opt = opt
+
+
+def command_trees():
+    """``{script: tree}`` (see ``doc_claims.walk``) of the programs with
+    subcommands."""
+    from accel_backend.cmd import manage
+    from accel_backend.cmd import status as status_mod
+    from nova_accel.cmd import attach
+    from oslo_upgradecheck import upgradecheck
+    status = _Recorder()
+    upgradecheck.register_cli_options(status, status_mod.Checks(None))
+    return {'accel-backend-manage': _tree_of(manage._add_commands),
+            'accel-backend-status': _tree_of(status.opt.handler),
+            'nova-accel': _tree_of(attach.command_opt.handler)}
+
+
+def console_scripts():
+    """:returns: set of the ``nova-accel`` distribution's scripts."""
+    return {ep.name for ep in importlib.metadata.distribution(
+        'nova-accel').entry_points if ep.group == 'console_scripts'}
+
+
+def openstack_commands():
+    """:returns: set of tuples of words of the installed ``openstack``
+    commands (entry point ``accelerator_device_list``:
+    ``('accelerator', 'device', 'list')``)."""
+    commands = set()
+    for dist in importlib.metadata.distributions():
+        for ep in dist.entry_points:
+            # openstack.cli*: the client's own hooks and plugin modules.
+            if (ep.group.startswith('openstack.') and
+                    not ep.group.startswith('openstack.cli')):
+                commands.add(tuple(ep.name.split('_')))
+    return commands
+
+
+def known_options():
+    """:returns: ``({group: set of option names}, [namespaces not
+    loaded, with why], set of namespaces loaded)``; ``DEFAULT`` for
+    options without a group."""
+    from accel_backend.conf import discovery
+    groups, failed, seen = {}, [], set()
+    for ep in importlib.metadata.entry_points(group='oslo.config.opts'):
+        if (ep.name in seen or ep.name in OTHER_NAMESPACES or
+                '.tests.' in ep.name):
+            continue
+        seen.add(ep.name)
+        try:
+            listed = list(ep.load()())
+        except Exception as e:
+            failed.append('%s (%s: %s)' % (ep.name, type(e).__name__, e))
+            continue
+        for group, opts in listed:
+            name = getattr(group, 'name', group) or 'DEFAULT'
+            groups.setdefault(name, set()).update(
+                n for opt in opts for n in (opt.name, opt.dest))
+    groups.setdefault(discovery.mdev_type_group('<type>'), set()).update(
+        opt.name for opt in discovery.MDEV_TYPE_OPTS)
+    return groups, failed, seen - {f.split(' ')[0] for f in failed}
+
+
+def our_ports():
+    """:returns: ``{'[api] port': {6666}, '[metrics] port': {...}}``: the
+    defaults as registered; an option without a default takes the
+    defaults of its group per role where the code has such a table
+    (``accel_backend.conf.METRICS_PORTS``)."""
+    from accel_backend import conf
+    ports = {}
+    for group, opts in conf.list_opts():
+        for opt in opts:
+            if opt.name == 'port' and hasattr(group, 'name'):
+                per_role = getattr(conf, group.name.upper() + '_PORTS', {})
+                ports['[%s] port' % group.name] = (
+                    {opt.default} if opt.default is not None
+                    else set(per_role.values()))
+    return ports
+
+
+def metric_names():
+    """:returns: set of the sample names the collectors of
+    ``accel_backend.metrics`` expose (``_total`` of counters, ``_bucket``,
+    ``_count``, ``_sum`` of histograms...), the database gauges read from
+    an empty SQLite database made for this."""
+    from accel_backend.db import api as db_api
+    from accel_backend import metrics
+    families = list(metrics.REGISTRY.collect())
+    with tempfile.TemporaryDirectory() as tmp:
+        db = db_api.Database('sqlite:///%s/metrics.sqlite' % tmp)
+        try:
+            db.sync()
+            families += list(metrics.DatabaseCollector(db).collect())
+        finally:
+            db.dispose()
+    suffixes = {'counter': ('_total', '_created'),
+                'histogram': ('', '_bucket', '_count', '_sum', '_created'),
+                'summary': ('', '_count', '_sum', '_created')}
+    return {f.name + s for f in families
+            for s in suffixes.get(f.type, ('',))}
+
+
+def _other_accel_names():
+    names = {'accel_backend', 'accel_common'}
+    names.update(ep.name for ep in importlib.metadata.entry_points(
+        group='oslo.middleware.healthcheck'))
+    return names
+
+
+class Facts:
+    """What the code says, gathered once (see the module)."""
+
+    def __init__(self):
+        # First: it chooses oslo.service's threading backend, which the
+        # imports below would otherwise leave at eventlet.
+        from accel_backend import cmd  # noqa: F401
+        from accel_backend import service
+        self.scripts = console_scripts()
+        self.trees = command_trees()
+        self.openstack = openstack_commands()
+        self.options, self.failed_namespaces, loaded = known_options()
+        # Without Nova (tox -e docs), what is not ours may be Nova's.
+        self.nova_missing = 'nova.conf' not in loaded
+        self.our_groups = {
+            getattr(group, 'name', group) or 'DEFAULT'
+            for ep in importlib.metadata.entry_points(group='oslo.config.opts')
+            if ep.name in ('accel_backend', 'nova_accel')
+            for group, _opts in ep.load()()} - {'DEFAULT'}
+        self.ports = our_ports()
+        self.roles = frozenset(service.ROLES)
+        self.metrics = metric_names()
+        self.other_accel = _other_accel_names()
+
+
+def _check_commands(lit, facts, out, skipped):
+    for command in doc_claims.console_commands(lit):
+        for script, words in doc_claims.script_uses(command):
+            if script not in facts.scripts:
+                out.append(('command', script, 'no console script of that '
+                            'name (%s)' % ', '.join(sorted(facts.scripts))))
+                continue
+            for problem in doc_claims.walk(
+                    facts.trees.get(script, {'commands': {}, 'flags': set(
+                        doc_claims.GLOBAL_OPTIONS) | {'-h', '--help'}}),
+                    words):
+                out.append(('command', ' '.join([script] + words),
+                            problem))
+        for words in doc_claims.openstack_uses(command):
+            if not any(c[0] == words[0] for c in facts.openstack):
+                skipped.add('openstack %s commands: no openstack.* entry '
+                            'point for them is installed' % words[0])
+                continue
+            if not any(tuple(words[:k]) in facts.openstack
+                       for k in range(1, len(words) + 1)):
+                out.append(('command', 'openstack ' + ' '.join(words),
+                            'no such openstack command installed'))
+
+
+def _check_options(lit, facts, out, skipped):
+    for line, group, name in doc_claims.option_refs(lit):
+        claim = '[%s]%s' % (group, ' ' + name if name else '')
+        known = group in facts.options and (
+            not name or name in facts.options[group])
+        if not known and facts.nova_missing and \
+                group not in facts.our_groups:
+            skipped.add('options that may be Nova\'s (%s): the nova.conf '
+                        'namespace is not installed' % claim)
+            continue
+        if group not in facts.options:
+            out.append((line, 'option', claim, 'no such group'))
+        elif name and name not in facts.options[group]:
+            out.append((line, 'option', claim,
+                        'no option %r in group %s' % (name, group)))
+
+
+def _check_ports(lit, facts, out):
+    about_metrics = 'metrics' in (lit.text + lit.context).lower()
+    for port, section in doc_claims.ports(lit):
+        if port in OTHER_PORTS:
+            continue
+        if section is not None:   # an ini block: the section says
+            about_metrics = section == 'metrics'
+        opt = '[metrics] port' if about_metrics else '[api] port'
+        if port not in facts.ports[opt]:
+            out.append(('port', str(port), '%s defaults to %s' % (
+                opt, ' or '.join(map(str, sorted(facts.ports[opt]))))))
+
+
+def _check_metrics(lit, facts, out):
+    for name in doc_claims.accel_names(lit):
+        if name not in facts.metrics and name not in facts.other_accel:
+            out.append(('metric', name, 'no such sample name in '
+                        'accel_backend.metrics'))
+
+
+def check_rst(text, facts):
+    """Check one RST file's text against ``facts`` (``Facts``).
+
+    :returns: ``(findings, skipped)``: list of ``(line, kind, claim,
+        why)`` and set of str (claims not checkable here, with why).
+    """
+    findings, skipped = [], set()
+    doc = doc_claims.Text(text)
+    for lit in doc.literals():
+        out = []
+        _check_commands(lit, facts, out, skipped)
+        _check_ports(lit, facts, out)
+        _check_metrics(lit, facts, out)
+        findings += [(lit.line,) + f for f in out]
+        _check_options(lit, facts, findings, skipped)
+    for line, text_line in doc.prose():
+        for word in doc_claims.role_names(text_line):
+            w = word.lower()
+            if (w not in facts.roles and w not in KEYSTONE_ROLES and
+                    w not in NOT_ROLE_NAMES):
+                findings.append((line, 'role', word, 'not a role of '
+                                 'accel_backend.service (%s) nor a Keystone '
+                                 'role' % ', '.join(sorted(facts.roles))))
+    if facts.failed_namespaces:
+        skipped.add('options of namespaces that did not load: %s' %
+                    '; '.join(facts.failed_namespaces))
+    return sorted(set(findings)), skipped
+
+
+def check_guides(paths=GUIDES, facts=None):
+    """:returns: ``(failing, allowed, skipped)``: lists of
+    ``'path:line: kind claim: why'`` and a set of str."""
+    facts = facts or Facts()
+    failing, allowed, skipped = [], [], set()
+    for path in paths:
+        with open(os.path.join(ROOT, path)) as f:
+            findings, missed = check_rst(f.read(), facts)
+        skipped |= missed
+        for line, kind, claim, why in findings:
+            text = '%s:%d: %s %s: %s' % (path, line, kind, claim, why)
+            reason = TEMPORARY_ALLOWED.get((path, kind, claim))
+            if reason:
+                allowed.append('%s (allowed for now: %s)' % (text, reason))
+            else:
+                failing.append(text)
+    return failing, allowed, skipped
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='python -m tools.check_docs')
+    parser.add_argument('html_dir', nargs='?',
+                        help='built HTML (doc/build/html) to check the '
+                             'configuration reference of')
+    parser.add_argument('--rst', nargs='+', default=list(GUIDES),
+                        help='RST files to check the claims of (default: '
+                             'the install and admin guides)')
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    status = 0
+    if args.html_dir:
+        missing = check_html(args.html_dir)
+        for name in missing:
+            print('not in the configuration reference: %s' % name)
+        status = 1 if missing else 0
+    failing, allowed, skipped = check_guides(args.rst)
+    for line in failing + allowed:
+        print(line)
+    for line in sorted(skipped):
+        print('not checked: %s' % line)
+    print('%d files: %d false claims, %d allowed for now' % (
+        len(args.rst), len(failing), len(allowed)))
+    return 1 if failing else status
 
 
 if __name__ == '__main__':
