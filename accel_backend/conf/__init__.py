@@ -335,8 +335,26 @@ def _ks_opts(group):
             ks_loading.get_adapter_conf_options())
 
 
+_AUTHTOKEN_GROUP = cfg.OptGroup(
+    'keystone_authtoken', title='keystonemiddleware auth_token',
+    help='How the API validates tokens ([api] auth_strategy = keystone): '
+         'keystonemiddleware\'s auth_token options, and the credentials it '
+         'validates them with. The options from accel_backend are those of '
+         'auth_type = password.')
+
+
 def list_opts():
-    """``[(group, opts)]`` for ``oslo-config-generator``."""
+    """``[(group, opts)]`` for ``oslo-config-generator``
+    (etc/oslo-config-generator/accel-backend.conf adds the libraries').
+
+    Besides the options ``register_opts`` registers: ``[mdev_<type>]``,
+    the example of the groups the mdev driver registers per enabled type
+    once the configuration is read (Nova 34 documents its
+    ``[mdev_$(MDEV_TYPE)]`` in the help of ``[devices]
+    enabled_mdev_types`` only, nova/conf/devices.py), and the password
+    plugin's options in ``[keystone_authtoken]``, which keystonemiddleware
+    registers only when it loads ``auth_type = password``.
+    """
     return [
         ('DEFAULT', DEFAULT_OPTS),
         (API_GROUP, API_OPTS),
@@ -351,4 +369,7 @@ def list_opts():
         (nvidia_vgpu.GROUP, nvidia_vgpu.OPTS),
         (conductor.GROUP, conductor.OPTS),
         (upgrade_levels.GROUP, upgrade_levels.OPTS),
+        (discovery.MDEV_TYPE_EXAMPLE_GROUP, discovery.MDEV_TYPE_OPTS),
+        (_AUTHTOKEN_GROUP,
+         ks_loading.get_auth_plugin_conf_options('password')),
     ]
