@@ -230,6 +230,23 @@ def metric_names():
             for s in suffixes.get(f.type, ('',))}
 
 
+def extras():
+    """:returns: set of the ``nova-accel`` extras (``pip install
+    'nova-accel[postgresql]'``), from setup.cfg and the installed
+    metadata: a guide's ``[postgresql]`` may name one."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(ROOT, 'setup.cfg'))
+    names = set(cfg['options.extras_require']) if cfg.has_section(
+        'options.extras_require') else set()
+    try:
+        names.update(importlib.metadata.metadata('nova-accel').get_all(
+            'Provides-Extra') or ())
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return names
+
+
 def _other_accel_names():
     names = {'accel_backend', 'accel_common'}
     names.update(ep.name for ep in importlib.metadata.entry_points(
@@ -259,6 +276,7 @@ class Facts:
         self.ports = our_ports()
         self.roles = frozenset(service.ROLES)
         self.metrics = metric_names()
+        self.extras = extras()
         self.other_accel = _other_accel_names()
 
 
@@ -289,6 +307,8 @@ def _check_commands(lit, facts, out, skipped):
 def _check_options(lit, facts, out, skipped):
     for line, group, name in doc_claims.option_refs(lit):
         claim = '[%s]%s' % (group, ' ' + name if name else '')
+        if not name and group in facts.extras:
+            continue
         known = group in facts.options and (
             not name or name in facts.options[group])
         if not known and facts.nova_missing and \

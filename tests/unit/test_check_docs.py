@@ -91,9 +91,10 @@ class TestFalseClaimsAreReported(testtools.TestCase):
             allowed_origin``, ``[database] max_pool_size``, ``[DEFAULT]
             transport_url``, ``[service_user] send_service_user_token``,
             ``[pci] device_spec``, ``[keystone_authtoken]``; extras such
-            as ``pip install nova-accel[cyborg-import]`` are no group.
+            as ``pip install nova-accel[cyborg-import]`` are no group,
+            and ``[mysql]`` alone is an extra; ``[mysqld]`` is nothing.
             ''')
-        self.assertEqual([], found)
+        self.assertEqual([('option', '[mysqld]')], found)
 
     def test_made_up_port(self):
         found, _ = _check('''
