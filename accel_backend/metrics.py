@@ -12,18 +12,24 @@
 
 """Prometheus metrics of accel_backend (``prometheus_client``).
 
-Off unless ``[metrics] enabled``; then each process (API, agent, embedded)
-serves ``GET /metrics`` on its own port, ``[metrics] port`` on ``[metrics]
+Off unless ``[metrics] enabled``; then each long-running process
+(embedded, API, conductor, agent) serves ``GET /metrics`` on ``[metrics]
 host`` (default 127.0.0.1: only local scrapers, as the metrics name hosts
-and resource classes).  Labels are host, resource class, method, outcome
-and the like, never an instance or a project.
+and resource classes), port ``[metrics] port`` or, unset, the port of its
+role (``accel_backend.conf.METRICS_PORTS``: 9732 embedded and API, 9733
+conductor, 9734 agent), so that the roles of one host can share one
+configuration file.  Labels are host, resource class, method, outcome and
+the like, never an instance or a project.
 
 Process-wide metrics live in one registry of ours (``REGISTRY``, with the
 process collector).  Counters and histograms are updated where the work
 happens, whether or not the endpoint is served; the gauges of ARQs by
 state and devices by status and health are read from the database at
-scrape time, by the API and embedded roles (the agents share that
-database: one reader is enough).
+scrape time by every role that opens it: embedded, API and conductor (the
+conductors are in every layout with a database, also where the API runs
+under a WSGI server and serves no metrics).  Several processes then
+serve the same database-wide values: the shipped alerts and dashboard
+take ``max`` over them, never ``sum``.
 
 Metric names and meanings are listed in the admin guide ("Metrics").
 """
@@ -147,13 +153,23 @@ class Endpoint:
     :param conf: accel_backend ``ConfigOpts``.
     :param db: the service's ``Database`` to read gauges from, or None
         (agents).
+    :param default_port: the port (int) when ``[metrics] port`` is unset:
+        the role's (``accel_backend.conf.METRICS_PORTS``).
     """
 
-    def __init__(self, conf, db=None):
+    def __init__(self, conf, db=None, default_port=9732):
         self.conf = conf
         self.db = db
+        self.default_port = default_port
         self._server = None
         self._collector = None
+
+    @property
+    def configured_port(self):
+        """The port to bind (int): ``[metrics] port``, or the role's
+        default when unset (0: any free port)."""
+        port = self.conf.metrics.port
+        return self.default_port if port is None else port
 
     @property
     def port(self):
@@ -163,16 +179,22 @@ class Endpoint:
     def start(self):
         """Serve ``/metrics`` when enabled (no-op otherwise).
 
-        :raises OSError: the port cannot be bound.
+        :raises OSError: the port cannot be bound (the message names the
+            address and port).
         """
         if not self.conf.metrics.enabled or self._server is not None:
             return
         if self.db is not None:
             self._collector = DatabaseCollector(self.db)
             REGISTRY.register(self._collector)
-        self._server, _ = prometheus_client.start_http_server(
-            self.conf.metrics.port, addr=self.conf.metrics.host,
-            registry=REGISTRY)
+        host, port = self.conf.metrics.host, self.configured_port
+        try:
+            self._server, _ = prometheus_client.start_http_server(
+                port, addr=host, registry=REGISTRY)
+        except OSError as e:
+            self.stop()
+            raise OSError(e.errno, 'metrics endpoint [metrics] %s:%d: %s' % (
+                host, port, e.strerror or e)) from e
 
     def stop(self):
         """Stop serving and drop the database gauges."""

@@ -159,9 +159,12 @@ class Service:
                 self.store, self.reporter, conf, conf.host,
                 workers=conf.cleaning.workers,
                 notifications=self.notifications)
-        # The ARQ and device gauges are the API's (or embedded service's).
+        # The ARQ and device gauges: every role with the database (the
+        # conductors also where the API runs under a WSGI server); each
+        # role its own port by default (one host, one file).
         self.metrics = metrics.Endpoint(
-            conf, db=self.db if role in (EMBEDDED, API) else None)
+            conf, db=self.db if role in (EMBEDDED, API, CONDUCTOR) else None,
+            default_port=conf_mod.METRICS_PORTS[role])
         self.dispatcher = None
         if role in (EMBEDDED, API):
             self.dispatcher = dispatcher_mod.for_service(

@@ -26,7 +26,9 @@ code's revision (``accel-backend-manage db sync``).  The configuration is
 ``OS_ACCEL_BACKEND_CONFIG_DIR`` (default ``/etc/accel-backend``), as
 Placement reads ``OS_PLACEMENT_CONFIG_DIR``.  The metrics endpoint of
 ``[metrics]`` is not started: several worker processes cannot share its
-port (scrape the agents, or run ``accel-backend-api``).
+port.  Nothing is lost: the ARQ and device gauges are served by the
+``accel-backend-conductor`` processes (port 9733 by default), the binds
+and event deliveries are the conductors' work, the rest the agents'.
 """
 
 import os
