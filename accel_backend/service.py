@@ -38,6 +38,7 @@ Tests build a ``Service`` directly and serve ``service.app`` in-process.
 """
 
 import os
+import sys
 import threading
 
 from oslo_db import exception as db_exc
@@ -374,10 +375,10 @@ class Service:
 
 
 def build_or_refuse(conf, role, name, transport=None):
-    """``Service(conf, role=role)``, or None after one clear log line when
-    the configuration is unusable (Nova's ``[pci] device_spec`` cannot be
-    read, an unknown discovery driver option...): the service refuses to
-    start rather than guess.
+    """``Service(conf, role=role)``, or None after one clear line (logged
+    and on standard error) when the configuration is unusable (Nova's
+    ``[pci] device_spec`` cannot be read, an unknown discovery driver
+    option...): the service refuses to start rather than guess.
 
     :param name: the program's name, for the message.
     :param transport: as ``Service``'s (tests).
@@ -386,7 +387,10 @@ def build_or_refuse(conf, role, name, transport=None):
         return Service(conf, role=role, transport=transport)
     except (exception.AccelBackendError, db_exc.DBConnectionError,
             ValueError) as e:
+        # The log, and standard error: with [DEFAULT] log_file the log is
+        # a file, and a supervisor (journald) keeps only standard error.
         LOG.error('%s refuses to start: %s', name, e)
+        print('%s refuses to start: %s' % (name, e), file=sys.stderr)
         if role in (EMBEDDED, AGENT):
             # Best effort, and bounded: a broker or database that does
             # not answer must not keep a refusing process alive.

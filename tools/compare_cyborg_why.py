@@ -187,7 +187,10 @@ Keystone) passes everything else.
    `project_manager_or_admin`, `project_member_or_service`...).
 7. **`auth_strategy = noauth`** follows Placement's `noauth2`: token
    `admin` is an administrator, any other token `user[:project]` a member
-   and reader of its project, an `X-Service-Token` the `service` role, and
-   a request without a token 401 (Cyborg without Keystone reads identity
-   headers only).  Local use only.
+   and reader of its project, an `X-Service-Token` the `service` role;
+   `X-Roles`, `X-User-Id` and `X-Project-Id` sent by the client are taken
+   as they are, with or without a token, and a request with neither a
+   token nor `X-Roles` is 401 (Cyborg without Keystone reads identity
+   headers only).  Local use only: whoever reaches the API chooses their
+   roles.
 """

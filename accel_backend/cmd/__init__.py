@@ -29,6 +29,7 @@ bad configuration or a service that is down.
 """
 
 import functools
+import logging
 import os
 import sys
 
@@ -45,8 +46,9 @@ def one_line_errors(main):
     """Decorate a console script's ``main``: a configuration file that is
     missing, unreadable or invalid, a database that does not answer, or
     a Placement or Nova that cannot be reached end the command with one
-    line on standard error (``<program>: <what>``) and exit status 2
-    (configuration) or 1 (a service down), never a traceback.
+    line on standard error (``<program>: <what>``), logged as well once
+    oslo.log is set up, and exit status 2 (configuration) or 1 (a service
+    down), never a traceback.
 
     :param main: ``main(argv=None, ...)`` returning the exit status.
     :returns: the wrapped function.
@@ -57,15 +59,27 @@ def one_line_errors(main):
         try:
             return main(*args, **kwargs)
         except cfg.Error as e:
-            print('%s: configuration error: %s' % (prog, e),
-                  file=sys.stderr)
+            _refused('%s: configuration error: %s' % (prog, e))
             return 2
         except (db_exc.DBConnectionError, sa_exc.OperationalError) as e:
-            print('%s: the database does not answer: %s' % (
-                prog, str(e).splitlines()[0] if str(e) else e),
-                file=sys.stderr)
+            _refused('%s: the database does not answer: %s' % (
+                prog, str(e).splitlines()[0] if str(e) else e))
             return 1
         except ks_exc.ConnectFailure as e:
-            print('%s: cannot connect: %s' % (prog, e), file=sys.stderr)
+            _refused('%s: cannot connect: %s' % (prog, e))
             return 1
     return wrapper
+
+
+def _refused(line):
+    """Write ``line`` (str) to standard error and, when oslo.log is set up
+    to log elsewhere than a terminal's streams (``[DEFAULT] log_file`` or
+    ``log_dir``, syslog, the journal), log it at ERROR there too: an
+    option found invalid after ``logging.setup`` (oslo.config checks a
+    value when it is read) must reach the log file as well as standard
+    error, which a supervisor keeps."""
+    print(line, file=sys.stderr)
+    if any(isinstance(h, logging.FileHandler) or
+           not isinstance(h, logging.StreamHandler)
+           for h in logging.getLogger().handlers):
+        logging.getLogger(__name__).error('%s', line)

@@ -18,7 +18,6 @@ and reports devices to Placement.  Example::
     accel-backend --config-file /etc/accel-backend/accel-backend.conf
 """
 
-import ipaddress
 import sys
 
 from cheroot import wsgi as cheroot_wsgi
@@ -32,15 +31,6 @@ from accel_backend import service as service_mod
 LOG = logging.getLogger(__name__)
 
 
-def _local_only(host):
-    """True when ``host`` (``[api] host_ip``: an address or a host name)
-    is a loopback address."""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == 'localhost'
-
-
 @cmd.one_line_errors
 def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
     """Console script entry point; returns the exit status (int).
@@ -50,14 +40,11 @@ def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
     """
     conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
     logging.setup(conf, name)
-    if conf.api.auth_strategy == 'noauth' and \
-            not _local_only(conf.api.host_ip):
-        # noauth takes identity and roles from request headers: anyone who
-        # can reach the port is an administrator.
-        why = ('%s refuses to start: [api] auth_strategy = noauth is for '
-               'local use only, and [api] host_ip = %s serves other hosts; '
-               'set host_ip = 127.0.0.1 or auth_strategy = keystone' %
-               (name, conf.api.host_ip))
+    # noauth takes identity and roles from request headers: anyone who
+    # can reach the port would be an administrator.
+    why = conf_mod.noauth_refusal(conf, conf.api.host_ip)
+    if why:
+        why = '%s refuses to start: %s' % (name, why)
         LOG.error('%s', why)
         print(why, file=sys.stderr)
         return 1

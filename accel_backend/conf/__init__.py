@@ -19,6 +19,7 @@ by ``list_opts()`` (the ``oslo.config.opts`` entry point) for
 process as Nova.
 """
 
+import ipaddress
 import socket
 
 from keystoneauth1 import loading as ks_loading
@@ -72,6 +73,18 @@ API_OPTS = [
                                    'X-User-Id/X-Project-Id/X-Roles headers; '
                                    'for local use only')],
                help='How requests are authenticated.'),
+    cfg.BoolOpt('allow_remote_noauth', default=False,
+                help='Serve ``auth_strategy = noauth`` where other hosts '
+                     'may reach the API: ``accel-backend`` or '
+                     '``accel-backend-api`` with a ``host_ip`` that is not '
+                     'a loopback address, and the WSGI application '
+                     '``accel_backend.wsgi.api:application`` (whose '
+                     'listening address is the WSGI server\'s). noauth '
+                     'takes the caller\'s roles from the request\'s '
+                     'headers, so whoever reaches the port is an '
+                     'administrator: set it only where a firewall or a '
+                     'private network keeps every other client out. '
+                     'Without it these start-ups are refused.'),
 ]
 
 DATABASE_DEFAULT = 'sqlite:///$state_path/accel_backend.sqlite'
@@ -259,6 +272,51 @@ def binding_mode(conf):
             '%(new)s', {'old': mode, 'new': new})
         return new
     return mode
+
+
+def _loopback(host):
+    """True when ``host`` (an address or a host name) is a loopback
+    address (``localhost`` is the only name taken as one)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == 'localhost'
+
+
+def noauth_refusal(conf, listen_host=None):
+    """Why the API must not start with this ``[api] auth_strategy``; the
+    one rule both API servers apply: the cheroot server of
+    ``accel-backend`` and ``accel-backend-api``
+    (``accel_backend.cmd.server``) and the WSGI application
+    (``accel_backend.wsgi.api``).
+
+    noauth takes identity and roles from the request's headers
+    (``accel_backend.api.context``), so it is accepted only when the API
+    listens on a loopback address, or when ``[api] allow_remote_noauth``
+    says that the operator keeps other clients out.
+
+    :param conf: accel_backend ``ConfigOpts``.
+    :param listen_host: the address the API listens on (str: ``[api]
+        host_ip`` for the cheroot server), or None when accel_backend does
+        not know it (a WSGI server's ``--bind``): then only ``[api]
+        allow_remote_noauth`` lets noauth in.
+    :returns: None when the API may start, else the reason (str, one
+        line, naming the options to change).
+    """
+    if conf.api.auth_strategy != 'noauth' or conf.api.allow_remote_noauth:
+        return None
+    if listen_host is None:
+        return ('[api] auth_strategy = noauth is for local use only, and '
+                'under a WSGI server accel_backend cannot tell which '
+                'addresses the server listens on; set auth_strategy = '
+                'keystone, or [api] allow_remote_noauth = true where only '
+                'trusted clients reach the WSGI server')
+    if _loopback(listen_host):
+        return None
+    return ('[api] auth_strategy = noauth is for local use only, and [api] '
+            'host_ip = %s serves other hosts; set host_ip = 127.0.0.1 or '
+            'auth_strategy = keystone (or [api] allow_remote_noauth = true '
+            'where only trusted clients reach the port)' % listen_host)
 
 
 def _own(group):

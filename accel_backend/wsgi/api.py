@@ -19,9 +19,15 @@ server::
     uwsgi --http-socket :6666 --module accel_backend.wsgi.api:application
 
 It is the API role (``accel_backend.service``, ``role = api``): binds are
-cast over oslo.messaging (``[DEFAULT] transport_url``) to the
-``accel-backend-agent`` of each ARQ's host, and the schema must be at this
-code's revision (``accel-backend-manage db sync``).  The configuration is
+cast over oslo.messaging (``[DEFAULT] transport_url``) to an
+``accel-backend-conductor`` (topic ``[conductor] topic``), cleanings to
+the ``accel-backend-agent`` of the device's host, and the schema must be
+at this code's revision (``accel-backend-manage db sync``).  With ``[api]
+auth_strategy = noauth`` it refuses to load unless ``[api]
+allow_remote_noauth = true``: the WSGI server's listening address is not
+known here, and noauth makes whoever reaches it an administrator (the
+rule of ``accel_backend.conf.noauth_refusal``, which ``accel-backend-api``
+applies too).  The configuration is
 ``accel-backend.conf`` in the directory named by the environment variable
 ``OS_ACCEL_BACKEND_CONFIG_DIR`` (default ``/etc/accel-backend``), as
 Placement reads ``OS_PLACEMENT_CONFIG_DIR``.  The metrics endpoint of
@@ -32,7 +38,9 @@ and event deliveries are the conductors' work, the rest the agents'.
 """
 
 import os
+import sys
 
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from accel_backend import conf as conf_mod
@@ -43,6 +51,8 @@ CONFIG_DIR_ENV = 'OS_ACCEL_BACKEND_CONFIG_DIR'
 DEFAULT_CONFIG_DIR = '/etc/accel-backend'
 CONFIG_FILE = 'accel-backend.conf'
 
+LOG = logging.getLogger(__name__)
+
 
 def init_application(environ=os.environ):
     """Build the WSGI application from the configuration directory.
@@ -50,13 +60,22 @@ def init_application(environ=os.environ):
     :param environ: the process environment (a mapping).
     :returns: a WSGI callable.
     :raises oslo_config.cfg.Error: the configuration file is missing or
-        does not parse.
+        does not parse, or sets ``[api] auth_strategy = noauth`` without
+        ``[api] allow_remote_noauth = true`` (that refusal is logged
+        first, ``conf.noauth_refusal``).
     :raises SchemaOutOfDate: ``accel-backend-manage db sync`` has not run.
     """
     config_dir = environ.get(CONFIG_DIR_ENV) or DEFAULT_CONFIG_DIR
     conf = conf_mod.new_conf(
         config_files=[os.path.join(config_dir, CONFIG_FILE)])
     logging.setup(conf, 'accel-backend-api')
+    why = conf_mod.noauth_refusal(conf)
+    if why:
+        why = 'accel_backend.wsgi.api refuses to start: %s' % why
+        # The log, and standard error: the WSGI server's error log.
+        LOG.error('%s', why)
+        print(why, file=sys.stderr, flush=True)
+        raise cfg.Error(why)
     svc = service_mod.Service(conf, role=service_mod.API)
     return svc.app
 

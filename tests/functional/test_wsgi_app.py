@@ -37,6 +37,8 @@ host = wsgi-test
 transport_url = fake://
 [api]
 auth_strategy = noauth
+# gunicorn binds 127.0.0.1 here, which accel_backend cannot see.
+allow_remote_noauth = true
 [database]
 connection = sqlite:///%(tmp)s/accel.sqlite
 [oslo_middleware]
