@@ -10,9 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``ini_tool.py set|add FILE SECTION KEY VALUE`` and ``ini_tool.py
-delete FILE SECTION KEY``: devstack's iniset, iniadd and inidelete on a
-real file, keeping repeated keys (MultiStrOpt)."""
+"""``ini_tool.py set|add|insert FILE SECTION KEY VALUE`` and
+``ini_tool.py delete FILE SECTION KEY``: devstack's iniset, iniadd,
+iniadd_literal (the line first in its section) and inidelete on a real
+file, keeping repeated keys (MultiStrOpt)."""
 
 import os
 import sys
@@ -47,7 +48,9 @@ def main(op, path, section, key, value=None):
     items = sections.setdefault(section, [])
     if op in ('set', 'delete'):
         items[:] = [(k, v) for k, v in items if k != key]
-    if op != 'delete':
+    if op == 'insert':
+        items.insert(0, (key, value))
+    elif op != 'delete':
         items.append((key, value))
     write(path, sections)
 

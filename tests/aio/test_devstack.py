@@ -12,27 +12,28 @@
 
 """The devstack plugin: shellcheck, and the configuration it writes.
 
-``devstack/plugin.sh`` is sourced by bash for each devstack phase, as
-devstack does, with the devstack functions it calls replaced by the stubs
-of ``devstack_stubs.sh`` (the ini functions write real files); the tests
-then read the nova.conf, nova-cpu.conf and accel-backend.conf it produced
-and the devstack calls it made (accounts, catalog, processes).
+``devstack/settings`` and ``devstack/plugin.sh`` are sourced by bash for
+each devstack phase, as devstack does, with the devstack functions they
+call replaced by the stand-ins of ``devstack_stubs.sh`` (the ini functions
+write real files); the tests then read the nova.conf, nova-cpu.conf,
+nova_cellN.conf, accel-backend.conf and systemd units it produced and the
+devstack calls it made (accounts, catalog, databases, tempest plugins).
+``tests.devstack_checkout`` runs the same tests with a devstack
+checkout's own functions instead of the stand-ins.
 """
 
 import json
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 import unittest
 
+from tests.aio import devstack_harness
 from tests.aio import ini_tool
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+REPO = devstack_harness.REPO
 SCRIPTS = ['devstack/plugin.sh', 'devstack/lib/nova-accel',
-           'devstack/settings']
+           'devstack/settings', 'tests/aio/devstack_stubs.sh']
 T4 = {'vendor_id': '10de', 'product_id': '1eb8', 'resource_class': 'PGPU',
       'traits': ['CUSTOM_NVIDIA_T4']}
 FPGA = {'vendor_id': '10ee', 'product_id': '5000', 'resource_class': 'FPGA'}
@@ -49,90 +50,7 @@ class TestShellcheck(unittest.TestCase):
         self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
 
 
-class TestDevstackPlugin(unittest.TestCase):
-
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix='devstack-test-')
-        self.addCleanup(shutil.rmtree, self.tmp)
-        self.calls = os.path.join(self.tmp, 'calls')
-        bindir = os.path.join(self.tmp, 'bin')
-        os.makedirs(bindir)
-        # Programs the plugin runs (not devstack functions).
-        for prog in ('accel-backend', 'accel-backend-agent',
-                     'accel-backend-manage'):
-            path = os.path.join(bindir, prog)
-            with open(path, 'w') as f:
-                f.write('#!/bin/sh\necho "%s $*" >> %s\n' % (
-                    prog, self.calls))
-            os.chmod(path, 0o755)
-        self.conf_dir = os.path.join(self.tmp, 'etc', 'accel-backend')
-        self.nova_conf = os.path.join(self.tmp, 'nova.conf')
-        self.nova_cpu_conf = os.path.join(self.tmp, 'nova-cpu.conf')
-        self.tempest_conf = os.path.join(self.tmp, 'tempest.conf')
-        self.env = {
-            'PATH': bindir + os.pathsep + os.environ.get('PATH', ''),
-            'STUB_DIR': HERE, 'STUB_CALLS': self.calls,
-            'NOVA_ACCEL_REPO': REPO,
-            'DEST': os.path.join(self.tmp, 'opt'),
-            'DATA_DIR': os.path.join(self.tmp, 'data'),
-            'SERVICE_HOST': '192.0.2.10',
-            'STACK_USER': subprocess.check_output(
-                ['id', '-un'], text=True).strip(),
-            'NOVA_CONF': self.nova_conf,
-            'NOVA_CPU_CONF': self.nova_cpu_conf,
-            'TEMPEST_CONFIG': self.tempest_conf,
-            'KEYSTONE_SERVICE_URI': 'http://192.0.2.10/identity',
-            'SERVICE_PASSWORD': 'secretpw',
-            'SERVICE_PROJECT_NAME': 'service',
-            'SERVICE_DOMAIN_NAME': 'Default',
-            'REGION_NAME': 'RegionOne',
-            'ACCEL_BACKEND_CONF_DIR': self.conf_dir,
-            'HOME': self.tmp,
-            # devstack's $PYTHON: the Python with Nova and this bundle (the
-            # test's own, where tox installed the shim already).
-            'PYTHON': sys.executable,
-            # A single-node devstack with nova-accel's API and tempest.
-            'ENABLED_SERVICES': 'key,n-api,n-cpu,n-cond,n-sch,placement-api,'
-                                'rabbit,mysql,tempest,accel-api',
-        }
-
-    def devstack(self, *phases, **env):
-        """Run the plugin for each phase (``'stack post-config'``...) in
-        one bash, as devstack does (settings first, then plugin.sh)."""
-        lines = ['set -eu',
-                 'source "$STUB_DIR/devstack_stubs.sh"',
-                 'NOVA_ACCEL_DIR=$NOVA_ACCEL_REPO',
-                 'source "$NOVA_ACCEL_DIR/devstack/settings"']
-        lines += ['source "$NOVA_ACCEL_DIR/devstack/plugin.sh" %s' % phase
-                  for phase in phases]
-        full_env = dict(self.env, **env)
-        proc = subprocess.run(['bash', '-c', '\n'.join(lines)],
-                              env=full_env, capture_output=True, text=True)
-        self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
-        return self.recorded()
-
-    def run_bash(self, *lines, **env):
-        """Run ``lines`` after the stubs, in the test's environment."""
-        script = ['set -eu', 'source "$STUB_DIR/devstack_stubs.sh"']
-        proc = subprocess.run(['bash', '-c', '\n'.join(script + list(lines))],
-                              env=dict(self.env, **env),
-                              capture_output=True, text=True)
-        self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
-
-    def recorded(self):
-        if not os.path.exists(self.calls):
-            return []
-        with open(self.calls) as f:
-            return [line.rstrip('\n') for line in f]
-
-    def ini(self, path):
-        self.assertTrue(os.path.exists(path), path)
-        return ini_tool.read(path)
-
-    @staticmethod
-    def value(ini, section, key):
-        values = [v for k, v in ini.get(section, []) if k == key]
-        return values[-1] if values else None
+class TestDevstackPlugin(devstack_harness.DevstackPluginTestCase):
 
     def test_settings(self):
         calls = self.devstack()
@@ -140,10 +58,19 @@ class TestDevstackPlugin(unittest.TestCase):
         # Placement is devstack's own service, no plugin to require.
         self.assertFalse([c for c in calls
                           if c.startswith('plugin_requires')])
-        self.assertIn('enable_service accel-api', calls)
+        self.assertIn('accel-api',
+                      self.vars['ENABLED_SERVICES'].split(','))
+
+    def test_settings_keep_disable_service(self):
+        # local.conf's disable_service accel-api (a compute node) wins.
+        self.devstack(ENABLED_SERVICES='n-cpu,accel-agent',
+                      DISABLED_SERVICES='accel-api')
+        self.assertEqual(['n-cpu', 'accel-agent'],
+                         self.vars['ENABLED_SERVICES'].split(','))
 
     def test_post_config_writes_accel_backend_conf(self):
-        specs = '%s;%s' % (json.dumps(T4), json.dumps(FPGA))
+        # An empty one (";;") is no spec.
+        specs = '%s;;%s' % (json.dumps(T4), json.dumps(FPGA))
         self.devstack('stack post-config', ACCEL_BACKEND_DEVICE_SPECS=specs)
         conf = self.ini(os.path.join(self.conf_dir, 'accel-backend.conf'))
         hostname = subprocess.check_output(['hostname'], text=True).strip()
@@ -224,6 +151,7 @@ class TestDevstackPlugin(unittest.TestCase):
         calls = self.devstack(
             'stack post-config', 'stack extra',
             ENABLED_SERVICES='n-cpu,placement-client,accel-agent',
+            DISABLED_SERVICES='accel-api',
             ACCEL_BACKEND_BINDING_MODE='agents')
         conf_path = os.path.join(self.conf_dir, 'accel-backend.conf')
         conf = self.ini(conf_path)
@@ -232,21 +160,29 @@ class TestDevstackPlugin(unittest.TestCase):
                          self.value(conf, 'DEFAULT', 'transport_url'))
         # No database credentials on a compute node.
         self.assertIsNone(self.value(conf, 'database', 'connection'))
-        self.assertIn('run_process accel-agent %s --config-file %s' % (
+        # As root (etc/systemd/accel-backend-agent.service): it writes
+        # the devices' sysfs reset when it cleans them.
+        unit = self.unit('accel-agent')
+        self.assertEqual('root', unit['User'])
+        self.assertEqual('%s --config-file %s' % (
             os.path.join(self.tmp, 'bin', 'accel-backend-agent'),
-            conf_path), calls)
+            conf_path), unit['ExecStart'])
+        self.assertIsNone(self.unit('accel-api'))
         # The API node owns the accounts, the catalog and the schema.
         self.assertFalse([c for c in calls if c.startswith((
             'create_service_user', 'get_or_create_endpoint',
-            'recreate_database', 'accel-backend-manage',
-            'run_process accel-api'))])
+            'recreate_database', 'accel-backend-manage'))])
+        # No cell conductor here: no nova_cellN.conf either.
+        self.assertFalse(os.path.exists(
+            os.path.join(self.tmp, 'nova_cell1.conf')))
         self.run_bash('devstack_start_nova_compute_conf')
         self.assertEqual('accel.LibvirtDriver', self.value(
             self.ini(self.nova_cpu_conf), 'DEFAULT', 'compute_driver'))
 
     def test_nothing_when_no_service_is_enabled(self):
         calls = self.devstack('stack install', 'stack post-config',
-                              ENABLED_SERVICES='key,n-api')
+                              ENABLED_SERVICES='key,n-api',
+                              DISABLED_SERVICES='accel-api')
         self.assertFalse([c for c in calls if not c.startswith((
             'define_plugin', 'enable_service'))])
         self.assertFalse(os.path.exists(self.conf_dir))
@@ -281,10 +217,137 @@ class TestDevstackPlugin(unittest.TestCase):
         self.assertIn('recreate_database accel_backend', calls)
         self.assertIn('accel-backend-manage --config-file %s db sync' % conf,
                       calls)
-        self.assertIn('run_process accel-api %s --config-file %s' % (
-            os.path.join(self.tmp, 'bin', 'accel-backend'), conf), calls)
-        self.assertIn('stop_process accel-api', calls)
+        self.assertEqual('%s --config-file %s' % (
+            os.path.join(self.tmp, 'bin', 'accel-backend'), conf),
+            self.unit('accel-api')['ExecStart'])
+        self.assertIn('systemctl start devstack@accel-api.service', calls)
+        self.assertIn('systemctl stop devstack@accel-api.service', calls)
         # clean removes the config and state directories.
         self.assertFalse(os.path.exists(self.conf_dir))
         self.assertFalse(os.path.exists(os.path.join(self.tmp, 'data',
                                                      'accel-backend')))
+
+    def test_ipv6_service_host(self):
+        # SERVICE_IP_VERSION=6: stackrc brackets $SERVICE_HOST for URLs.
+        self.devstack('stack post-config', SERVICE_HOST='[fd00::1]')
+        path = os.path.join(self.conf_dir, 'accel-backend.conf')
+        self.assertEqual('fd00::1',
+                         self.value(self.ini(path), 'api', 'host_ip'))
+        # What accel-backend reads of it (oslo.config HostAddressOpt).
+        from accel_backend import conf as accel_conf
+        self.assertEqual('fd00::1', accel_conf.new_conf(
+            config_files=[path]).api.host_ip)
+        # The endpoint is a URL: brackets kept.
+        self.assertIn('get_or_create_endpoint accelerator RegionOne '
+                      'http://[fd00::1]:6666/v2', self.recorded())
+
+    def test_cell_conductors_send_the_service_token(self):
+        # configure_nova (before the install phase) wrote the conductors'
+        # nova_cellN.conf; they run with it alone and bind the ARQs of a
+        # rescheduled server.
+        cells = [os.path.join(self.tmp, 'nova_cell%d.conf' % i)
+                 for i in (1, 2)]
+        for i, path in enumerate(cells, 1):
+            ini_tool.write(path, {'database': [(
+                'connection', 'mysql+pymysql://root@127.0.0.1/nova_cell%d'
+                % i)]})
+        self.devstack('stack post-config', NOVA_NUM_CELLS='2')
+        for i, path in enumerate(cells, 1):
+            conf = self.ini(path)
+            self.assertEqual('True', self.value(
+                conf, 'service_user', 'send_service_user_token'), path)
+            self.assertEqual(('password', 'nova', 'secretpw'), tuple(
+                self.value(conf, 'service_user', key)
+                for key in ('auth_type', 'username', 'password')))
+            self.assertEqual(('accelerator', 'RegionOne'), (
+                self.value(conf, 'cyborg', 'service_type'),
+                self.value(conf, 'cyborg', 'region_name')))
+            self.assertEqual(
+                'mysql+pymysql://root@127.0.0.1/nova_cell%d' % i,
+                self.value(conf, 'database', 'connection'))
+
+    @staticmethod
+    def tempest_installs(calls):
+        """What lib/tempest pip installed into tempest's venv (the
+        arguments after ``-c <constraints>``), one str per install."""
+        prefix = 'tox -evenv-tempest -- pip install -c '
+        return [c[len(prefix):].split(' ', 1)[1] for c in calls
+                if c.startswith(prefix)]
+
+    def test_tempest_plugin_goes_into_tempests_venv(self):
+        calls = self.devstack('stack test-config',
+                              after=['install_tempest_plugins'])
+        self.assertEqual([REPO], self.tempest_installs(calls))
+
+    def test_tempest_plugins_of_local_conf_are_kept(self):
+        cyborg = os.path.join(self.tmp, 'opt', 'cyborg-tempest-plugin')
+        self.devstack(TEMPEST_PLUGINS=cyborg)
+        self.assertEqual('%s %s' % (cyborg, REPO),
+                         self.vars['TEMPEST_PLUGINS'])
+        # Listed already (as Zuul's tempest_plugins writes it): once.
+        self.devstack(TEMPEST_PLUGINS='%s %s' % (REPO, cyborg))
+        self.assertEqual('%s %s' % (REPO, cyborg),
+                         self.vars['TEMPEST_PLUGINS'])
+
+    def test_tempest_plugin_can_be_left_out(self):
+        calls = self.devstack('stack test-config',
+                              after=['install_tempest_plugins'],
+                              NOVA_ACCEL_INSTALL_TEMPEST_PLUGIN='False')
+        self.assertEqual('0', self.vars['TEMPEST_PLUGINS'])
+        self.assertEqual([], self.tempest_installs(calls))
+
+    def test_subnode_keeps_the_controllers_database(self):
+        # A compute node that left accel-api enabled (no database
+        # service here: its connection URL is the controller's).
+        calls = self.devstack('stack post-config', 'stack extra',
+                              ENABLED_SERVICES='n-cpu,placement-client')
+        self.assertFalse([c for c in calls if c.startswith((
+            'recreate_database', 'accel-backend-manage'))])
+
+    def test_accel_api_runs_as_root(self):
+        # The embedded service cleans (sysfs reset) and creates mdevs.
+        self.devstack('stack post-config', 'stack extra')
+        self.assertEqual('root', self.unit('accel-api')['User'])
+        user = self.env['STACK_USER']
+        self.devstack('stack extra', ACCEL_BACKEND_USER=user)
+        self.assertEqual(user, self.unit('accel-api')['User'])
+
+    def localrc(self, sample):
+        """The bash lines of the ``[[local|localrc]]`` section of
+        ``devstack/<sample>``, to run before the source phase."""
+        with open(os.path.join(REPO, 'devstack', sample)) as f:
+            text = f.read()
+        section = text.split('[[local|localrc]]\n', 1)[1].split('\n[[')[0]
+        return section.splitlines()
+
+    def test_aio_sample(self):
+        calls = self.devstack('stack post-config', 'stack extra',
+                              before=self.localrc('local.conf.aio.sample'))
+        self.assertIn('accel-api', self.vars['ENABLED_SERVICES'].split(','))
+        self.assertEqual(REPO, self.vars['TEMPEST_PLUGINS'])
+        self.assertEqual('root', self.unit('accel-api')['User'])
+        self.assertIn('recreate_database accel_backend', calls)
+
+    def test_multinode_samples(self):
+        self.devstack('stack post-config', 'stack extra',
+                      before=self.localrc('local.conf.controller.sample'))
+        conf = os.path.join(self.conf_dir, 'accel-backend.conf')
+        self.assertEqual('agents',
+                         self.value(self.ini(conf), 'binding', 'mode'))
+        self.assertIsNotNone(self.unit('accel-api'))
+        shutil.rmtree(self.systemd_dir)
+        os.remove(self.calls)
+        calls = self.devstack(
+            'stack post-config', 'stack extra',
+            before=self.localrc('local.conf.subnode.sample'))
+        self.assertEqual('n-cpu,placement-client,ovn-controller,'
+                         'ovs-vswitchd,ovsdb-server,q-ovn-metadata-agent,'
+                         'accel-agent', self.vars['ENABLED_SERVICES'])
+        self.assertIsNone(self.value(self.ini(conf), 'database',
+                                     'connection'))
+        self.assertEqual('agents',
+                         self.value(self.ini(conf), 'binding', 'mode'))
+        self.assertEqual('root', self.unit('accel-agent')['User'])
+        self.assertIsNone(self.unit('accel-api'))
+        self.assertFalse([c for c in calls if c.startswith((
+            'recreate_database', 'accel-backend-manage'))])
