@@ -138,6 +138,16 @@ class TestDevstackPlugin(devstack_harness.DevstackPluginTestCase):
         self.assertIn('get_or_create_endpoint accelerator RegionOne '
                       'http://192.0.2.10:6666/v2', calls)
 
+    def test_compute_driver_can_be_the_fake_one(self):
+        # A devstack without KVM (VIRT_DRIVER=fake): Nova's fake driver
+        # with accelerators, in what nova-compute reads.
+        self.devstack('stack post-config', 'stack extra',
+                      NOVA_ACCEL_COMPUTE_DRIVER='accel.FakeDriver')
+        self.run_bash('devstack_start_nova_compute_conf')
+        for conf in (self.nova_conf, self.nova_cpu_conf):
+            self.assertEqual('accel.FakeDriver', self.value(
+                self.ini(conf), 'DEFAULT', 'compute_driver'))
+
     def test_default_discovery_offers_the_fake_fpgas(self):
         # What the tempest scenarios ask for by default (FPGA).
         self.devstack('stack post-config')
