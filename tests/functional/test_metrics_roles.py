@@ -36,7 +36,7 @@ import testtools
 from accel_backend import conf as accel_conf
 from accel_backend.db import api as db_api
 from accel_backend import metrics
-from tests.unit import test_prometheus_rules
+from tests.functional import test_prometheus_rules
 from tools.fixtures import accel_backend as accel_fx
 from tools.fixtures import process
 from tools.launch import accel_backend as launch_accel

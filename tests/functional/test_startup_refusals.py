@@ -51,7 +51,7 @@ token = admin
 endpoint = http://nova.invalid/v2.1
 """
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..')
+ROOT = os.path.join(os.path.dirname(__file__), '..', '..')
 
 
 class _Processes(testtools.TestCase):
