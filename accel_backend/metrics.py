@@ -16,7 +16,7 @@ Off unless ``[metrics] enabled``; then each long-running process
 (embedded, API, conductor, agent) serves ``GET /metrics`` on ``[metrics]
 host`` (default 127.0.0.1: only local scrapers, as the metrics name hosts
 and resource classes), port ``[metrics] port`` or, unset, the port of its
-role (``accel_backend.conf.METRICS_PORTS``: 9732 embedded and API, 9733
+role (``accel_backend.conf.metrics.PORTS``: 9732 embedded and API, 9733
 conductor, 9734 agent), so that the roles of one host can share one
 configuration file.  Labels are host, resource class, method, outcome and
 the like, never an instance or a project.
@@ -154,7 +154,7 @@ class Endpoint:
     :param db: the service's ``Database`` to read gauges from, or None
         (agents).
     :param default_port: the port (int) when ``[metrics] port`` is unset:
-        the role's (``accel_backend.conf.METRICS_PORTS``).
+        the role's (``accel_backend.conf.metrics.PORTS``).
     """
 
     def __init__(self, conf, db=None, default_port=9732):

@@ -28,7 +28,7 @@
 ``conductor`` (``accel-backend-conductor``)
     the database work of the agents (``accel_backend.conductor.rpc``), the
     binder (ARQs of every host, events to Nova) and the audit of every
-    host; no HTTP.  Several may run.
+    host; no API (``/metrics`` only).  Several may run.
 ``agent`` (``accel-backend-agent``, ``accel_backend.cmd.agent``)
     one per compute node, without database credentials: discovery and
     the Placement report of its host, cleaning and health; every row it
@@ -38,10 +38,8 @@ Tests build a ``Service`` directly and serve ``service.app`` in-process.
 """
 
 import os
-import sys
 import threading
 
-from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from accel_backend.api import wsgi
@@ -52,6 +50,7 @@ from accel_backend.binding import dispatcher as dispatcher_mod
 from accel_backend import cleaning
 from accel_backend.conductor import store as store_mod
 from accel_backend import conf as conf_mod
+from accel_backend.conf import metrics as metrics_conf
 from accel_backend.db import api as db_api
 from accel_backend.discovery import drivers as drivers_mod
 from accel_backend import exception
@@ -160,12 +159,10 @@ class Service:
                 self.store, self.reporter, conf, conf.host,
                 workers=conf.cleaning.workers,
                 notifications=self.notifications)
-        # The ARQ and device gauges: every role with the database (the
-        # conductors also where the API runs under a WSGI server); each
-        # role its own port by default (one host, one file).
+        # Every role with the database serves the ARQ and device gauges.
         self.metrics = metrics.Endpoint(
             conf, db=self.db if role in (EMBEDDED, API, CONDUCTOR) else None,
-            default_port=conf_mod.METRICS_PORTS[role])
+            default_port=metrics_conf.PORTS[role])
         self.dispatcher = None
         if role in (EMBEDDED, API):
             self.dispatcher = dispatcher_mod.for_service(
@@ -372,36 +369,3 @@ class Service:
         self.notifications.close()
         if self.db is not None:
             self.db.dispose()
-
-
-def build_or_refuse(conf, role, name, transport=None):
-    """``Service(conf, role=role)``, or None after one clear line (logged
-    and on standard error) when the configuration is unusable (Nova's
-    ``[pci] device_spec`` cannot be read, an unknown discovery driver
-    option...): the service refuses to start rather than guess.
-
-    :param name: the program's name, for the message.
-    :param transport: as ``Service``'s (tests).
-    """
-    try:
-        return Service(conf, role=role, transport=transport)
-    except (exception.AccelBackendError, db_exc.DBConnectionError,
-            ValueError) as e:
-        # The log, and standard error: with [DEFAULT] log_file the log is
-        # a file, and a supervisor (journald) keeps only standard error.
-        LOG.error('%s refuses to start: %s', name, e)
-        print('%s refuses to start: %s' % (name, e), file=sys.stderr)
-        if role in (EMBEDDED, AGENT):
-            # Best effort, and bounded: a broker or database that does
-            # not answer must not keep a refusing process alive.
-            recorder = threading.Thread(
-                target=store_mod.record_refusal,
-                args=(conf, e, role == AGENT, transport),
-                name='accel-refusal', daemon=True)
-            recorder.start()
-            recorder.join(REFUSAL_RECORD_TIMEOUT)
-        return None
-
-
-#: Seconds a refusing service tries to record why (``build_or_refuse``).
-REFUSAL_RECORD_TIMEOUT = 15

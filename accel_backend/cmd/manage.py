@@ -196,7 +196,7 @@ def _audit_deleted_instances(conf):
     return 0
 
 
-def _add_commands(subparsers):
+def add_commands(subparsers):
     db = subparsers.add_parser('db', help='database schema')
     db_sub = db.add_subparsers(dest='action', required=True)
     for name, func, text in (
@@ -241,7 +241,7 @@ def main(argv=None):
     conf = cfg.ConfigOpts()
     conf_mod.register_opts(conf)
     conf.register_cli_opt(cfg.SubCommandOpt('category',
-                                            handler=_add_commands))
+                                            handler=add_commands))
     conf(sys.argv[1:] if argv is None else argv, project='accel-backend')
     return conf.category.func(conf) or 0
 

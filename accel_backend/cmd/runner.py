@@ -56,8 +56,13 @@ import signal
 import sys
 import threading
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from oslo_service import service
+
+from accel_backend.conductor import store as store_mod
+from accel_backend import exception
+from accel_backend import service as service_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -198,11 +203,44 @@ def main(argv, role, program):
     :returns: the exit status (int): 1 when the service refused to start.
     """
     from accel_backend import conf as conf_mod
-    from accel_backend import service as service_mod
     conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
     logging.setup(conf, program)
-    svc = service_mod.build_or_refuse(conf, role, program)
+    svc = build_or_refuse(conf, role, program)
     if svc is None:
         return 1
     return run(conf, Command(svc, '%s of host %s started' % (program,
                                                              conf.host)))
+
+
+def build_or_refuse(conf, role, name, transport=None):
+    """``accel_backend.service.Service(conf, role=role)``, or None after
+    one clear line (logged and on standard error) when the configuration
+    is unusable (Nova's ``[pci] device_spec`` cannot be read, an unknown
+    discovery driver option...): the service refuses to start rather
+    than guess.
+
+    :param name: the program's name, for the message.
+    :param transport: as ``Service``'s (tests).
+    """
+    try:
+        return service_mod.Service(conf, role=role, transport=transport)
+    except (exception.AccelBackendError, db_exc.DBConnectionError,
+            ValueError) as e:
+        # The log, and standard error: with [DEFAULT] log_file the log is
+        # a file, and a supervisor (journald) keeps only standard error.
+        LOG.error('%s refuses to start: %s', name, e)
+        print('%s refuses to start: %s' % (name, e), file=sys.stderr)
+        if role in (service_mod.EMBEDDED, service_mod.AGENT):
+            # Best effort, and bounded: a broker or database that does
+            # not answer must not keep a refusing process alive.
+            recorder = threading.Thread(
+                target=store_mod.record_refusal,
+                args=(conf, e, role == service_mod.AGENT, transport),
+                name='accel-refusal', daemon=True)
+            recorder.start()
+            recorder.join(REFUSAL_RECORD_TIMEOUT)
+        return None
+
+
+#: Seconds a refusing service tries to record why (``build_or_refuse``).
+REFUSAL_RECORD_TIMEOUT = 15

@@ -26,6 +26,7 @@ from oslo_log import log as logging
 from accel_backend import cmd
 from accel_backend.cmd import runner
 from accel_backend import conf as conf_mod
+from accel_backend.conf import noauth
 from accel_backend import service as service_mod
 
 LOG = logging.getLogger(__name__)
@@ -42,13 +43,13 @@ def main(argv=None, role=service_mod.EMBEDDED, name='accel-backend'):
     logging.setup(conf, name)
     # noauth takes identity and roles from request headers: anyone who
     # can reach the port would be an administrator.
-    why = conf_mod.noauth_refusal(conf, conf.api.host_ip)
+    why = noauth.refusal(conf, conf.api.host_ip)
     if why:
         why = '%s refuses to start: %s' % (name, why)
         LOG.error('%s', why)
         print(why, file=sys.stderr)
         return 1
-    svc = service_mod.build_or_refuse(conf, role, name)
+    svc = runner.build_or_refuse(conf, role, name)
     if svc is None:
         return 1
     server = cheroot_wsgi.Server((conf.api.host_ip, conf.api.port), svc.app,

@@ -19,7 +19,6 @@ by ``list_opts()`` (the ``oslo.config.opts`` entry point) for
 process as Nova.
 """
 
-import ipaddress
 import socket
 
 from keystoneauth1 import loading as ks_loading
@@ -31,6 +30,7 @@ from oslo_middleware.healthcheck import opts as healthcheck_opts
 
 from accel_backend.conf import conductor
 from accel_backend.conf import discovery
+from accel_backend.conf import metrics
 from accel_backend.conf import nvidia_vgpu
 from accel_backend.conf import upgrade_levels
 
@@ -133,40 +133,6 @@ CLEANING_OPTS = [
     cfg.FloatOpt('poll_interval', default=10.0, min=0.1,
                  help='Seconds between looks for dirty devices (releases '
                       'wake the cleaner at once).'),
-]
-
-METRICS_GROUP = cfg.OptGroup('metrics', title='Prometheus metrics')
-#: ``[metrics] port`` by default, per role (``accel_backend.service``):
-#: the API, conductor and agent may share a host and one configuration
-#: file, so each role listens on its own port; the embedded service (the
-#: API with everything else) keeps the API's.
-METRICS_PORTS = {
-    'embedded': 9732,
-    'api': 9732,
-    'conductor': 9733,
-    'agent': 9734,
-}
-
-METRICS_OPTS = [
-    cfg.BoolOpt('enabled', default=False,
-                help='Serve Prometheus metrics (``GET /metrics``) on '
-                     '``host``:``port`` from every long-running '
-                     'accel_backend process (accel-backend, '
-                     'accel-backend-api, accel-backend-conductor, '
-                     'accel-backend-agent; not the WSGI application, whose '
-                     'database gauges the conductors serve). The metrics '
-                     'are listed in the admin guide.'),
-    cfg.HostAddressOpt('host', default='127.0.0.1',
-                       help='Address the metrics endpoint listens on; the '
-                            'default lets only local scrapers in.'),
-    cfg.PortOpt('port', default=None,
-                help='Port of the metrics endpoint (0: any free port, '
-                     'logged at start). Unset: the port of the process\'s '
-                     'role, so that the roles can share a host and this '
-                     'file: 9732 for accel-backend and accel-backend-api, '
-                     '9733 for accel-backend-conductor, 9734 for '
-                     'accel-backend-agent. Set, it applies to every role '
-                     'reading this file.'),
 ]
 
 #: ``[healthcheck] backends`` by default, per role
@@ -274,51 +240,6 @@ def binding_mode(conf):
     return mode
 
 
-def _loopback(host):
-    """True when ``host`` (an address or a host name) is a loopback
-    address (``localhost`` is the only name taken as one)."""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == 'localhost'
-
-
-def noauth_refusal(conf, listen_host=None):
-    """Why the API must not start with this ``[api] auth_strategy``; the
-    one rule both API servers apply: the cheroot server of
-    ``accel-backend`` and ``accel-backend-api``
-    (``accel_backend.cmd.server``) and the WSGI application
-    (``accel_backend.wsgi.api``).
-
-    noauth takes identity and roles from the request's headers
-    (``accel_backend.api.context``), so it is accepted only when the API
-    listens on a loopback address, or when ``[api] allow_remote_noauth``
-    says that the operator keeps other clients out.
-
-    :param conf: accel_backend ``ConfigOpts``.
-    :param listen_host: the address the API listens on (str: ``[api]
-        host_ip`` for the cheroot server), or None when accel_backend does
-        not know it (a WSGI server's ``--bind``): then only ``[api]
-        allow_remote_noauth`` lets noauth in.
-    :returns: None when the API may start, else the reason (str, one
-        line, naming the options to change).
-    """
-    if conf.api.auth_strategy != 'noauth' or conf.api.allow_remote_noauth:
-        return None
-    if listen_host is None:
-        return ('[api] auth_strategy = noauth is for local use only, and '
-                'under a WSGI server accel_backend cannot tell which '
-                'addresses the server listens on; set auth_strategy = '
-                'keystone, or [api] allow_remote_noauth = true where only '
-                'trusted clients reach the WSGI server')
-    if _loopback(listen_host):
-        return None
-    return ('[api] auth_strategy = noauth is for local use only, and [api] '
-            'host_ip = %s serves other hosts; set host_ip = 127.0.0.1 or '
-            'auth_strategy = keystone (or [api] allow_remote_noauth = true '
-            'where only trusted clients reach the port)' % listen_host)
-
-
 def _own(group):
     # oslo.config keeps per-group state on the OptGroup object itself: a
     # group object shared by two ConfigOpts would carry overrides from one
@@ -351,8 +272,8 @@ def register_opts(conf):
     conf.register_opts(CLEANING_OPTS, group=CLEANING_GROUP.name)
     conf.register_group(_own(AUDIT_GROUP))
     conf.register_opts(AUDIT_OPTS, group=AUDIT_GROUP.name)
-    conf.register_group(_own(METRICS_GROUP))
-    conf.register_opts(METRICS_OPTS, group=METRICS_GROUP.name)
+    conf.register_group(_own(metrics.GROUP))
+    conf.register_opts(metrics.OPTS, group=metrics.GROUP.name)
     conf.register_group(_own(nvidia_vgpu.GROUP))
     conf.register_opts(nvidia_vgpu.OPTS, group=nvidia_vgpu.GROUP.name)
     conf.register_group(_own(conductor.GROUP))
@@ -423,7 +344,7 @@ def list_opts():
         (BINDING_GROUP, BINDING_OPTS),
         (CLEANING_GROUP, CLEANING_OPTS),
         (AUDIT_GROUP, AUDIT_OPTS),
-        (METRICS_GROUP, METRICS_OPTS),
+        (metrics.GROUP, metrics.OPTS),
         (nvidia_vgpu.GROUP, nvidia_vgpu.OPTS),
         (conductor.GROUP, conductor.OPTS),
         (upgrade_levels.GROUP, upgrade_levels.OPTS),

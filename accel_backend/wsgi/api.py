@@ -26,7 +26,7 @@ at this code's revision (``accel-backend-manage db sync``).  With ``[api]
 auth_strategy = noauth`` it refuses to load unless ``[api]
 allow_remote_noauth = true``: the WSGI server's listening address is not
 known here, and noauth makes whoever reaches it an administrator (the
-rule of ``accel_backend.conf.noauth_refusal``, which ``accel-backend-api``
+rule of ``accel_backend.conf.noauth.refusal``, which ``accel-backend-api``
 applies too).  The configuration is
 ``accel-backend.conf`` in the directory named by the environment variable
 ``OS_ACCEL_BACKEND_CONFIG_DIR`` (default ``/etc/accel-backend``), as
@@ -44,6 +44,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from accel_backend import conf as conf_mod
+from accel_backend.conf import noauth
 from accel_backend import service as service_mod
 
 #: The environment variable naming the configuration directory.
@@ -62,14 +63,14 @@ def init_application(environ=os.environ):
     :raises oslo_config.cfg.Error: the configuration file is missing or
         does not parse, or sets ``[api] auth_strategy = noauth`` without
         ``[api] allow_remote_noauth = true`` (that refusal is logged
-        first, ``conf.noauth_refusal``).
+        first, ``accel_backend.conf.noauth.refusal``).
     :raises SchemaOutOfDate: ``accel-backend-manage db sync`` has not run.
     """
     config_dir = environ.get(CONFIG_DIR_ENV) or DEFAULT_CONFIG_DIR
     conf = conf_mod.new_conf(
         config_files=[os.path.join(config_dir, CONFIG_FILE)])
     logging.setup(conf, 'accel-backend-api')
-    why = conf_mod.noauth_refusal(conf)
+    why = noauth.refusal(conf)
     if why:
         why = 'accel_backend.wsgi.api refuses to start: %s' % why
         # The log, and standard error: the WSGI server's error log.

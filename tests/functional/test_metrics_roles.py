@@ -34,6 +34,7 @@ from prometheus_client import parser
 import testtools
 
 from accel_backend import conf as accel_conf
+from accel_backend.conf import metrics as metrics_conf
 from accel_backend.db import api as db_api
 from accel_backend import metrics
 from tests.functional import test_prometheus_rules
@@ -109,8 +110,8 @@ class OneHostOneConfigTest(testtools.TestCase):
             config_file=self.config_file, port=self.api_port,
             program='accel-backend-api', workdir=self.tmp, host=HOST))
         conductor = self.useFixture(_Conductor(self.config_file, self.tmp))
-        api_port = accel_conf.METRICS_PORTS['api']
-        conductor_port = accel_conf.METRICS_PORTS['conductor']
+        api_port = metrics_conf.PORTS['api']
+        conductor_port = metrics_conf.PORTS['conductor']
         # Existing deployments keep the API's port; the conductor's is
         # another one.
         self.assertEqual((9732, 9733), (api_port, conductor_port))
@@ -145,7 +146,7 @@ class PortOptionTest(testtools.TestCase):
     def ports(self, conf):
         return {role: metrics.Endpoint(conf, default_port=port)
                 .configured_port
-                for role, port in accel_conf.METRICS_PORTS.items()}
+                for role, port in metrics_conf.PORTS.items()}
 
     def test_unset_each_role_its_own(self):
         ports = self.ports(self.conf('[metrics]\nenabled = true\n'))

@@ -16,7 +16,7 @@
   of ``[DEFAULT] log_file`` when one is set (the console scripts run as
   their own processes, as a unit runs them);
 * the API refuses ``[api] auth_strategy = noauth`` where other hosts can
-  reach it, with one rule (``accel_backend.conf.noauth_refusal``) for the
+  reach it, with one rule (``accel_backend.conf.noauth.refusal``) for the
   cheroot server and the WSGI application, and ``[api]
   allow_remote_noauth`` as the operator's explicit opt-in.
 """
@@ -29,6 +29,7 @@ import fixtures
 import testtools
 
 from accel_backend import conf as conf_mod
+from accel_backend.conf import noauth
 from accel_backend.db import api as db_api
 
 #: Enough for the API and conductor roles to get to their start checks.
@@ -180,7 +181,7 @@ class WSGINoauthTest(_Processes):
 
 
 class NoauthRuleTest(testtools.TestCase):
-    """``conf.noauth_refusal``, the rule of both API servers."""
+    """``accel_backend.conf.noauth.refusal``, the rule of both API servers."""
 
     def conf(self, **api):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
@@ -192,13 +193,13 @@ class NoauthRuleTest(testtools.TestCase):
 
     def test_rule(self):
         keystone = self.conf()
-        noauth = self.conf(auth_strategy='noauth')
+        noauth_conf = self.conf(auth_strategy='noauth')
         allowed = self.conf(auth_strategy='noauth',
                             allow_remote_noauth='true')
         for host in ('0.0.0.0', '10.0.0.5', '::', 'api.example.org', None):
-            self.assertIsNone(conf_mod.noauth_refusal(keystone, host))
-            self.assertIsNone(conf_mod.noauth_refusal(allowed, host))
+            self.assertIsNone(noauth.refusal(keystone, host))
+            self.assertIsNone(noauth.refusal(allowed, host))
             self.assertIn('allow_remote_noauth = true',
-                          conf_mod.noauth_refusal(noauth, host))
+                          noauth.refusal(noauth_conf, host))
         for host in ('127.0.0.1', '127.0.0.2', '::1', 'localhost'):
-            self.assertIsNone(conf_mod.noauth_refusal(noauth, host))
+            self.assertIsNone(noauth.refusal(noauth_conf, host))

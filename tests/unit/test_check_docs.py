@@ -26,13 +26,14 @@ import textwrap
 import testtools
 
 from tools import check_docs
+from tools import doc_facts
 
 _FACTS = []
 
 
 def _facts():
     if not _FACTS:
-        _FACTS.append(check_docs.Facts())
+        _FACTS.append(doc_facts.Facts())
     return _FACTS[0]
 
 

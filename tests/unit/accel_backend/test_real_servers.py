@@ -24,6 +24,7 @@ from oslo_utils import uuidutils
 import testtools
 import webob
 
+from accel_backend.cmd import runner
 from accel_backend import service as service_mod
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import real_servers
@@ -334,7 +335,7 @@ class TestNovaConfigFailsClosed(RealServerTest):
         # (a chmod 000 file does not stop root).
         for path in (os.path.join(self.tmp, 'nova.conf'), self.tmp):
             conf = self.make_conf(nova_config_file=path)
-            self.assertIsNone(service_mod.build_or_refuse(
+            self.assertIsNone(runner.build_or_refuse(
                 conf, service_mod.EMBEDDED, 'accel-backend'))
             self.assertEqual(before, sorted(self.providers()))
             status, reasons = self.health(svc)

@@ -16,6 +16,8 @@ copies of recorded trees, reported to a real Placement."""
 
 import os
 
+from accel_backend.cmd import runner
+
 from tests.unit.accel_backend import test_real_servers
 
 RealServerTest = test_real_servers.RealServerTest
@@ -61,9 +63,8 @@ class TestT4TypesAreNotSoldTwice(RealServerTest):
         conf = self.make_conf(mdev_types='nvidia-222,nvidia-223', groups={
             'mdev_nvidia-222': {'device_addresses': self.BUSY},
             'mdev_nvidia-223': {'device_addresses': self.BUSY}})
-        from accel_backend import service as service_mod
-        self.assertIsNone(service_mod.build_or_refuse(conf, 'embedded',
-                                                      'test'))
+        self.assertIsNone(runner.build_or_refuse(conf, 'embedded',
+                                                 'test'))
         self.assertIn('both list 0000:41:00.0', self.logger.output)
 
     def test_no_enabled_type_reports_nothing(self):

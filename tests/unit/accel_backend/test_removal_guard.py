@@ -27,6 +27,7 @@ import testtools
 import webob
 
 from accel_backend.cmd import manage
+from accel_backend.cmd import runner
 from accel_backend.discovery import removal
 from accel_backend.discovery import sysfs
 from accel_backend import exception
@@ -199,7 +200,7 @@ class UnusableNovaConfigTest(testtools.TestCase):
         conf = base.make_conf(self, discovery={
             'nova_config_file': os.path.join(tmp, 'nova.conf')})
         logger = self.useFixture(fixtures.FakeLogger())
-        self.assertIsNone(service_mod.build_or_refuse(
+        self.assertIsNone(runner.build_or_refuse(
             conf, service_mod.EMBEDDED, 'accel-backend'))
         self.assertIn('accel-backend refuses to start: Nova\'s [pci] '
                       'device_spec cannot be used', logger.output)
@@ -223,7 +224,7 @@ class UnusableNovaConfigTest(testtools.TestCase):
         del groups['database']
         agent_conf = base.make_conf(self, discovery={
             'nova_config_file': os.path.join(tmp, 'nova.conf')}, **groups)
-        self.assertIsNone(service_mod.build_or_refuse(
+        self.assertIsNone(runner.build_or_refuse(
             agent_conf, service_mod.AGENT, 'accel-backend-agent',
             transport=transport))
         resp = webob.Request.blank(

@@ -24,6 +24,7 @@ from oslo_upgradecheck import upgradecheck
 import testtools
 import webob
 
+from accel_backend.cmd import runner
 from accel_backend.cmd import status
 from accel_backend.db import api as db_api
 from accel_backend.objects import arq as arq_obj
@@ -207,7 +208,7 @@ class SchemaAtStartTest(testtools.TestCase):
             self, database=dict(connection=db_url, **database),
             placement=base.placement_opts('http://placement.invalid'),
             nova=base.NO_NOVA)
-        svc = service_mod.build_or_refuse(conf, role, 'test-%s' % role)
+        svc = runner.build_or_refuse(conf, role, 'test-%s' % role)
         if svc is not None:
             self.addCleanup(svc.stop)
         return svc
