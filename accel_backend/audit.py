@@ -75,8 +75,8 @@ from accel_backend.db import models
 from accel_backend import notifications as notifications_mod
 from accel_backend.nova import orphans
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import device as device_obj
 from accel_common import arq_states
+from accel_common import handle_states
 
 LOG = logging.getLogger(__name__)
 
@@ -280,17 +280,17 @@ class Auditor:
             uuids = list(session.scalars(
                 sa.select(models.ARQ.uuid).where(
                     models.ARQ.hostname == self.hostname,
-                    models.ARQ.state == arq_obj.BOUND,
+                    models.ARQ.state == arq_states.BOUND,
                     models.ARQ.attach_handle_id.is_(None))))
             for arq_uuid in uuids:
                 arq = arq_obj.get(session, arq_uuid, for_update=True)
-                if arq.state != arq_obj.BOUND or \
+                if arq.state != arq_states.BOUND or \
                         arq.attach_handle_id is not None:
                     continue
                 LOG.warning('Audit: ARQ %s of instance %s is Bound without '
                             'an attach handle; marking it BindFailed',
                             arq.uuid, arq.instance_uuid)
-                arq_obj.transition(arq, arq_obj.BIND_FAILED)
+                arq_obj.transition(arq, arq_states.BIND_FAILED)
                 report.failed_arqs.append(arq.uuid)
                 failed.append(notifications_mod.arq_data(arq))
         for data in failed:
@@ -307,7 +307,7 @@ class Auditor:
             uuids = list(session.scalars(
                 sa.select(models.ARQ.uuid).where(
                     models.ARQ.hostname == self.hostname,
-                    models.ARQ.state == arq_obj.BIND_STARTED,
+                    models.ARQ.state == arq_states.BIND_STARTED,
                     _last_change(models.ARQ) < cutoff)))
         if uuids:
             LOG.warning('Audit: %d ARQs have been BindStarted for more '
@@ -333,7 +333,7 @@ class Auditor:
                             'queued for cleaning again', handle_uuid, state)
                 report.requeued_cleanings.append(handle_uuid)
                 continue
-            if state != device_obj.CLEANING:
+            if state != handle_states.CLEANING:
                 continue
             # Still being cleaned after timeout + grace: the step hangs.
             reason = ('cleaning did not finish within %d s' %

@@ -34,8 +34,6 @@ from accel_common import handle_states
 # The audit's repairs are logged as the audit's.
 LOG = logging.getLogger('accel_backend.audit')
 
-_HANDLE_LESS = arq_states.HANDLE_LESS_STATES
-
 
 def last_change(model):
     """SQL expression: when a row last changed (``updated_at``, else
@@ -87,9 +85,10 @@ def release_from_handle_less(session, hostname):
                 models.ARQ.hostname.is_(None) |
                 (models.ARQ.hostname == hostname),
                 models.ARQ.attach_handle_id.isnot(None),
-                models.ARQ.state.in_(_HANDLE_LESS))).all():
+                models.ARQ.state.in_(arq_states.HANDLE_LESS_STATES))).all():
         arq = arq_obj.get(session, arq.uuid, for_update=True)
-        if arq.state not in _HANDLE_LESS or arq.attach_handle is None:
+        if (arq.state not in arq_states.HANDLE_LESS_STATES or
+                arq.attach_handle is None):
             continue
         LOG.warning('Audit: ARQ %s is %s but holds attach handle %s; '
                     'releasing it', arq.uuid, arq.state,
@@ -112,7 +111,7 @@ def reclaim(session, hostname):
             .join(models.AttachHandle,
                   models.ARQ.attach_handle_id == models.AttachHandle.id)
             .where(models.ARQ.hostname == hostname,
-                   models.ARQ.state == arq_obj.BOUND,
+                   models.ARQ.state == arq_states.BOUND,
                    ~device_obj.in_use_clause())).all():
         result = session.execute(
             sa.update(models.AttachHandle)

@@ -41,6 +41,7 @@ from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import bind_row
 from accel_backend import utils
+from accel_common import arq_states
 
 LOG = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ class Binder(delivery.EventDelivery):
         with self.db.transaction() as session:
             started = list(session.scalars(
                 sa.select(models.ARQ.uuid).where(
-                    models.ARQ.state == arq_obj.BIND_STARTED, mine)
+                    models.ARQ.state == arq_states.BIND_STARTED, mine)
                 .order_by(models.ARQ.id)))
             pending = list(session.scalars(sa.select(models.ARQ.uuid).where(
                 models.ARQ.pending_event.isnot(None), mine)))
@@ -249,7 +250,7 @@ class Binder(delivery.EventDelivery):
         outcomes, bound at ``now`` (naive UTC ``datetime``)."""
         bound = []
         for state, data, started_at, _, reason in outcomes:
-            if state != arq_obj.BOUND:
+            if state != arq_states.BOUND:
                 failure.record(self.notifications, data, reason)
                 continue
             bound.append('%s to %s %s for instance %s' % (
@@ -273,7 +274,7 @@ class Binder(delivery.EventDelivery):
         """The ARQs of ``arqs`` this binder may bind."""
         mine = []
         for arq in arqs:
-            if arq.state != arq_obj.BIND_STARTED:
+            if arq.state != arq_states.BIND_STARTED:
                 continue
             if self.host is not None and arq.hostname != self.host:
                 LOG.warning('ARQ %s is for host %s, not this agent\'s (%s); '
@@ -322,10 +323,10 @@ class Binder(delivery.EventDelivery):
                 LOG.warning('ARQ %s: no attach handle on resource provider '
                             '%s of host %s (%s)', arq.uuid,
                             arq.device_rp_uuid, arq.hostname, reason)
-                arq_obj.transition(arq, arq_obj.BIND_FAILED)
+                arq_obj.transition(arq, arq_states.BIND_FAILED)
             else:
                 arq.attach_handle = handles.pop(0)
-                arq_obj.transition(arq, arq_obj.BOUND)
+                arq_obj.transition(arq, arq_states.BOUND)
             outcomes.append((arq.state, notifications.arq_data(arq),
                              began, arq.pending_event, reason))
         bind_row.write(session, arqs)

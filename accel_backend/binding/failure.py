@@ -28,6 +28,7 @@ from accel_backend.db import models
 from accel_backend import metrics
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import host_status
+from accel_common import handle_states
 
 #: No device of the ARQ's host stands behind its ``device_rp_uuid`` (a
 #: provider we do not have, or another host's).
@@ -104,7 +105,8 @@ def _reason(rows):
     if health != device_obj.HEALTHY:
         return DEVICE_UNHEALTHY
     # Out of service states are never in use (accel_common.handle_states).
-    if any(state in device_obj.OUT_OF_SERVICE for _, _, state in rows):
+    if any(state in handle_states.OUT_OF_SERVICE_STATES
+           for _, _, state in rows):
         return DEVICE_NOT_CLEAN
     return NO_FREE_HANDLE
 

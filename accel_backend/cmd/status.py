@@ -56,9 +56,9 @@ from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.nova import notifier
 from accel_backend.nova import orphans
-from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import host_status
 from accel_backend import policy
+from accel_common import arq_states
 
 #: An ARQ in BindStarted for longer than this is reported (seconds).
 STUCK_AFTER = 600
@@ -150,7 +150,7 @@ class Checks(upgradecheck.UpgradeCommands):
             tzinfo=None) - datetime.timedelta(seconds=STUCK_AFTER)
         rows = self._read(lambda session: session.execute(sa.select(
             models.ARQ.hostname, sa.func.count()).where(
-            models.ARQ.state == arq_obj.BIND_STARTED,
+            models.ARQ.state == arq_states.BIND_STARTED,
             sa.func.coalesce(models.ARQ.updated_at,
                              models.ARQ.created_at) < since
         ).group_by(models.ARQ.hostname)).all())

@@ -32,13 +32,13 @@ from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend.discovery import pooling
 from accel_backend import exception
-from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import host_status
 from accel_backend.objects import host_sync
 from accel_backend.objects import pool_migration
 from accel_backend.placement import records
+from accel_common import arq_states
 from accel_common import pci
 
 LOG = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ class HostStore:
             return list(session.scalars(
                 sa.select(models.ARQ.uuid).where(
                     models.ARQ.hostname == self.hostname,
-                    models.ARQ.state == arq_obj.BIND_STARTED)
+                    models.ARQ.state == arq_states.BIND_STARTED)
                 .order_by(models.ARQ.id)))
 
     # -- cleaning ------------------------------------------------------

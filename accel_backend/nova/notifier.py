@@ -30,7 +30,6 @@ from accel_backend import service_auth
 from accel_common import arq_states
 
 LOG = logging.getLogger(__name__)
-EVENT_NAME = arq_states.EVENT_NAME
 MICROVERSION = '2.82'
 
 
@@ -63,7 +62,7 @@ class NovaNotifier:
         """
         if not events:
             return set(), set()
-        body = {'events': [{'name': EVENT_NAME, 'server_uuid': inst,
+        body = {'events': [{'name': arq_states.EVENT_NAME, 'server_uuid': inst,
                             'tag': arq, 'status': status}
                            for inst, arq, status in events]}
         tags = {arq for _, arq, _ in events}

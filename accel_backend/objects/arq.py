@@ -39,14 +39,6 @@ from accel_backend import utils
 from accel_common import arq_states
 from accel_common import device_profile
 
-INITIAL = arq_states.INITIAL
-BIND_STARTED = arq_states.BIND_STARTED
-BOUND = arq_states.BOUND
-UNBOUND = arq_states.UNBOUND
-BIND_FAILED = arq_states.BIND_FAILED
-STATES = arq_states.STATES
-BINDABLE_STATES = arq_states.BINDABLE_STATES
-RESOLVED_STATES = arq_states.RESOLVED_STATES
 
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 
@@ -98,7 +90,7 @@ def create_for_profile(session, dp, project_id=None):
         parsed = device_profile.parse_groups(dp.groups)
     except device_profile.InvalidGroup as e:
         raise exception.InvalidDeviceProfile(reason=str(e))
-    rows = [dict(uuid=uuidutils.generate_uuid(), state=INITIAL,
+    rows = [dict(uuid=uuidutils.generate_uuid(), state=arq_states.INITIAL,
                  device_profile_id=dp.id, device_profile_name=dp.name,
                  device_profile_group_id=index, device_profile_group=group,
                  project_id=project_id)
@@ -232,14 +224,14 @@ def start_binding(session, arq, hostname, device_rp_uuid, instance_uuid,
     :raises ARQInvalidState: the ARQ is bound elsewhere or not bindable.
     """
     wanted = (hostname, device_rp_uuid, instance_uuid)
-    if arq.state in (BIND_STARTED, BOUND) and (
+    if arq.state in (arq_states.BIND_STARTED, arq_states.BOUND) and (
             arq.hostname, arq.device_rp_uuid, arq.instance_uuid) == wanted:
         return False
-    if arq.state not in BINDABLE_STATES:
-        raise exception.ARQInvalidState(uuid=arq.uuid, state=arq.state,
-                                        op='bind',
-                                        allowed=', '.join(BINDABLE_STATES))
-    transition(arq, BIND_STARTED)
+    if arq.state not in arq_states.BINDABLE_STATES:
+        raise exception.ARQInvalidState(
+            uuid=arq.uuid, state=arq.state, op='bind',
+            allowed=', '.join(arq_states.BINDABLE_STATES))
+    transition(arq, arq_states.BIND_STARTED)
     arq.hostname, arq.device_rp_uuid, arq.instance_uuid = wanted
     if project_id is not None:
         arq.project_id = project_id
@@ -290,7 +282,7 @@ def unbind(arq):
         return
     release(arq)
     arq.hostname = arq.device_rp_uuid = arq.instance_uuid = None
-    transition(arq, UNBOUND)
+    transition(arq, arq_states.UNBOUND)
 
 
 def delete(session, arq):

@@ -30,6 +30,7 @@ from accel_backend import exception
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import lookup
 from accel_backend import utils
+from accel_common import handle_states
 
 
 def provider_name(host_rp_name, address, subname=None):
@@ -91,7 +92,7 @@ def reserved_units(dep):
         return total
     handles = dep.attach_handles
     return max(0, min(total, total - len(handles) + sum(
-        1 for h in handles if h.state in device_obj.OUT_OF_SERVICE)))
+        1 for h in handles if h.state in handle_states.OUT_OF_SERVICE_STATES)))
 
 
 def record_name(hostname, dep):

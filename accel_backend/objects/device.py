@@ -61,12 +61,6 @@ UNHEALTHY = discovery_drivers.UNHEALTHY
 #: cleaner resumes ``dirty`` and ``cleaning`` handles.  Handles that are
 #: dirty, cleaning or clean_failed are reserved in Placement
 #: (``objects.deployable.reserved_units``).
-AVAILABLE = handle_states.AVAILABLE
-BOUND = handle_states.BOUND
-DIRTY = handle_states.DIRTY
-CLEANING = handle_states.CLEANING
-CLEAN_FAILED = handle_states.CLEAN_FAILED
-OUT_OF_SERVICE = handle_states.OUT_OF_SERVICE_STATES
 #: ``session.info`` key listing handle ids released in the transaction
 #: (the cleaner wakes up on commit).
 RELEASED_KEY = 'accel_backend.released_handles'
@@ -148,8 +142,10 @@ def new_handle(**fields):
         ``attach_type``, ``attach_info``).
     :returns: ``models.AttachHandle`` (not added to a session).
     """
-    handle_states.check(handle_states.NEW, AVAILABLE, handle_states.DISCOVER)
-    return models.AttachHandle(**fields, **handle_states.columns(AVAILABLE))
+    handle_states.check(handle_states.NEW, handle_states.AVAILABLE,
+                        handle_states.DISCOVER)
+    return models.AttachHandle(
+        **fields, **handle_states.columns(handle_states.AVAILABLE))
 
 
 def list_(session, hostname=None, type_=None, vendor=None, limit=None,
@@ -201,9 +197,9 @@ def release_handle(session, handle):
                     'released all the same', handle.uuid, handle.state)
     method = handle.deployable.cleaning if handle.deployable else None
     if method in (None, 'none'):
-        transition(handle, AVAILABLE, handle_states.RELEASE)
+        transition(handle, handle_states.AVAILABLE, handle_states.RELEASE)
         return
-    transition(handle, DIRTY, handle_states.RELEASE)
+    transition(handle, handle_states.DIRTY, handle_states.RELEASE)
     session.info.setdefault(RELEASED_KEY, set()).add(handle.id)
 
 
@@ -213,7 +209,7 @@ def dirty_providers(handles):
     Placement before the release is answered
     (``placement.reserved.ReservedUnits.reserve_released``)."""
     return {h.deployable.rp_uuid for h in handles
-            if h is not None and h.state == DIRTY and
+            if h is not None and h.state == handle_states.DIRTY and
             h.deployable is not None and h.deployable.rp_uuid}
 
 
@@ -244,9 +240,10 @@ def start_cleaning(session, handle_uuid):
     result = session.execute(
         sa.update(models.AttachHandle)
         .where(models.AttachHandle.uuid == handle_uuid,
-               state_clause(models.AttachHandle.state, CLEANING,
+               state_clause(models.AttachHandle.state, handle_states.CLEANING,
                             handle_states.START_CLEANING))
-        .values(update_values(CLEANING, handle_states.START_CLEANING))
+        .values(update_values(handle_states.CLEANING,
+                              handle_states.START_CLEANING))
         .execution_options(synchronize_session=False))
     return result.rowcount == 1
 
@@ -259,13 +256,13 @@ def finish_cleaning(session, handle_uuid, error=None):
         when the handle is gone (its device vanished meanwhile).
     """
     handle = get_handle(session, handle_uuid)
-    if handle is None or handle.state != CLEANING:
+    if handle is None or handle.state != handle_states.CLEANING:
         return handle.deployable if handle is not None else None
     if error is None:
-        transition(handle, AVAILABLE, handle_states.CLEANED)
+        transition(handle, handle_states.AVAILABLE, handle_states.CLEANED)
     else:
-        transition(handle, CLEAN_FAILED, handle_states.CLEANING_FAILED,
-                   error)
+        transition(handle, handle_states.CLEAN_FAILED,
+                   handle_states.CLEANING_FAILED, error)
     session.flush()
     return handle.deployable
 
@@ -279,8 +276,8 @@ def retry_clean_failed(session, dev):
     n = 0
     for dep in dev.deployables:
         for handle in dep.attach_handles:
-            if handle.state == CLEAN_FAILED:
-                transition(handle, DIRTY, handle_states.RETRY)
+            if handle.state == handle_states.CLEAN_FAILED:
+                transition(handle, handle_states.DIRTY, handle_states.RETRY)
                 session.info.setdefault(RELEASED_KEY, set()).add(handle.id)
                 n += 1
     return n
@@ -299,7 +296,8 @@ def status_of(dev):
     if dev.health == UNHEALTHY:
         return UNHEALTHY, dev.health_reason
     handles = [h for dep in dev.deployables for h in dep.attach_handles]
-    for state in (CLEAN_FAILED, CLEANING, DIRTY):
+    for state in (handle_states.CLEAN_FAILED, handle_states.CLEANING,
+                  handle_states.DIRTY):
         hit = [h for h in handles if h.state == state]
         if hit:
             return state, hit[0].state_reason

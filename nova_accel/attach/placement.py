@@ -40,7 +40,6 @@ from nova_accel.attach import exception
 LOG = logging.getLogger(__name__)
 
 VERSION = '1.36'
-CONCURRENT_UPDATE = placement_errors.CONCURRENT_UPDATE
 DEFAULT_RETRIES = 4
 
 
@@ -208,7 +207,8 @@ class AllocationEditor(object):
         if resp.status_code == 204:
             return payload['allocations']
         if (resp.status_code == 409 and
-                placement_errors.error_code(resp) == CONCURRENT_UPDATE):
+                placement_errors.error_code(resp) ==
+                placement_errors.CONCURRENT_UPDATE):
             LOG.info('Allocation of %(c)s changed while trying to '
                      '%(what)s it, re-reading',
                      {'c': self.consumer, 'what': what})

@@ -36,10 +36,6 @@ from nova_accel.compute import exception
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
-EVENT_NAME = arq_states.EVENT_NAME
-STATE_BOUND = arq_states.BOUND
-STATE_BIND_FAILED = arq_states.BIND_FAILED
-
 
 def _select(arqs, arq_uuids):
     """Return ``{uuid: arq}`` for the ARQs of ``arqs`` named in arq_uuids."""
@@ -50,7 +46,7 @@ def _select(arqs, arq_uuids):
 
 def _bind_failed(arqs):
     return sorted(uuid for uuid, arq in arqs.items()
-                  if arq.get('state') == STATE_BIND_FAILED)
+                  if arq.get('state') == arq_states.BIND_FAILED)
 
 
 def wait_for_bound_arqs(virtapi, client, instance, arq_uuids, timeout=None):
@@ -109,8 +105,8 @@ def _wait_for_events(virtapi, client, instance, arq_uuids, timeout):
         ARQ resolved before the wait is ``BindFailed``.
     :raises ARQBindingTimeout: not every event came within ``timeout``.
     """
-    events = [(EVENT_NAME, arq_uuid) for arq_uuid in arq_uuids]
-    prefix = EVENT_NAME + '-'
+    events = [(arq_states.EVENT_NAME, arq_uuid) for arq_uuid in arq_uuids]
+    prefix = arq_states.EVENT_NAME + '-'
 
     def _on_failed_event(event_key, _instance):
         # Nova calls this with the event key "<name>-<tag>" when an event
@@ -140,8 +136,8 @@ def _wait_for_events(virtapi, client, instance, arq_uuids, timeout):
                 LOG.debug('ARQs %s already resolved before waiting',
                           sorted(resolved), instance=instance)
                 virtapi.exit_wait_early(
-                    [(EVENT_NAME, arq_uuid) for arq_uuid in arq_uuids
-                     if arq_uuid in resolved])
+                    [(arq_states.EVENT_NAME, arq_uuid)
+                     for arq_uuid in arq_uuids if arq_uuid in resolved])
     except nova_exception.InstanceEventTimeout:
         pending = [u for u in arq_uuids if u not in resolved]
         raise exception.ARQBindingTimeout(instance.uuid, pending, timeout)
@@ -169,7 +165,7 @@ def _bound_in_order(client, instance, arq_uuids, resolved):
             instance.uuid, missing,
             reason='unknown to the accelerator service')
     not_bound = [u for u in arq_uuids
-                 if resolved[u].get('state') != STATE_BOUND]
+                 if resolved[u].get('state') != arq_states.BOUND]
     if not_bound:
         raise exception.ARQBindingFailed(
             instance.uuid, not_bound,
@@ -193,7 +189,7 @@ def require_bound(instance_uuid, accel_info):
     :raises ARQBindingFailed: naming the ARQs that are not ``Bound``.
     """
     bad = [arq['uuid'] for arq in accel_info or []
-           if arq.get('state') != STATE_BOUND]
+           if arq.get('state') != arq_states.BOUND]
     if bad:
         raise exception.ARQBindingFailed(
             instance_uuid, bad,

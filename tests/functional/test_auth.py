@@ -20,7 +20,7 @@ import uuid
 
 from keystonemiddleware import fixture as ksm_fixture
 
-from accel_backend.objects import arq as arq_obj
+from accel_common import arq_states
 from tests.unit.accel_backend import policy_fixtures
 
 PROJECT_A = policy_fixtures.PROJECT_A
@@ -128,7 +128,7 @@ class KeystoneAuthTest(policy_fixtures.AppTestBase):
         # Another project's ARQ is unknown to B: 404, nothing deleted.
         self.call('DELETE', '/v2/accelerator_requests?arqs=%s'
                   % arq['uuid'], self.headers(self.member_b), status=404)
-        self.assertEqual(arq_obj.INITIAL, self.arq_state(arq['uuid']))
+        self.assertEqual(arq_states.INITIAL, self.arq_state(arq['uuid']))
 
     def test_bind_needs_nova_service_token(self):
         resp = self.call('POST', '/v2/accelerator_requests',
@@ -157,7 +157,7 @@ class KeystoneAuthTest(policy_fixtures.AppTestBase):
                                          'reader'])
         initial = self.make_arqs(PROJECT_A)
         inst = str(uuid.uuid4())
-        bound = self.make_arqs(PROJECT_A, arq_obj.BOUND, inst)
+        bound = self.make_arqs(PROJECT_A, arq_states.BOUND, inst)
         unbind = {bound: [{'path': p, 'op': 'remove'} for p in (
             '/hostname', '/device_rp_uuid', '/instance_uuid')]}
         for user in (admin_a, self.member_a, reader_a, self.nova):
@@ -173,13 +173,13 @@ class KeystoneAuthTest(policy_fixtures.AppTestBase):
             self.assert_forbidden(self.call(
                 'DELETE', '/v2/accelerator_requests?instance=%s' % inst,
                 headers))
-        self.assertEqual((arq_obj.INITIAL, arq_obj.BOUND),
+        self.assertEqual((arq_states.INITIAL, arq_states.BOUND),
                          (self.arq_state(initial), self.arq_state(bound)))
         self.assertEqual([], self.submitted)
         # The same requests with Nova's service token.
         self.call('PATCH', '/v2/accelerator_requests',
                   self.headers(reader_a, self.nova), unbind, status=202)
-        self.assertEqual(arq_obj.UNBOUND, self.arq_state(bound))
+        self.assertEqual(arq_states.UNBOUND, self.arq_state(bound))
 
     def test_invalid_service_token_is_401(self):
         self.call('GET', '/v2/accelerator_requests',
@@ -187,7 +187,7 @@ class KeystoneAuthTest(policy_fixtures.AppTestBase):
 
     def test_nova_deletes_bound_arqs_of_the_users_instance(self):
         inst = str(uuid.uuid4())
-        bound = self.make_arqs(PROJECT_A, arq_obj.BOUND, inst)
+        bound = self.make_arqs(PROJECT_A, arq_states.BOUND, inst)
         self.assert_forbidden(self.call(
             'DELETE', '/v2/accelerator_requests?instance=%s' % inst,
             self.headers(self.member_a)))

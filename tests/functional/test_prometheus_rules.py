@@ -40,7 +40,7 @@ import yaml
 from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import metrics
-from accel_backend.objects import arq as arq_obj
+from accel_common import arq_states
 
 ETC = os.path.join(os.path.dirname(__file__), '..', '..', 'etc')
 PROMETHEUS = os.path.join(ETC, 'prometheus')
@@ -60,7 +60,7 @@ SUFFIXES = {'counter': ('_total', '_created'),
             'summary': ('', '_sum', '_count', '_created')}
 
 
-def seed_gauge_rows(db, host='compute1', state=arq_obj.INITIAL):
+def seed_gauge_rows(db, host='compute1', state=arq_states.INITIAL):
     """Store one enabled, healthy device of ``host`` (resource class
     ``PGPU``) and one ARQ of it in ``state`` (default ``Initial``, which
     no binder resumes): rows that make ``accel_devices`` and

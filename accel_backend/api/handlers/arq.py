@@ -29,10 +29,9 @@ from accel_backend.policies import arq as arq_policy
 from accel_backend import policy
 from accel_common import arq_states
 
-BIND_STATES = {'resolved': arq_obj.RESOLVED_STATES}
+BIND_STATES = {'resolved': arq_states.RESOLVED_STATES}
 # States in which an ARQ holds no device: its project may delete it;
 # deleting one in any other state needs ``accelerator:arq:delete_bound``.
-UNBOUND_STATES = arq_states.UNBOUND_STATES
 
 
 def _target(arq):
@@ -345,8 +344,9 @@ def delete(req, arq_uuid=None):
         released = set()
         deleted = []
         for arq in arqs:
-            policies.check(arq_policy.DELETE if arq.state in UNBOUND_STATES
-                           else arq_policy.DELETE_BOUND, arq)
+            policies.check(
+                arq_policy.DELETE if arq.state in arq_states.UNBOUND_STATES
+                else arq_policy.DELETE_BOUND, arq)
             if arq.attach_handle_id is not None:
                 released.add(arq.hostname)
             deleted.append(notifications.arq_data(arq))

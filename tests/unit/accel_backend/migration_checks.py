@@ -38,6 +38,7 @@ from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import host_sync
+from accel_common import arq_states
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import binder_fixtures
 
@@ -258,10 +259,10 @@ class SharingScenarios:
                                    retry_interval=0.01, retry_timeout=5,
                                    workers=1)
         self.addCleanup(binder.stop)
-        self.assertEqual(arq_obj.BOUND, binder.bind_one(arq.uuid))
+        self.assertEqual(arq_states.BOUND, binder.bind_one(arq.uuid))
         with db.transaction() as session:
             bound = arq_obj.to_dict(arq_obj.get(session, arq.uuid), 'http://x')
-            self.assertEqual(arq_obj.BOUND, bound['state'])
+            self.assertEqual(arq_states.BOUND, bound['state'])
             self.assertTrue(bound['attach_handle_info'])
             return len(arq_obj.list_(session))
 

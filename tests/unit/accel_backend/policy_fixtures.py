@@ -31,6 +31,7 @@ from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend import service as service_mod
+from accel_common import arq_states
 from tests.unit.accel_backend import base
 
 PROJECT_A = 'a' * 32
@@ -92,12 +93,12 @@ class AppTestBase(testtools.TestCase):
         self.assertEqual('accel.policy.forbidden',
                          resp.json['errors'][0]['code'])
 
-    def make_arqs(self, project_id, state=arq_obj.INITIAL, instance=None):
+    def make_arqs(self, project_id, state=arq_states.INITIAL, instance=None):
         """One ARQ of ``project_id`` in ``state``; returns its UUID."""
         with self.svc.db.transaction() as session:
             arq = arq_obj.create(session, 'dp1', project_id=project_id)[0]
             arq.state = state
-            if state != arq_obj.INITIAL:
+            if state != arq_states.INITIAL:
                 arq.hostname = 'compute1'
                 arq.device_rp_uuid = uuidutils.generate_uuid()
                 arq.instance_uuid = instance or uuidutils.generate_uuid()

@@ -29,6 +29,7 @@ from accel_backend import exception
 from accel_backend.objects import device as device_obj
 from accel_backend.placement import client as pclient
 from accel_backend import service as service_mod
+from accel_common import handle_states
 from tests import placement_fixture
 from tests.unit.accel_backend import base
 
@@ -140,7 +141,7 @@ class DeviceActionsTest(testtools.TestCase):
             (handle,) = claim.claim(session, {key: 1})[key]
             self.assertEqual({'domain': '0000', 'bus': 'af', 'device': '00',
                               'function': '0'}, handle.attach_info)
-            self.assertEqual((True, device_obj.BOUND),
+            self.assertEqual((True, handle_states.BOUND),
                              (handle.in_use, handle.state))
 
     def test_disable_a_device_in_use(self):

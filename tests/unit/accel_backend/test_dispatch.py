@@ -27,6 +27,7 @@ from accel_backend.binding import rpc
 from accel_backend.conductor import rpc as conductor_rpc
 from accel_backend.objects import arq as arq_obj
 from accel_backend import transports
+from accel_common import arq_states
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import binder_fixtures
 from tests import waiting
@@ -156,9 +157,9 @@ class TestHostScopedBinder(binder_fixtures.BinderTestBase):
         binder.resume()
         self.assertTrue(binder.wait_idle(TIMEOUT))
         with self.db.transaction() as session:
-            self.assertEqual(arq_obj.BOUND,
+            self.assertEqual(arq_states.BOUND,
                              arq_obj.get(session, mine).state)
-            self.assertEqual(arq_obj.BIND_STARTED,
+            self.assertEqual(arq_states.BIND_STARTED,
                              arq_obj.get(session, other).state)
         # A cast of another host's ARQ that reaches this agent is refused.
         self.assertIsNone(binder.bind_one(other))

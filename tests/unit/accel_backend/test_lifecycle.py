@@ -31,6 +31,7 @@ from accel_backend.objects import device as device_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.placement import client as pclient
 from accel_backend import service as service_mod
+from accel_common import arq_states
 from tests import placement_fixture
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import sysfs_tree
@@ -169,7 +170,8 @@ class ServiceTestBase(placement_fixture.PlacementTestCase):
              'value': instance or uuidutils.generate_uuid()}]})
         state = []
         self.wait_for(lambda: state.append(self.call(
-            svc, path).json['state']) or state[-1] in arq_obj.RESOLVED_STATES)
+            svc, path).json['state']) or
+            state[-1] in arq_states.RESOLVED_STATES)
         return arq['uuid'], state[-1]
 
     def api_unbind(self, svc, arq_uuid):

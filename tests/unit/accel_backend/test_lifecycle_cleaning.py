@@ -22,7 +22,7 @@ import sqlalchemy as sa
 import testtools
 
 from accel_backend.db import models
-from accel_backend.objects import device as device_obj
+from accel_common import handle_states
 from tests.unit.accel_backend.test_lifecycle import ADMIN
 from tests.unit.accel_backend.test_lifecycle import device_uuid
 from tests.unit.accel_backend.test_lifecycle import GPU
@@ -217,7 +217,7 @@ class TestCleaning(ServiceTestBase):
             (h,) = session.scalars(
                 sa.select(models.AttachHandle).join(models.Deployable)
                 .join(models.Device).where(models.Device.address == second))
-            h.state = device_obj.CLEANING
+            h.state = handle_states.CLEANING
         svc.stop()
 
         svc2 = self.make_service(self.make_conf(cleaning={

@@ -25,6 +25,7 @@ from accel_backend.binding import failure
 from accel_backend.db import api as db_api
 from accel_backend.objects import arq as arq_obj
 from accel_backend import service as service_mod
+from accel_common import arq_states
 from tests.unit.accel_backend import audit_fixtures
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend import test_dispatch
@@ -91,7 +92,7 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         # first delivery of the Bound event (503), takes the retry.
         self.nova.refuse = 1
         arq_uuid, state = self.api_bind(svc, GPU)
-        self.assertEqual(arq_obj.BOUND, state)
+        self.assertEqual(arq_states.BOUND, state)
         self.wait_for(lambda: self.nova.events)
         self.api_unbind(svc, arq_uuid)
         svc.cleaner.clean_pending()
@@ -132,7 +133,7 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
         before = scrape(svc.metrics.port)
 
         def fails(reason, **kw):
-            self.assertEqual(arq_obj.BIND_FAILED,
+            self.assertEqual(arq_states.BIND_FAILED,
                              self.api_bind(svc, **kw)[1], reason)
         # A provider no device of this host stands behind.
         fails('no_device', rp=uuidutils.generate_uuid())
@@ -162,7 +163,7 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
                   test_lifecycle.device_uuid(spare), method='POST')
         fails('device_maintaining', address=spare)
         # Gone from the host while bound: kept as missing.
-        self.assertEqual(arq_obj.BOUND, self.api_bind(svc, other)[1])
+        self.assertEqual(arq_states.BOUND, self.api_bind(svc, other)[1])
         shutil.rmtree(os.path.join(self.root, other))
         svc.discover_and_report()
         fails('device_missing', address=other)
@@ -212,7 +213,7 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
             before, 'accel_discovery_seconds_count', host=HOST,
             outcome='ok'))
         arq_uuid, state = self.api_bind(api, GPU)
-        self.assertEqual(arq_obj.BOUND, state)
+        self.assertEqual(arq_states.BOUND, state)
         self.wait_for(lambda: self.nova.events)
         after = scrape(agent.metrics.port)
         moved = self.moved(before, after)

@@ -31,8 +31,8 @@ import json
 import testscenarios
 
 from accel_backend.api import routes
-from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
+from accel_common import arq_states
 from tests.unit.accel_backend import policy_fixtures
 
 PROJECT_A = policy_fixtures.PROJECT_A
@@ -179,7 +179,7 @@ class PersonaMatrixTest(testscenarios.WithScenarios,
         with self.svc.db.transaction() as session:
             dp = dp_obj.get(session, 'dp1').uuid
         return {'dp': dp,
-                'b_bound': self.make_arqs(PROJECT_B, arq_obj.BOUND),
+                'b_bound': self.make_arqs(PROJECT_B, arq_states.BOUND),
                 'b_initial': self.make_arqs(PROJECT_B),
                 'a_initial': self.make_arqs(PROJECT_A)}
 

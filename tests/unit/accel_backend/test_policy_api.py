@@ -24,9 +24,9 @@ from oslo_policy import policy as oslo_policy
 from oslo_utils import uuidutils
 
 from accel_backend.api import routes
-from accel_backend.objects import arq as arq_obj
 from accel_backend.policies import arq as arq_obj_policy
 from accel_backend import policy
+from accel_common import arq_states
 from tests.unit.accel_backend import policy_fixtures as fx
 
 
@@ -35,7 +35,8 @@ class ARQPolicyTest(fx.AppTestBase):
     def setUp(self):
         super().setUp()
         self.inst_b = uuidutils.generate_uuid()
-        self.arq_b = self.make_arqs(fx.PROJECT_B, arq_obj.BOUND, self.inst_b)
+        self.arq_b = self.make_arqs(fx.PROJECT_B, arq_states.BOUND,
+                                    self.inst_b)
         self.arq_b_initial = self.make_arqs(fx.PROJECT_B)
 
     def uuids(self, resp):
@@ -96,14 +97,15 @@ class ARQPolicyTest(fx.AppTestBase):
                   % (self.arq_b, self.arq_b_initial), fx.MEMBER_A, status=404)
         self.call('DELETE', '/v2/accelerator_requests?instance=%s'
                   % self.inst_b, fx.MEMBER_A, status=204)
-        self.assertEqual(arq_obj.BOUND, self.arq_state(self.arq_b))
-        self.assertEqual(arq_obj.INITIAL, self.arq_state(self.arq_b_initial))
+        self.assertEqual(arq_states.BOUND, self.arq_state(self.arq_b))
+        self.assertEqual(arq_states.INITIAL,
+                         self.arq_state(self.arq_b_initial))
 
     def test_member_deletes_own_unbound_arqs_only(self):
         initial = self.make_arqs(fx.PROJECT_A)
-        unbound = self.make_arqs(fx.PROJECT_A, arq_obj.UNBOUND)
+        unbound = self.make_arqs(fx.PROJECT_A, arq_states.UNBOUND)
         inst = uuidutils.generate_uuid()
-        bound = self.make_arqs(fx.PROJECT_A, arq_obj.BOUND, inst)
+        bound = self.make_arqs(fx.PROJECT_A, arq_states.BOUND, inst)
         self.call('DELETE', '/v2/accelerator_requests?arqs=%s,%s'
                   % (initial, unbound), fx.MEMBER_A, status=204)
         self.assertIsNone(self.arq_state(initial))
@@ -111,7 +113,7 @@ class ARQPolicyTest(fx.AppTestBase):
         self.assert_forbidden(self.call(
             'DELETE', '/v2/accelerator_requests?instance=%s' % inst,
             fx.MEMBER_A))
-        self.assertEqual(arq_obj.BOUND, self.arq_state(bound))
+        self.assertEqual(arq_states.BOUND, self.arq_state(bound))
         # Nova deletes them with its service token.
         self.call('DELETE', '/v2/accelerator_requests?instance=%s' % inst,
                   fx.NOVA_FOR_A, status=204)
@@ -119,11 +121,11 @@ class ARQPolicyTest(fx.AppTestBase):
 
     def test_forbidden_delete_deletes_nothing(self):
         initial = self.make_arqs(fx.PROJECT_A)
-        bound = self.make_arqs(fx.PROJECT_A, arq_obj.BOUND)
+        bound = self.make_arqs(fx.PROJECT_A, arq_states.BOUND)
         self.assert_forbidden(self.call(
             'DELETE', '/v2/accelerator_requests?arqs=%s,%s'
             % (initial, bound), fx.MEMBER_A))
-        self.assertEqual(arq_obj.INITIAL, self.arq_state(initial))
+        self.assertEqual(arq_states.INITIAL, self.arq_state(initial))
 
     def test_service_deletes_any_project_admin_only_its_own(self):
         self.call('DELETE', '/v2/accelerator_requests?instance=%s'
@@ -134,7 +136,8 @@ class ARQPolicyTest(fx.AppTestBase):
         self.assert_forbidden(self.call(
             'DELETE', '/v2/accelerator_requests?arqs=%s'
             % self.arq_b_initial, fx.ADMIN))
-        self.assertEqual(arq_obj.INITIAL, self.arq_state(self.arq_b_initial))
+        self.assertEqual(arq_states.INITIAL,
+                         self.arq_state(self.arq_b_initial))
         self.call('DELETE', '/v2/accelerator_requests?arqs=%s'
                   % self.arq_b_initial, fx.NOVA_FOR_A, status=204)
         self.assertIsNone(self.arq_state(self.arq_b_initial))
@@ -146,7 +149,7 @@ class ARQPolicyTest(fx.AppTestBase):
             self.assert_forbidden(self.call(
                 'PATCH', '/v2/accelerator_requests', headers,
                 self.bind_body(mine)))
-        self.assertEqual(arq_obj.INITIAL, self.arq_state(mine))
+        self.assertEqual(arq_states.INITIAL, self.arq_state(mine))
         self.assertEqual([], self.submitted)
 
     def test_bind_with_service_token(self):
@@ -155,7 +158,7 @@ class ARQPolicyTest(fx.AppTestBase):
                   self.bind_body(mine), status=202)
         # Bound in the PATCH's transaction; the provider of bind_body has
         # no device, so the binding failed.
-        self.assertEqual(arq_obj.BIND_FAILED, self.arq_state(mine))
+        self.assertEqual(arq_states.BIND_FAILED, self.arq_state(mine))
         self.assertEqual([mine], self.submitted)
 
     def test_bind_with_noauth_admin_token_needs_the_service_token(self):
@@ -171,15 +174,15 @@ class ARQPolicyTest(fx.AppTestBase):
         self.assertEqual([mine], self.submitted)
 
     def test_unbind_needs_service_token(self):
-        mine = self.make_arqs(fx.PROJECT_A, arq_obj.BOUND)
+        mine = self.make_arqs(fx.PROJECT_A, arq_states.BOUND)
         body = {mine: [{'path': p, 'op': 'remove'} for p in
                        ('/hostname', '/device_rp_uuid', '/instance_uuid')]}
         self.assert_forbidden(self.call(
             'PATCH', '/v2/accelerator_requests', fx.MEMBER_A, body))
-        self.assertEqual(arq_obj.BOUND, self.arq_state(mine))
+        self.assertEqual(arq_states.BOUND, self.arq_state(mine))
         self.call('PATCH', '/v2/accelerator_requests', fx.NOVA_FOR_A, body,
                   status=202)
-        self.assertEqual(arq_obj.UNBOUND, self.arq_state(mine))
+        self.assertEqual(arq_states.UNBOUND, self.arq_state(mine))
 
     def test_service_binds_any_project(self):
         # Nova acting with an admin's token of another project.

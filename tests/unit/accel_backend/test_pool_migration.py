@@ -29,6 +29,7 @@ from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import host_status
 from accel_backend.objects import pool_migration
+from accel_common import arq_states
 from tests.unit.accel_backend import test_pooled
 
 COMPUTE = test_pooled.COMPUTE
@@ -64,7 +65,8 @@ class MigrationBase(test_pooled.PooledTest):
             arq_obj.start_binding(session, arq, COMPUTE, self.old_rp,
                                   self.instance)
             self.arq = arq.uuid
-        self.assertEqual(arq_obj.BOUND, self.before.binder.bind_one(self.arq))
+        self.assertEqual(arq_states.BOUND,
+                         self.before.binder.bind_one(self.arq))
         self.handle = self.arq_handle(self.before)
 
     def pooled(self, **kw):
@@ -104,7 +106,7 @@ class MigrationBase(test_pooled.PooledTest):
         self.assertEqual((4, 0, 4), self.inv(POOL0))
         # The guest keeps its GPU: same handle, same PCI address.
         state, rp, handle, info = self.arq_handle(svc)
-        self.assertEqual((arq_obj.BOUND, pool), (state, rp))
+        self.assertEqual((arq_states.BOUND, pool), (state, rp))
         self.assertEqual(self.handle[2:], (handle, info))
         with svc.db.transaction() as session:
             self.assertEqual(2, session.scalar(sa.select(
@@ -146,7 +148,7 @@ class PoolMigrationTest(MigrationBase):
         pool = self.providers()[POOL0]['uuid']
         self.assertEqual({pool: {'PGPU': 1}}, self.allocations())
         self.assertEqual({}, self.inventory(self.old_rp))
-        self.assertEqual((arq_obj.BOUND, self.old_rp),
+        self.assertEqual((arq_states.BOUND, self.old_rp),
                          self.arq_handle(svc)[:2])
         # Meanwhile a bind on the pool, which the database does not have
         # yet, is not failed: it waits, BindStarted.
@@ -166,7 +168,7 @@ class PoolMigrationTest(MigrationBase):
         # ... and is bound once the migration is done, to another GPU.
         def bound():
             with svc.db.transaction() as session:
-                return arq_obj.get(session, waiting).state == arq_obj.BOUND
+                return arq_obj.get(session, waiting).state == arq_states.BOUND
         self.wait_for(bound)
         (other,) = self.handles_of(svc, [waiting])
         self.assertNotEqual(self.handle[3], other)

@@ -23,6 +23,7 @@ from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import host_status
 from accel_backend import service as service_mod
 from accel_backend import transports
+from accel_common import arq_states
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_pool_migration
 
@@ -94,7 +95,7 @@ class AgentPoolMigrationTest(test_pool_migration.MigrationBase):
 
         def bound():
             with self.conductor.db.transaction() as session:
-                return arq_obj.get(session, held).state == arq_obj.BOUND
+                return arq_obj.get(session, held).state == arq_states.BOUND
         self.wait_for(bound)
 
     def test_capped_below_1_1_the_agent_does_not_migrate(self):

@@ -30,6 +30,7 @@ from accel_backend.discovery.drivers import generic_pci
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
+from accel_common import arq_states
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend import test_lifecycle
@@ -106,7 +107,7 @@ class PooledTest(test_lifecycle.ServiceTestBase):
             uuids = [a.uuid for a in arqs]
         self.assertEqual(amount, len(uuids))
         for arq_uuid in uuids:
-            self.assertEqual(arq_obj.BOUND, svc.binder.bind_one(arq_uuid))
+            self.assertEqual(arq_states.BOUND, svc.binder.bind_one(arq_uuid))
         return uuids
 
     def bind_one(self, svc, name):
@@ -165,7 +166,7 @@ class TestPooledByNUMA(PooledTest):
                                   self.providers()[POOL0]['uuid'],
                                   uuidutils.generate_uuid())
             extra = extra.uuid
-        self.assertEqual(arq_obj.BIND_FAILED, svc.binder.bind_one(extra))
+        self.assertEqual(arq_states.BIND_FAILED, svc.binder.bind_one(extra))
         for arq_uuid in arqs:
             self.delete_arq(svc, arq_uuid)
         # Each released GPU is dirty, reserved, and cleaned on its own.

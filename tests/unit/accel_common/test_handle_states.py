@@ -63,7 +63,6 @@ class TestTable(testtools.TestCase):
         self.assertEqual(('dirty', 'cleaning'), hs.TO_CLEAN_STATES)
         self.assertEqual({'dirty', 'cleaning', 'clean_failed'},
                          set(hs.OUT_OF_SERVICE_STATES))
-        self.assertEqual(hs.OUT_OF_SERVICE_STATES, device_obj.OUT_OF_SERVICE)
 
     def test_every_transition_and_trigger(self):
         cases = list(itertools.product((None,) + STATES, STATES, TRIGGERS))
@@ -172,15 +171,16 @@ class TestScanner(testtools.TestCase):
 
     PLANTED = [
         'handle.in_use = False',
-        'h.state = device_obj.DIRTY',
-        'stale.state, stale.state_reason = device_obj.CLEANING, None',
+        'h.state = handle_states.DIRTY',
+        'stale.state, stale.state_reason = handle_states.CLEANING, None',
         'handle.state = target',
         'x.state = "clean_failed"',
         'from accel_common.handle_states import BOUND\nx.state = BOUND',
         'sa.update(models.AttachHandle).where(c).values(state=s)',
         'sa.update(models.AttachHandle).values({"state": s})',
         'stmt.values(in_use=True)',
-        'sa.update(_HANDLES).values(in_use=True, state=device_obj.BOUND)',
+        'sa.update(_HANDLES).values(in_use=True, '
+        'state=handle_states.BOUND)',
         'models.AttachHandle(uuid=u, in_use=False, state="available")',
         'AttachHandle(state=s)',
         'setattr(handle, "in_use", True)',
@@ -190,11 +190,11 @@ class TestScanner(testtools.TestCase):
     ]
 
     BENIGN = [
-        'arq.state = arq_obj.BOUND',
+        'arq.state = arq_states.BOUND',
         'self._scope.state = self._LOADED',
         'row.state, row.reason, row.code = state, reason, code',
         'sa.update(models.ARQ).where(models.ARQ.attach_handle_id == i)'
-        '.values(state=arq_obj.UNBOUND)',
+        '.values(state=arq_states.UNBOUND)',
         'sa.update(models.AttachHandle).where(models.AttachHandle.id == -1)'
         '.values(in_use=models.AttachHandle.in_use)',
         'device_obj.transition(handle, hs.DIRTY, hs.RELEASE)',
@@ -216,7 +216,7 @@ class TestScanner(testtools.TestCase):
             self.assertEqual([], scan(self._source(snippet)), snippet)
 
     def test_writers_may_write_and_claim_may_claim(self):
-        write = self._source('handle.state = device_obj.DIRTY')
+        write = self._source('handle.state = handle_states.DIRTY')
         self.assertEqual([], scan(write, os.path.join(
             'accel_backend', 'objects', 'device.py')))
         self.assertNotEqual([], scan(write, os.path.join(
