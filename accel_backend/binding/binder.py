@@ -35,6 +35,7 @@ import sqlalchemy as sa
 from accel_backend.binding import claim
 from accel_backend.binding import delivery
 from accel_backend.binding import failure
+from accel_backend.binding import numa_fit
 from accel_backend.db import models
 from accel_backend import metrics
 from accel_backend import notifications
@@ -299,8 +300,11 @@ class Binder(delivery.EventDelivery):
         ``BindFailed`` and write them."""
         if not arqs:
             return []
+        # Pools on several NUMA nodes: picked group by group.
+        picked, numa_failed = numa_fit.claim_groups(session, arqs)
         wanted = collections.Counter(
-            (arq.device_rp_uuid, arq.hostname) for arq in arqs)
+            (arq.device_rp_uuid, arq.hostname) for arq in arqs
+            if arq.uuid not in picked and arq.uuid not in numa_failed)
         claimed = claim.claim(session, wanted)
         # Counted before any handle is popped: the keys left short.
         reasons = failure.diagnose(session, [
@@ -311,15 +315,18 @@ class Binder(delivery.EventDelivery):
             began = started_at or arq.updated_at
             key = (arq.device_rp_uuid, arq.hostname)
             handles = claimed.get(key)
-            reason = None
-            if not handles and reasons[key] == failure.HOST_MIGRATING:
+            reason = numa_failed.get(arq.uuid)
+            if arq.uuid in picked:
+                handles = [picked[arq.uuid]]
+            if not handles and not reason and \
+                    reasons[key] == failure.HOST_MIGRATING:
                 # Kept BindStarted (written so): bound once the host's
                 # pool migration is done (placement.reshape.finished).
                 LOG.info('ARQ %s: host %s is migrating into pools; bound '
                          'once it is done', arq.uuid, arq.hostname)
                 continue
             if not handles:
-                reason = reasons[key]
+                reason = reason or reasons[key]
                 LOG.warning('ARQ %s: no attach handle on resource provider '
                             '%s of host %s (%s)', arq.uuid,
                             arq.device_rp_uuid, arq.hostname, reason)

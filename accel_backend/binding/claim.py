@@ -118,6 +118,44 @@ _READ_HANDLES = sa.select(_HANDLES).where(
     _HANDLES.c.id.in_(sa.bindparam('ids', expanding=True)))
 
 
+_PROVIDER_FREE = (
+    sa.select(_HANDLES.c.id, _HANDLES.c.attach_type, _HANDLES.c.attach_info)
+    .join(_DEPLOYABLES, _HANDLES.c.deployable_id == _DEPLOYABLES.c.id)
+    .join(_DEVICES, _DEPLOYABLES.c.device_id == _DEVICES.c.id)
+    .where(_DEPLOYABLES.c.rp_uuid == sa.bindparam('rp'),
+           _DEVICES.c.hostname == sa.bindparam('host'),
+           _DEVICES.c.status == device_obj.ENABLED,
+           _DEVICES.c.health == device_obj.HEALTHY,
+           _FREE_ROW)
+    .order_by(_HANDLES.c.id))
+
+
+def free_handles(session, rp_uuid, hostname):
+    """The free handles of one provider of one host, by id, for a caller
+    that picks which (``binding.numa_fit``).
+
+    :returns: list of Core rows (``id``, ``attach_type``,
+        ``attach_info``).
+    """
+    return session.execute(_PROVIDER_FREE, {'rp': rp_uuid,
+                                            'host': hostname}).all()
+
+
+def claim_ids(session, ids):
+    """Claim the handles ``ids`` (list of int) that are still free, as
+    ``claim`` does.
+
+    :returns: ``{id: Core row of attach_handles}`` of those this
+        transaction got.
+    """
+    got = _claim_ids(session, set(ids))
+    unread = [i for i, row in got.items() if row is None]
+    if unread:
+        got.update((h.id, h) for h in session.execute(
+            _READ_HANDLES, {'ids': unread}))
+    return got
+
+
 def _free_handles(session, keys, exclude):
     """Free handles of each ``(rp_uuid, hostname)`` in ``keys``, by id.
 

@@ -52,8 +52,13 @@ BOUND_WITHOUT_HANDLE = 'bound_without_handle'
 #: binds it once the migration is done; never a ``BindFailed`` reason.
 HOST_MIGRATING = 'host_migrating'
 
+#: A pool spanning NUMA nodes has the units, but not where the request
+#: group wants them: on one node, or on the node its trait requires
+#: (``binding.numa_fit``).
+NUMA_UNFIT = 'numa_unfit'
+
 REASONS = (NO_DEVICE, DEVICE_MISSING, DEVICE_MAINTAINING, DEVICE_UNHEALTHY,
-           DEVICE_NOT_CLEAN, NO_FREE_HANDLE, BOUND_WITHOUT_HANDLE)
+           DEVICE_NOT_CLEAN, NO_FREE_HANDLE, BOUND_WITHOUT_HANDLE, NUMA_UNFIT)
 
 
 def diagnose(session, keys):

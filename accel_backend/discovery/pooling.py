@@ -16,8 +16,8 @@ A driver asked to pool (a ``[discovery] device_spec`` with ``"pool":
 true``, ``[discovery] nvidia_gpu_pool``) tags each whole function it
 finds with a pool tag (``DiscoveredDeployable.pool``).  After discovery
 (``drivers.discover_all``), the tagged functions of one driver and tag
-that are interchangeable, i.e. same vendor and product, same resource
-class and same NUMA node, become ONE deployable: one resource provider
+that are interchangeable, i.e. same vendor and product, whatever NUMA
+node each sits on, become ONE deployable: one resource provider
 whose total is their number, with one attach handle per function, the
 shape Cyborg's data model has for a deployable with several
 accelerators (openstack-cyborg 17.0.0, ``cyborg/objects/deployable.py``:
@@ -33,15 +33,27 @@ board information and AER count are kept per function in its
 that is unhealthy gives no claimable attach handle, so the provider's
 ``reserved`` grows by one (``objects.deployable.reserved_units``).
 
+A pool spans the host's NUMA nodes (issue 55): a two-socket server with
+4 GPUs on each node has ONE provider of 8, so ``resources:PGPU=8`` (or
+6) in one group finds it, as Kubernetes DRA's ``count: 8`` does; the
+binder picks the functions, packed onto as few NUMA nodes as possible,
+and all on one node when the request asks for locality
+(``binding.numa_fit``).  The pool carries the NUMA trait of every node
+it has functions on (``CUSTOM_NUMA_NODE_<N>``), so
+``trait:CUSTOM_NUMA_NODE_0=required`` only finds hosts with such GPUs on
+node 0; each member's node is in its ``std_board_info["numa_node"]``.
+
 The pool's name, which names the provider
-(``<compute RP>_pool_<name>``), is ``<vendor>_<product>_numa<N>``
-(``nonuma`` when the functions have no NUMA affinity), with ``_<tag>``
-when the driver's tag is not ``default`` (the generic driver tags with
-the spec's position, ``spec0``...).  Locality stays requestable: every
-member has the pool's NUMA trait (``CUSTOM_NUMA_NODE_<N>``).  The PCIe
-switch a function sits behind is not read (sysfs trees flatten
-``/sys/bus/pci/devices``): functions behind different switches of one
-NUMA node share a pool.
+(``<compute RP>_pool_<name>``), is ``<vendor>_<product>_numa<N>`` when
+its functions are all on NUMA node N (``nonuma`` when they have no NUMA
+affinity), the name pools had when they were per NUMA node, so a
+one-node host keeps its provider, and ``<vendor>_<product>_numa_all``
+when they are on several; with ``_<tag>`` when the driver's tag is not
+``default`` (the generic driver tags with the spec's position,
+``spec0``...).  A host whose pools were per NUMA node is migrated into
+the spanning pool without touching its guests
+(``objects.pool_migration``).  The PCIe switch a function sits behind is
+not read (sysfs trees flatten ``/sys/bus/pci/devices``).
 """
 
 import dataclasses
@@ -64,11 +76,23 @@ PREFIX = 'pool'
 _CLEANING_ORDER = ('none', 'vgpu', 'flr', 'command')
 
 
-def pool_name(item):
+#: Name part of a pool whose functions are on several NUMA nodes.
+ALL_NODES = 'numa_all'
+
+
+def pool_name(item, numa_nodes=None):
     """The name of the pool of a tagged ``DiscoveredDeployable`` (str,
-    ``10de_2330_numa0``)."""
-    numa = ('nonuma' if item.numa_node is None
-            else 'numa%d' % item.numa_node)
+    ``10de_2330_numa0``, ``10de_2330_numa_all``).
+
+    :param numa_nodes: the NUMA nodes (ints, None for no affinity) of
+        the pool's functions; default: ``item``'s own node only.
+    """
+    nodes = {item.numa_node} if numa_nodes is None else set(numa_nodes)
+    if len(nodes) > 1:
+        numa = ALL_NODES
+    else:
+        (node,) = nodes
+        numa = 'nonuma' if node is None else 'numa%d' % node
     parts = [item.vendor_id, item.product_id, numa]
     if item.pool != DEFAULT_TAG:
         parts.append(item.pool)
@@ -91,7 +115,9 @@ def is_pool_address(address):
 def _member(item):
     return {'address': item.address, 'health': item.health,
             'health_reason': item.health_reason,
-            'std_board_info': dict(item.std_board_info or {}),
+            # The binder reads each member's node (binding.numa_fit).
+            'std_board_info': dict({'numa_node': item.numa_node},
+                                   **(item.std_board_info or {})),
             'handle': item.attach_handles[0]}
 
 
@@ -104,11 +130,16 @@ def _merged(name, items):
         LOG.warning('Pool %s: its functions have different cleaning '
                     'methods (%s); every one is cleaned with %s',
                     name, sorted({i.cleaning for i in items}), cleaning)
+    nodes = sorted({i.numa_node for i in items if i.numa_node is not None})
+    board = {'pool': name, 'numa_nodes': nodes,
+             'numa_node': nodes[0] if len(nodes) == 1 else None}
     return dataclasses.replace(
         first, address=device_address(name), subname=name,
         deployable_name=None, cleaning=cleaning,
-        health=HEALTHY, health_reason=None,
-        std_board_info={'pool': name, 'numa_node': first.numa_node},
+        health=HEALTHY, health_reason=None, std_board_info=board,
+        numa_node=board['numa_node'],
+        # Every node's trait: the pool has functions on each.
+        traits=set().union(*(i.traits for i in items)),
         attach_handles=[h for i in items for h in i.attach_handles],
         members=[_member(i) for i in items])
 
@@ -129,9 +160,14 @@ def merge(found):
         if item.pool is None:
             kept.append(item)
             continue
-        key = (item.driver_name, pool_name(item))
+        key = (item.driver_name, item.vendor_id, item.product_id,
+               item.pool)
         pools.setdefault(key, []).append(item)
-    for (_, name), items in sorted(pools.items()):
+    merged = []
+    for items in pools.values():
         items.sort(key=lambda i: i.address)
+        name = pool_name(items[0], {i.numa_node for i in items})
+        merged.append((items[0].driver_name, name, items))
+    for _, name, items in sorted(merged, key=lambda m: m[:2]):
         kept.append(_merged(name, items))
     return kept

@@ -67,6 +67,25 @@ def _pooled(found):
     return [item for item in found if item.members is not None]
 
 
+def former_pools(item):
+    """The names (str) of the pools a pool ``item`` replaces: the other
+    names its functions' pool has had (``discovery.pooling.pool_name``):
+    one per NUMA node they are on, and ``nonuma``, from when pools were
+    per NUMA node, and the spanning one's, so that a host whose pools
+    were per NUMA node moves them into the pool spanning its nodes, and
+    back when its functions are on one node again (set; ``item``'s own
+    name excluded)."""
+    nodes = {m['std_board_info'].get('numa_node') for m in item.members}
+    names = {pooling.pool_name(item, {node}) for node in nodes | {None}}
+    names.add(pooling.pool_name(item, {0, 1}))
+    return names - {item.subname}
+
+
+def _former_addresses(item):
+    return {m['address'] for m in item.members} | {
+        pooling.device_address(n) for n in former_pools(item)}
+
+
 def replaced_providers(hostname, found):
     """The per-device providers that the pools of ``found`` replace: the
     provider UUID each pool member had as a device of its own, and what
@@ -80,6 +99,9 @@ def replaced_providers(hostname, found):
     """
     replaced = {host_sync.deployable_ids(hostname, m['address'], None)[1]
                 for item in _pooled(found) for m in item.members}
+    replaced |= {host_sync.deployable_ids(
+        hostname, pooling.device_address(name), name)[1]
+        for item in _pooled(found) for name in former_pools(item)}
     for item in found:
         replaced |= _replaced_by_board(hostname, item)
     return replaced
@@ -95,9 +117,10 @@ def _replaced_by_board(hostname, item):
     if not unit:
         return set()
     found = {host_sync.deployable_ids(hostname, a, None)[1] for a in unit}
-    for node in list(board.get('numa_nodes', ())) + [None]:
-        name = pooling.pool_name(dataclasses.replace(
-            item, numa_node=node, pool=pooling.DEFAULT_TAG))
+    pool = dataclasses.replace(item, pool=pooling.DEFAULT_TAG)
+    for nodes in [{n} for n in board.get('numa_nodes', ())] + [
+            {None}, {0, 1}]:
+        name = pooling.pool_name(pool, nodes)
         found.add(host_sync.deployable_ids(
             hostname, pooling.device_address(name), name)[1])
     return found
@@ -124,11 +147,11 @@ def moves(session, hostname, found):
     """
     pooled = _pooled(found)
     # One SELECT for every pool: a host that has migrated finds none.
-    devices = _old_devices(session, hostname, {
-        m['address'] for item in pooled for m in item.members})
+    devices = _old_devices(session, hostname, set().union(
+        *(_former_addresses(item) for item in pooled)))
     result = []
     for item in pooled:
-        addresses = {m['address'] for m in item.members}
+        addresses = _former_addresses(item)
         old = {dep.rp_uuid: dev.address for dev in devices
                if dev.address in addresses for dep in dev.deployables}
         if not old:
@@ -186,7 +209,7 @@ def move(session, hostname, found, aer_recovery_passes=3):
     """
     moved = {}
     for item in _pooled(found):
-        addresses = {m['address'] for m in item.members}
+        addresses = _former_addresses(item)
         old = _old_devices(session, hostname, addresses)
         if not old:
             continue
