@@ -24,21 +24,8 @@ The service's ``ConfigOpts`` is its own, never oslo.config's global
 changes oslo.messaging's process-wide defaults.
 """
 
-import importlib
-
 import oslo_messaging as messaging
-
-# Options oslo.messaging registers on the global cfg.CONF only, yet reads
-# from the transport's conf on every cast or notification (oslo.messaging,
-# ``oslo_messaging/_metrics/client.py`` and
-# ``oslo_messaging/_tracing/client.py``, 18.3.1; its own ConfFixture
-# registers them the same way).
-_GLOBAL_ONLY_OPTS = (
-    ('oslo_messaging._metrics.client', 'oslo_messaging_metrics',
-     'oslo_messaging_metrics'),
-    ('oslo_messaging._tracing.client', 'oslo_messaging_tracing',
-     'oslo_messaging_tracing'),
-)
+from oslo_messaging import conffixture
 
 
 #: Modules whose exceptions a conductor's answer may re-raise in the
@@ -54,17 +41,23 @@ def register_global_only_opts(conf):
     """Register on ``conf`` the oslo.messaging options it reads from a
     transport's conf but registers on ``cfg.CONF`` only.
 
-    Idempotent (registering an option again is a no-op); a module or
-    attribute an oslo.messaging release lacks is skipped.
+    Those are ``[oslo_messaging_metrics]`` and ``[oslo_messaging_tracing]``
+    (oslo.messaging 18.3.1 reads them from the transport's conf on every
+    RPC cast, call and dispatch, registers them on the global
+    ``cfg.CONF`` only, when ``oslo_messaging._metrics`` and ``._tracing``
+    are imported, and leaves them out of ``oslo_messaging.opts.list_opts``).
+    oslo.messaging's public way to put its options on a ``ConfigOpts`` of
+    one's own is its ``ConfFixture`` (``oslo_messaging/conffixture.py``,
+    whose docstring asks its users to go through it rather than name the
+    options): building one registers every option the release reads from
+    a transport's conf, these two groups included.  It is never set up
+    as a fixture here, so it overrides and wraps nothing.
+
+    Idempotent (registering an option again is a no-op).
 
     :param conf: an ``oslo_config.cfg.ConfigOpts``.
     """
-    for module, attr, group in _GLOBAL_ONLY_OPTS:
-        try:
-            opts = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError):
-            continue
-        conf.register_opts(opts, group=group)
+    conffixture.ConfFixture(conf)
 
 
 def get_rpc_transport(conf):

@@ -69,10 +69,10 @@ class TestDatabaseOptions(testtools.TestCase):
         # oslo.db gives SQLite files a NullPool (a connection, its pragmas
         # and a WAL checkpoint per transaction); ours is pooled and sized
         # by max_pool_size / max_overflow.
-        db = self._db(max_pool_size=3, max_overflow=2)
-        self.assertIsInstance(db.engine.pool, sa.pool.QueuePool)
-        self.assertEqual(3, db.engine.pool.size())
-        self.assertEqual(2, db.engine.pool._max_overflow)
+        db = self._db(max_pool_size=3, max_overflow=2, pool_timeout=1)
+        pool = db.engine.pool
+        self.assertIsInstance(pool, sa.pool.QueuePool)
+        self.assertEqual(3, pool.size())
         with db.transaction() as session:
             first = session.connection().connection.dbapi_connection
         with db.transaction() as session:
@@ -81,6 +81,14 @@ class TestDatabaseOptions(testtools.TestCase):
             self.assertEqual(1, session.execute(
                 sa.text('PRAGMA foreign_keys')).scalar())
         self.assertIs(first, again)
+        # max_overflow, seen through the pool's public API: 3 + 2
+        # connections at once, and the next one waits pool_timeout for
+        # one of them in vain.
+        held = [pool.connect() for _ in range(5)]
+        self.assertEqual((5, 2), (pool.checkedout(), pool.overflow()))
+        self.assertRaises(sa.exc.TimeoutError, pool.connect)
+        for conn in held:
+            conn.close()
 
     def test_max_retries_and_retry_interval(self):
         # oslo.db tries to reach the database max_retries times,

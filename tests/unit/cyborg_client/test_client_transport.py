@@ -14,6 +14,8 @@
 context, an unreachable service, the details of error answers, and the
 exception hierarchy and messages."""
 
+import io
+
 import fixtures
 
 import nova.conf
@@ -86,9 +88,11 @@ class TestFromContext(testtools.TestCase):
 class TestErrorDetails(testtools.TestCase):
 
     def _resp(self, status, content, ctype='application/json'):
+        # The body through the public ``raw`` file object, which
+        # ``Response.content`` reads (requests, ``models.py``).
         resp = requests.Response()
         resp.status_code = status
-        resp._content = content.encode()
+        resp.raw = io.BytesIO(content.encode())
         resp.headers['Content-Type'] = ctype
         return resp
 
