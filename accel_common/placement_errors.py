@@ -15,13 +15,29 @@
 Since microversion 1.23 Placement answers errors with
 ``{"errors": [{"status", "code", "title", "detail", ...}]}`` and stable
 codes (openstack/placement, ``placement/errors.py``); the ones nova-accel
-acts on are named here.
+acts on are named here.  The document is the OpenStack API-SIG's errors
+document (api-sig, ``guidelines/errors.rst``), which accel_backend answers
+too: ``first_error`` reads it for every client of both halves.
 """
 
 #: An inventory PUT removed a resource class that has allocations.
 INVENTORY_INUSE = 'placement.inventory.inuse'
 #: A write lost a race on a provider's or consumer's generation.
 CONCURRENT_UPDATE = 'placement.concurrent_update'
+
+
+def first_error(body):
+    """The first error of an API-SIG errors document.
+
+    :param body: a decoded JSON body (any JSON value).
+    :returns: dict, the first member of ``body["errors"]``; None when
+        ``body`` is no errors document (not an object, no ``errors``
+        list, an empty one, or one whose first member is no object).
+    """
+    errors = body.get('errors') if isinstance(body, dict) else None
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        return errors[0]
+    return None
 
 
 def error_code(resp):
@@ -31,7 +47,7 @@ def error_code(resp):
     :returns: str, or None when the body is no error document.
     """
     try:
-        errors = resp.json().get('errors') or [{}]
-        return errors[0].get('code')
-    except (ValueError, AttributeError, IndexError, TypeError):
+        first = first_error(resp.json())
+    except ValueError:
         return None
+    return first.get('code') if first else None

@@ -59,6 +59,7 @@ import uuid
 import requests
 
 from accel_common import arq_states
+from accel_common import placement_errors
 from benchmarks import common
 from benchmarks import run as bench_run
 from benchmarks import upstream
@@ -117,18 +118,21 @@ def _cyborg_error(r):
             return msg
     if isinstance(msg, dict):
         return str(msg.get('faultstring', msg))
-    if isinstance(j, dict) and 'errors' in j:
-        return j['errors'][0].get('detail') or j['errors'][0].get('title')
+    first = placement_errors.first_error(j)
+    if first is not None:
+        return first.get('detail') or first.get('title')
     return json.dumps(j)[:200]
 
 
 def _accel_error(r):
     """``(code, detail)`` of accel_backend's error document."""
     try:
-        err = r.json()['errors'][0]
-        return err.get('code'), err.get('detail') or err.get('title')
-    except (ValueError, KeyError, IndexError, TypeError):
+        err = placement_errors.first_error(r.json())
+    except ValueError:
+        err = None
+    if err is None:
         return None, r.text.strip()[:200]
+    return err.get('code'), err.get('detail') or err.get('title')
 
 
 class Side:

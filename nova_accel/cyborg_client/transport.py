@@ -32,6 +32,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from accel_common import placement_errors
 from nova_accel.cyborg_client import exception
 
 LOG = logging.getLogger(__name__)
@@ -97,9 +98,8 @@ def error_details(resp):
         return None, text[:512] or None
     if not isinstance(body, dict):
         return None, text[:512] or None
-    errors = body.get('errors')
-    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        first = errors[0]
+    first = placement_errors.first_error(body)
+    if first is not None:
         return (first.get('code'),
                 first.get('detail') or first.get('title') or text[:512])
     if 'error_message' in body:
