@@ -49,7 +49,11 @@ MAX_AMOUNT = 1024
 #: Longest custom resource class or trait name Placement stores.
 MAX_NAME_LENGTH = 255
 
-_CUSTOM_RE = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
+#: A custom resource class or trait name, as Placement's schemas take
+#: them (openstack/placement 16.0.0, ``placement/schemas/common.py``,
+#: ``CUSTOM_RC_PATTERN`` and ``CUSTOM_TRAIT_PATTERN``); both halves
+#: check names with it.
+CUSTOM_NAME_RE = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
 # ASCII digits only: str.isdigit() accepts e.g. '²', which int() refuses.
 _AMOUNT_RE = re.compile(r'^[0-9]+$')
 _STANDARD_TRAITS = None
@@ -76,7 +80,7 @@ def _standard_traits():
 
 
 def _is_custom(name):
-    return len(name) <= MAX_NAME_LENGTH and bool(_CUSTOM_RE.match(name))
+    return len(name) <= MAX_NAME_LENGTH and bool(CUSTOM_NAME_RE.match(name))
 
 
 def is_valid_resource_class(name):

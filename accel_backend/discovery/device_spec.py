@@ -60,9 +60,9 @@ import os_resource_classes as orc
 import os_traits
 
 from accel_backend import exception
+from accel_common import device_profile
 from accel_common import pci
 
-_CUSTOM = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
 _HEX4 = re.compile(r'^[0-9a-f]{4}$')
 #: The option an address pattern comes from, for messages.
 ADDRESS_OPTION = '[discovery] device_spec "address"'
@@ -72,12 +72,14 @@ ATTACH_TYPES = ('PCI', 'TEST_PCI')
 
 def valid_resource_class(name):
     """True for a standard resource class or a ``CUSTOM_`` one."""
-    return name in orc.STANDARDS or bool(_CUSTOM.match(name))
+    return (name in orc.STANDARDS or
+            bool(device_profile.CUSTOM_NAME_RE.match(name)))
 
 
 def valid_trait(name):
     """True for a standard trait (os-traits) or a ``CUSTOM_`` one."""
-    return bool(_CUSTOM.match(name)) or name in os_traits.get_traits()
+    return (bool(device_profile.CUSTOM_NAME_RE.match(name)) or
+            name in os_traits.get_traits())
 
 
 @dataclasses.dataclass(frozen=True)

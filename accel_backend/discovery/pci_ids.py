@@ -23,6 +23,7 @@ device class section (``C cc  Name``) follows the vendors.
 import os
 import re
 
+import os_traits
 from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
@@ -142,10 +143,16 @@ def product_token(name):
     The marketing name in brackets is preferred, without the retired
     ``Tesla`` brand: ``TU104GL [Tesla T4]`` -> ``T4``,
     ``GA100 [A100 PCIe 80GB]`` -> ``A100_PCIE_80GB``, ``GA107GL [A2 /
-    A16]`` -> ``A2_A16``.
+    A16]`` -> ``A2_A16``.  Normalised by os-traits' ``normalize_name``
+    (os-traits 3.x, ``os_traits/__init__.py``: a run of characters other
+    than ``A-Z``, ``a-z`` and ``0-9`` becomes ``_``, then upper case),
+    without its ``CUSTOM_`` prefix and the ``_`` it leaves at either end.
+
+    :param name: str, a pci.ids device name.
+    :returns: str, or None when nothing is left.
     """
     m = re.search(r'\[([^\]]+)\]', name)
     text = m.group(1) if m else name
     text = re.sub(r'^(Tesla|NVIDIA)\s+', '', text.strip(), flags=re.I)
-    token = re.sub(r'[^A-Z0-9]+', '_', text.upper()).strip('_')
-    return token or None
+    token = os_traits.normalize_name(text)[len(os_traits.CUSTOM_NAMESPACE):]
+    return token.strip('_') or None

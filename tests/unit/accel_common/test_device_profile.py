@@ -14,6 +14,9 @@
 nova_accel (when it becomes request groups) take and refuse the same
 groups, the rules of ``accel_common.device_profile``."""
 
+import ast
+import os
+
 import testtools
 
 from accel_backend.api.schemas import device_profile as dp_schema
@@ -81,3 +84,28 @@ class TestBothHalvesAgree(testtools.TestCase):
             self.assertRaises(device_profile.InvalidGroup,
                               device_profile.device_count,
                               [{'resources:PGPU': amount}])
+
+
+class TestOneCustomNamePattern(testtools.TestCase):
+    """``device_profile.CUSTOM_NAME_RE`` is the one definition of a
+    custom resource class or trait name in the shipped code."""
+
+    def test_no_second_definition(self):
+        root = os.path.abspath(os.path.join(os.path.dirname(__file__), '..',
+                                            '..', '..'))
+        found = []
+        for top in ('accel_backend', 'accel_common', 'nova_accel'):
+            for dirpath, _, files in os.walk(os.path.join(root, top)):
+                for name in files:
+                    if not name.endswith('.py'):
+                        continue
+                    path = os.path.join(dirpath, name)
+                    with open(path, encoding='utf-8') as f:
+                        tree = ast.parse(f.read(), path)
+                    if any(isinstance(node, ast.Constant) and
+                           isinstance(node.value, str) and
+                           'CUSTOM_[' in node.value
+                           for node in ast.walk(tree)):
+                        found.append(os.path.relpath(path, root).replace(
+                            os.sep, '/'))
+        self.assertEqual(['accel_common/device_profile.py'], found)
