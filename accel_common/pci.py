@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""PCI addresses: one parser for their three spellings.
+"""PCI addresses: one parser for their three spellings; and PCI vendor
+and device (product) ids: one parser for them too (``parse_id``).
 
 * sysfs and libvirt node devices: ``DDDD:BB:SS.F`` (lower-case hex), e.g.
   ``0000:af:00.0``, and ``pci_DDDD_BB_SS_F``;
@@ -158,6 +159,53 @@ def from_handle_info(info):
             raise InvalidAddress('PCI attach_handle_info has no %r' % key)
         values.append(_field(name, info[key], key))
     return Address(*values)
+
+
+#: Largest PCI vendor or device (product) id: 16 bits.
+MAX_ID = 0xffff
+
+
+class InvalidId(ValueError):
+    """A PCI vendor or device id that does not parse; ``str()`` says
+    which and why."""
+
+
+def parse_id(value, what='PCI id', digits=None):
+    """A PCI vendor or device (product) id as an int.
+
+    The one reading of such ids in nova-accel: hex digits, ``0x`` or
+    ``0X`` optional, any case, surrounding whitespace ignored, at most
+    ``MAX_ID``.  That is how Nova reads the ``vendor_id`` and
+    ``product_id`` of ``[pci] device_spec`` (Nova 34,
+    ``nova/pci/devspec.py``, ``PciDeviceSpec._set_pci_dev_info``: the
+    stripped value through ``int(value, 16)``, at most ``0xffff``), less
+    the signs and digit-group underscores ``int`` also takes; sysfs writes
+    ids as ``0x10de``.
+
+    :param value: str, e.g. ``'10de'``, ``'0x10DE'``.
+    :param what: the id's name for messages (str, e.g. ``'vendor_id'``).
+    :param digits: the exact number of hex digits required (int), or None
+        for any number.
+    :returns: int, 0 to ``MAX_ID``.
+    :raises InvalidId: not a str, not hex, not ``digits`` digits, or
+        above ``MAX_ID``.
+    """
+    m = _HEX_RE.match(value.strip()) if isinstance(value, str) else None
+    if m is None or (digits is not None and len(m.group(1)) != digits):
+        raise InvalidId('%s %r is not %s' % (
+            what, value, 'a hexadecimal number' if digits is None else
+            'a hexadecimal number of %d digits' % digits))
+    ident = int(m.group(1), 16)
+    if ident > MAX_ID:
+        raise InvalidId('%s %r is out of range (max 0x%x)' % (
+            what, value, MAX_ID))
+    return ident
+
+
+def id_text(ident):
+    """The spelling of a PCI id (int) in sysfs, pci.ids and specs:
+    four lower-case hex digits, ``'10de'``."""
+    return '%04x' % ident
 
 
 class InvalidPattern(ValueError):

@@ -54,7 +54,6 @@ default false: one provider per function.
 
 import dataclasses
 import json
-import re
 
 import os_resource_classes as orc
 import os_traits
@@ -63,7 +62,6 @@ from accel_backend import exception
 from accel_common import device_profile
 from accel_common import pci
 
-_HEX4 = re.compile(r'^[0-9a-f]{4}$')
 #: The option an address pattern comes from, for messages.
 ADDRESS_OPTION = '[discovery] device_spec "address"'
 DEVICE_TYPES = ('GPU', 'FPGA', 'AICHIP', 'QAT', 'NIC', 'SSD', 'OTHER')
@@ -170,13 +168,11 @@ def parse(text):
     address, pattern = _address(text, raw.get('address'))
     ids = {}
     for key in ('vendor_id', 'product_id'):
-        value = raw.get(key, '')
-        value = value.lower().replace('0x', '') if isinstance(
-            value, str) else None
-        if not value or not _HEX4.match(value):
+        try:
+            ids[key] = pci.id_text(pci.parse_id(raw.get(key), key, 4))
+        except pci.InvalidId:
             raise exception.DeviceSpecError(
                 spec=text, reason='%s must be 4 hex digits' % key)
-        ids[key] = value
     rc = raw.get('resource_class', 'PGPU')
     if not isinstance(rc, str) or not valid_resource_class(rc):
         raise exception.DeviceSpecError(

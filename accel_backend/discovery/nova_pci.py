@@ -74,7 +74,6 @@ can be told stops discovery (``NovaPCIConfigUnusable``).
 import functools
 import json
 import os
-import re
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -84,10 +83,9 @@ from accel_common import pci
 
 LOG = logging.getLogger(__name__)
 ANY = None
-_HEX = re.compile(r'^\s*(0[xX])?[0-9a-fA-F]+\s*$')
-_ID_IN_TEXT = {
-    key: re.compile(r'"%s"\s*:\s*"\s*(?:0x)?([0-9a-fA-F]{1,4})\s*"' % key)
-    for key in ('vendor_id', 'product_id')}
+#: The ids a spec names.
+_ID_KEYS = ('vendor_id', 'product_id')
+_DECODER = json.JSONDecoder()
 
 
 class NovaSpecError(ValueError):
@@ -108,13 +106,13 @@ def nova_devspec():
     return devspec, nova_exception
 
 
-def _hex_or_any(value, what, maximum):
+def _id_or_any(value, what):
     if value is None or value == '*':
         return ANY
-    if not isinstance(value, str) or not _HEX.match(value) or \
-            int(value, 16) > maximum:
+    try:
+        return pci.parse_id(value, what)
+    except pci.InvalidId:
         raise NovaSpecError('bad %s %r' % (what, value))
-    return int(value, 16)
 
 
 class OwnSpec:
@@ -132,9 +130,8 @@ class OwnSpec:
         if not isinstance(raw, dict):
             raise NovaSpecError('not an object')
         self.text = text
-        self.vendor = _hex_or_any(raw.get('vendor_id'), 'vendor_id', 0xffff)
-        self.product = _hex_or_any(raw.get('product_id'), 'product_id',
-                                   0xffff)
+        self.vendor = _id_or_any(raw.get('vendor_id'), 'vendor_id')
+        self.product = _id_or_any(raw.get('product_id'), 'product_id')
         self.devname = raw.get('devname')
         address = raw.get('address')
         if address is not None and self.devname is not None:
@@ -155,10 +152,11 @@ class OwnSpec:
         (``sysfs.PCIFunction``), or might."""
         if self.devname is not None and self.vendor is ANY:
             return False  # a netdev name only: not resolvable here
-        if self.vendor is not ANY and self.vendor != int(fn.vendor_id, 16):
+        if self.vendor is not ANY and \
+                self.vendor != pci.parse_id(fn.vendor_id):
             return False
         if self.product is not ANY and \
-                self.product != int(fn.product_id, 16):
+                self.product != pci.parse_id(fn.product_id):
             return False
         if self._address_matches(fn.address):
             return True
@@ -215,10 +213,40 @@ def _spec(raw, text):
 
 
 def _id_or_none(value):
-    if isinstance(value, str) and _HEX.match(value) and \
-            int(value, 16) <= 0xffff:
-        return int(value, 16)
-    return None
+    try:
+        return pci.parse_id(value)
+    except pci.InvalidId:
+        return None
+
+
+def _named_ids(text):
+    """The vendor and product ids named in ``text``, JSON or not: every
+    ``"vendor_id": "<id>"`` (and ``product_id``) member whose key and
+    value are JSON strings, wherever it stands in a text that may be cut
+    short or otherwise broken (each string is decoded with ``json``).
+
+    :returns: ``(vendor ids, product ids)``, each a sorted list of int.
+    """
+    found = {key: set() for key in _ID_KEYS}
+    start = text.find('"')
+    while start != -1:
+        try:
+            key, end = _DECODER.raw_decode(text, start)
+        except ValueError:  # an unterminated string
+            start = text.find('"', start + 1)
+            continue
+        colon = len(text) - len(text[end:].lstrip())
+        if key in found and text.startswith(':', colon):
+            value_at = len(text) - len(text[colon + 1:].lstrip())
+            try:
+                value, _ = _DECODER.raw_decode(text, value_at)
+            except ValueError:
+                value = None
+            ident = _id_or_none(value)
+            if ident is not None:
+                found[key].add(ident)
+        start = text.find('"', end)
+    return tuple(sorted(found[key]) for key in _ID_KEYS)
 
 
 def _conservative(raw, text, error):
@@ -234,9 +262,7 @@ def _conservative(raw, text, error):
         pairs = [(_id_or_none(raw.get('vendor_id')),
                   _id_or_none(raw.get('product_id')))]
     else:
-        vendors, products = (
-            sorted({int(v, 16) for v in _ID_IN_TEXT[key].findall(text)})
-            for key in ('vendor_id', 'product_id'))
+        vendors, products = _named_ids(text)
         if len(vendors) == 1 and len(products) <= 1:
             pairs = [(vendors[0], products[0] if products else ANY)]
         else:
@@ -247,19 +273,19 @@ def _conservative(raw, text, error):
             reason='%r names no vendor_id' % text, source='nova.conf')
     specs = []
     for vendor, product in pairs:
-        spec = OwnSpec({'vendor_id': '%04x' % vendor,
+        spec = OwnSpec({'vendor_id': pci.id_text(vendor),
                         'product_id': _id_text(product)}, text)
         spec.problem = (
             'Cannot parse Nova [pci] device_spec %s (%s): every device '
-            '%04x:%s is left to Nova, none is offered' % (
-                text, error, vendor, _id_text(product)))
+            '%s:%s is left to Nova, none is offered' % (
+                text, error, pci.id_text(vendor), _id_text(product)))
         LOG.error('%s', spec.problem)
         specs.append(spec)
     return specs
 
 
 def _id_text(value):
-    return '*' if value is ANY else '%04x' % value
+    return '*' if value is ANY else pci.id_text(value)
 
 
 def parse(texts):

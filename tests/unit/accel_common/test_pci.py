@@ -140,6 +140,38 @@ INVALID = [
 ]
 
 
+class TestParseId(testtools.TestCase):
+    """``parse_id``: the one reading of vendor and device ids (Nova's,
+    nova/pci/devspec.py)."""
+
+    def test_spellings(self):
+        for text in ('10de', '10DE', '0x10de', '0X10De', ' 10de\n',
+                     '010de'):
+            with self.subTest(text=text):
+                self.assertEqual(0x10de, pci.parse_id(text))
+        self.assertEqual(0, pci.parse_id('0'))
+        self.assertEqual(pci.MAX_ID, pci.parse_id('ffff'))
+        self.assertEqual('00ab', pci.id_text(pci.parse_id('ab')))
+
+    def test_refused(self):
+        for value in ('', '0x', 'zz', '10de:1eb8', '-1', '+10de', '1_0de',
+                      '10000', None, 4318, '*'):
+            with self.subTest(value=value):
+                self.assertRaises(pci.InvalidId, pci.parse_id, value)
+        err = self.assertRaises(pci.InvalidId, pci.parse_id, '10000',
+                                'vendor_id')
+        self.assertEqual("vendor_id '10000' is out of range (max 0xffff)",
+                         str(err))
+
+    def test_exact_digits(self):
+        self.assertEqual(0x10de, pci.parse_id('0x10de', digits=4))
+        for text in ('10d', '010de'):
+            err = self.assertRaises(pci.InvalidId, pci.parse_id, text,
+                                    'product_id', 4)
+            self.assertIn('product_id %r is not a hexadecimal number of 4 '
+                          'digits' % text, str(err))
+
+
 class TestAddressPattern(testtools.TestCase):
     """``compile_pattern``: every form of the dialect, the former globs
     and what is refused."""
