@@ -39,17 +39,9 @@ import re
 from accel_common import device_profile
 from nova_accel.cyborg_client import exception
 
-RESOURCES_PREFIX = device_profile.RESOURCES_PREFIX
-TRAIT_PREFIX = device_profile.TRAIT_PREFIX
-ACCEL_PREFIX = device_profile.ACCEL_PREFIX
-TRAIT_REQUIRED = device_profile.TRAIT_REQUIRED
-TRAIT_FORBIDDEN = device_profile.TRAIT_FORBIDDEN
 REQUESTER_ID_PREFIX = 'device_profile_'
 
 _INDEX_RE = re.compile(r'^[0-9]+$')
-
-is_valid_resource_class = device_profile.is_valid_resource_class
-is_valid_trait = device_profile.is_valid_trait
 
 
 def _group_index(value):
