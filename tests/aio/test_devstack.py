@@ -148,6 +148,19 @@ class TestDevstackPlugin(devstack_harness.DevstackPluginTestCase):
             self.assertEqual('accel.FakeDriver', self.value(
                 self.ini(conf), 'DEFAULT', 'compute_driver'))
 
+    def test_fake_virt_driver_serves_the_fake_compute_host(self):
+        # devstack's fake computes are ${HOSTNAME}1..N (lib/nova,
+        # start_nova_compute): the devices go under the provider of the
+        # first, not under one named after the node.
+        self.devstack('stack post-config', VIRT_DRIVER='fake',
+                      HOSTNAME='node7')
+        conf = self.ini(os.path.join(self.conf_dir, 'accel-backend.conf'))
+        self.assertEqual('node71', self.value(conf, 'DEFAULT', 'host'))
+        self.devstack('stack post-config', VIRT_DRIVER='fake',
+                      HOSTNAME='node7', ACCEL_BACKEND_HOST='node72')
+        conf = self.ini(os.path.join(self.conf_dir, 'accel-backend.conf'))
+        self.assertEqual('node72', self.value(conf, 'DEFAULT', 'host'))
+
     def test_default_discovery_offers_the_fake_fpgas(self):
         # What the tempest scenarios ask for by default (FPGA).
         self.devstack('stack post-config')
