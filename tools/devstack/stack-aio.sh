@@ -42,14 +42,20 @@
 #   pinned at NOVA_ACCEL_REF.
 # - Where PID 1 is not systemd, systemd's systemctl is diverted and
 #   replaced by docker-systemctl-replacement's systemctl3 (PyPI), which
-#   runs the unit files devstack writes; teardown restores it.
+#   runs the unit files devstack writes; teardown restores it. There
+#   iscsid, which lib/nova restarts for n-cpu, is a no-op (drop-in):
+#   it cannot run in a container, and nothing here uses iSCSI.
 # - VIRT_DRIVER=fake with NOVA_ACCEL_COMPUTE_DRIVER=accel.FakeDriver: no
 #   KVM here.
-# - IMAGE_URLS is a local qcow2 made with qemu-img (no cirros download).
+# - IMAGE_URLS is a local qcow2 made with qemu-img, and
+#   DOWNLOAD_DEFAULT_IMAGES=False (no cirros download from GitHub).
 # - TEMPEST_VENV_UPPER_CONSTRAINTS is requirements' file on disk: the
 #   default (master) makes tox fetch releases.openstack.org.
 # - Only the services the plugin needs run (no neutron, cinder, swift,
 #   horizon, etcd3, dstat, n-novnc): servers boot with --nic none.
+# - Nova lists a server's ports in Neutron even then (server show,
+#   delete): network_stub.py, in the catalog as the network service,
+#   answers as a Neutron without ports.
 
 set -o errexit -o nounset -o pipefail
 
@@ -64,9 +70,11 @@ IMAGE_DIR=/opt/stack-images
 IMAGE_NAME=accel-test
 STANDIN=/usr/local/lib/systemctl-standin/systemctl3.py
 STANDIN_VERSION=1.7.1097
+NETWORK_STUB_PORT=9696
+ISCSID_DROPIN=/etc/systemd/system/iscsid.service.d/stack-aio.conf
 PROJECTS="devstack requirements keystone placement glance nova tempest os-test-images"
 # What an all-in-one devstack of these services listens on.
-PORTS="80 443 3306 4369 5000 5432 5672 6666 8774 8775 8778 9292 11211 25672"
+PORTS="80 443 3306 4369 5000 5432 5672 6666 8774 8775 8778 9292 9696 11211 25672"
 
 function die { echo "stack-aio: $*" >&2; exit 1; }
 
@@ -114,6 +122,19 @@ function install_systemctl_standin {
         dpkg-divert --local --rename --divert "$path.distrib" --add "$path"
     fi
     ln -sf "$STANDIN" "$path"
+    # lib/nova restarts iscsid for n-cpu; iscsid cannot run in a
+    # container (no NETLINK_ISCSI socket), and nothing here uses iSCSI.
+    install -d "$(dirname "$ISCSID_DROPIN")"
+    cat > "$ISCSID_DROPIN" <<EOF
+# stack-aio.sh: iscsid cannot run here; nothing uses iSCSI in this cloud.
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+PIDFile=
+ExecStartPre=
+ExecStart=
+ExecStart=/bin/true
+EOF
 }
 
 # The path of systemctl in the systemd package: /bin/systemctl on
@@ -136,6 +157,8 @@ function remove_systemctl_standin {
         rm -f "$path"
         dpkg-divert --local --rename --remove "$path"
     fi
+    rm -f "$ISCSID_DROPIN"
+    rmdir --ignore-fail-on-non-empty "$(dirname "$ISCSID_DROPIN")" 2>/dev/null || true
 }
 
 function phase_prepare {
@@ -172,6 +195,9 @@ function phase_prepare {
     install -d "$IMAGE_DIR"
     [[ -f "$IMAGE_DIR/$IMAGE_NAME.qcow2" ]] ||
         qemu-img create -q -f qcow2 "$IMAGE_DIR/$IMAGE_NAME.qcow2" 16M
+    # devstack keeps an existing clone (RECLONE=False): the plugin's is
+    # made again, at NOVA_ACCEL_REF.
+    rm -rf "$STACK_DEST/nova-accel"
     write_local_conf > "$STACK_DEST/devstack/local.conf"
     chown "$STACK_USER:" "$STACK_DEST/devstack/local.conf"
     install -d -o "$STACK_USER" "$LOG_DIR"
@@ -193,6 +219,7 @@ enable_service key mysql rabbit placement-api placement-client g-api
 enable_service n-api n-cond n-sch n-cpu tempest
 VIRT_DRIVER=fake
 NOVA_ACCEL_COMPUTE_DRIVER=accel.FakeDriver
+DOWNLOAD_DEFAULT_IMAGES=False
 IMAGE_URLS=file://$IMAGE_DIR/$IMAGE_NAME.qcow2
 DEFAULT_IMAGE_NAME=$IMAGE_NAME
 DEFAULT_IMAGE_FILE_NAME=$IMAGE_NAME.qcow2
@@ -202,6 +229,32 @@ EOF
 
 function phase_stack {
     as_stack "cd $STACK_DEST/devstack && ./stack.sh"
+    start_network_stub
+}
+
+# Nova asks Neutron for a server's ports even with --nic none (server
+# show, delete): network_stub.py answers as a Neutron without ports, in
+# the catalog as the network service.
+function start_network_stub {
+    local host
+    host=$(sed -n 's/^SERVICE_HOST=//p' "$STACK_DEST/devstack/.stackenv")
+    stop_network_stub
+    as_stack "setsid nohup python3 $REPO/tools/devstack/network_stub.py \
+        $host $NETWORK_STUB_PORT >$LOG_DIR/network-stub.log 2>&1 &
+        echo \$! > $LOG_DIR/network-stub.pid"
+    as_stack "export OS_CLOUD=devstack-admin
+        openstack service show network >/dev/null 2>&1 ||
+            openstack service create --name network-stub network -f value -c id
+        openstack endpoint list --service network -f value -c ID | grep -q . ||
+            openstack endpoint create --region RegionOne network public \
+                http://$host:$NETWORK_STUB_PORT -f value -c id"
+}
+
+function stop_network_stub {
+    local pid
+    pid=$(cat "$LOG_DIR/network-stub.pid" 2>/dev/null) || return 0
+    kill "$pid" 2>/dev/null || true
+    rm -f "$LOG_DIR/network-stub.pid"
 }
 
 function phase_check {
@@ -219,6 +272,10 @@ function check_server {
     token=$(openstack token issue -f value -c id)
     ep=$(openstack endpoint list --service accelerator --interface public -f value -c URL)
     group='{"resources:FPGA": "1", "trait:CUSTOM_FAKE_DEVICE": "required"}'
+    # What an interrupted run left.
+    openstack server delete --wait aio-accel-server 2>/dev/null || true
+    openstack flavor delete aio-accel 2>/dev/null || true
+    curl -s -o /dev/null -X DELETE -H "X-Auth-Token: $token" "$ep/device_profiles/aio-fpga"
     curl -sSf -X POST -H "X-Auth-Token: $token" -H 'Content-Type: application/json' \
         -d "[{\"name\": \"aio-fpga\", \"groups\": [$group]}]" "$ep/device_profiles"
     echo
@@ -249,6 +306,7 @@ function phase_tempest {
 }
 
 function phase_unstack {
+    stop_network_stub
     as_stack "cd $STACK_DEST/devstack && ./unstack.sh"
 }
 
@@ -257,6 +315,7 @@ function phase_unstack {
 # them enabled), then the original systemctl back.
 function phase_teardown {
     local svc pid
+    stop_network_stub
     if [[ -x /usr/bin/systemctl ]]; then
         for svc in $(systemctl list-units --no-legend 'devstack@*' 2>/dev/null |
                 awk '{print $1}'); do
@@ -269,6 +328,11 @@ function phase_teardown {
     # RabbitMQ's epmd outlives the broker; only the one on its port.
     for pid in $(ss -Hltnp 'sport = :4369' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
         [[ "$(ps -o user= -p "$pid")" == rabbitmq ]] && kill "$pid"
+    done
+    # What a failed stack.sh leaves (its log filters, async fifo
+    # readers): the stack user is this run's alone.
+    for pid in $(ps -o pid= -u "$STACK_USER" 2>/dev/null); do
+        kill "$pid" 2>/dev/null || true
     done
     remove_systemctl_standin
     sleep 2
