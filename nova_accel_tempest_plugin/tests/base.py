@@ -102,7 +102,9 @@ class AcceleratorAPITest(AcceleratorMixin, test.BaseTestCase):
 class ServerAcceleratorTest(AcceleratorMixin,
                             compute_base.BaseV2ComputeTest):
     """Servers with ``accel:device_profile`` flavors, booted by a project
-    member (``--nic none``: no network service needed)."""
+    member (``--nic none``: no network ports are made, though Nova 34
+    still asks the network service for the server's ports on show and
+    delete, so the cloud needs a network endpoint)."""
 
     credentials = ['primary', 'admin']
     # networks='none'.
