@@ -215,7 +215,12 @@ class Service:
             the compute node RP yet.
         :raises PlacementError: Placement failed.
         """
-        found = drivers_mod.discover_all(self.drivers)
+        span = self.conf.discovery.pool_numa_span
+        found = drivers_mod.discover_all(
+            self.drivers, span_numa=span, keep_spanning=(
+                reshape.spanning_in_use(self.reporter.client,
+                                        self.conf.host)
+                if report and not span else None))
         migrated = report and reshape.migrate(self.store, self.reporter,
                                               found, force=force)
         reported = self.store.sync(found, force=force)

@@ -77,6 +77,24 @@ OPTS = [
                      'whose GPUs were per-GPU providers is migrated without '
                      'touching them (admin guide, "Migrating a host with '
                      'guests"); setting it to false needs a drained host.'),
+    cfg.BoolOpt('pool_numa_span', default=False,
+                help='Pools (``nvidia_gpu_pool``, a ``"pool": true`` '
+                     'device spec) of identical functions on several NUMA '
+                     'nodes. True: one pool per host and kind spanning the '
+                     'nodes (``..._numa_all``, with every node\'s '
+                     '``CUSTOM_NUMA_NODE_<N>`` trait), so N GPUs of a host '
+                     'fit one request group whatever its layout; but '
+                     'NUMA-local requests (a required node trait, '
+                     '``accel:numa_local``) are placed by the binder and '
+                     'can fail at bind time (reason ``numa_unfit``, build '
+                     'aborted) where the requested node is full. False: '
+                     'one pool per NUMA node (``..._numa<N>``), exact for '
+                     'node-trait requests, and a group can ask at most one '
+                     'node\'s GPUs. Turning it on migrates per-node pools '
+                     'into the spanning one without touching guests; '
+                     'turning it off splits a spanning pool only once it '
+                     'has no allocations (until then it is kept and an '
+                     'error is logged: drain the host).'),
     cfg.StrOpt('nvidia_hgx_mode', default='gpus',
                choices=[('gpus', 'the GPUs of an HGX board are offered '
                                  'one by one (or pooled: '

@@ -33,27 +33,30 @@ board information and AER count are kept per function in its
 that is unhealthy gives no claimable attach handle, so the provider's
 ``reserved`` grows by one (``objects.deployable.reserved_units``).
 
-A pool spans the host's NUMA nodes (issue 55): a two-socket server with
-4 GPUs on each node has ONE provider of 8, so ``resources:PGPU=8`` (or
-6) in one group finds it, as Kubernetes DRA's ``count: 8`` does; the
-binder picks the functions, packed onto as few NUMA nodes as possible,
-and all on one node when the request asks for locality
-(``binding.numa_fit``).  The pool carries the NUMA trait of every node
-it has functions on (``CUSTOM_NUMA_NODE_<N>``), so
-``trait:CUSTOM_NUMA_NODE_0=required`` only finds hosts with such GPUs on
-node 0; each member's node is in its ``std_board_info["numa_node"]``.
+By default a pool is one NUMA node's (``[discovery] pool_numa_span``
+false): a two-socket server with 4 GPUs on each node has two providers
+of 4, and ``trait:CUSTOM_NUMA_NODE_0=required`` is matched exactly by
+Placement.  With ``pool_numa_span`` true a pool spans the host's NUMA
+nodes (issue 55): the same server has ONE provider of 8, so
+``resources:PGPU=8`` (or 6) in one group finds it, as Kubernetes DRA's
+``count: 8`` does; the binder picks the functions, packed onto as few
+NUMA nodes as possible, and all on one node when the request asks for
+locality (``binding.numa_fit``).  The pool carries the NUMA trait of
+every node it has functions on (``CUSTOM_NUMA_NODE_<N>``); each
+member's node is in its ``std_board_info["numa_node"]``.
 
 The pool's name, which names the provider
 (``<compute RP>_pool_<name>``), is ``<vendor>_<product>_numa<N>`` when
 its functions are all on NUMA node N (``nonuma`` when they have no NUMA
-affinity), the name pools had when they were per NUMA node, so a
-one-node host keeps its provider, and ``<vendor>_<product>_numa_all``
-when they are on several; with ``_<tag>`` when the driver's tag is not
-``default`` (the generic driver tags with the spec's position,
-``spec0``...).  A host whose pools were per NUMA node is migrated into
-the spanning pool without touching its guests
-(``objects.pool_migration``).  The PCIe switch a function sits behind is
-not read (sysfs trees flatten ``/sys/bus/pci/devices``).
+affinity), and ``<vendor>_<product>_numa_all`` for a pool spanning
+several; with ``_<tag>`` when the driver's tag is not ``default`` (the
+generic driver tags with the spec's position, ``spec0``...).  A host
+whose pools were per NUMA node is migrated into the spanning pool
+without touching its guests when ``pool_numa_span`` is turned on
+(``objects.pool_migration``); turning it off again keeps a spanning pool
+that has allocations (``merge``'s ``keep_spanning``), as nothing moves
+a guest's GPUs between providers.  The PCIe switch a function sits
+behind is not read (sysfs trees flatten ``/sys/bus/pci/devices``).
 """
 
 import dataclasses
@@ -144,12 +147,19 @@ def _merged(name, items):
         members=[_member(i) for i in items])
 
 
-def merge(found):
+def merge(found, span_numa=False, keep_spanning=None):
     """Merge the tagged functions of ``found`` into one deployable per
     pool (see the module docstring); untagged ones pass unchanged.
 
     :param found: list of ``drivers.DiscoveredDeployable``, each tagged
         one with exactly one attach handle.
+    :param span_numa: ``[discovery] pool_numa_span``: True, one pool per
+        kind spanning the NUMA nodes; False, one pool per kind and node.
+    :param keep_spanning: with ``span_numa`` False, a callable given the
+        name of the spanning pool (str) of a kind whose functions are on
+        several nodes; when it returns True that kind stays one spanning
+        pool (the host has one with allocations, which must not be
+        split).  None: never.
     :returns: list of ``DiscoveredDeployable``: the untagged ones in their
         order, then one per pool, by name; a pooled one has ``members``
         (sorted by address), ``subname`` the pool's name and ``address``
@@ -166,8 +176,16 @@ def merge(found):
     merged = []
     for items in pools.values():
         items.sort(key=lambda i: i.address)
-        name = pool_name(items[0], {i.numa_node for i in items})
-        merged.append((items[0].driver_name, name, items))
+        nodes = {i.numa_node for i in items}
+        name = pool_name(items[0], nodes)
+        if (span_numa or len(nodes) == 1 or (
+                keep_spanning is not None and keep_spanning(name))):
+            merged.append((items[0].driver_name, name, items))
+            continue
+        for node in nodes:
+            part = [i for i in items if i.numa_node == node]
+            merged.append((items[0].driver_name,
+                           pool_name(part[0], {node}), part))
     for _, name, items in sorted(merged, key=lambda m: m[:2]):
         kept.append(_merged(name, items))
     return kept

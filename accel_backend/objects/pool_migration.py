@@ -81,9 +81,21 @@ def former_pools(item):
     return names - {item.subname}
 
 
-def _former_addresses(item):
+def _former_addresses(item, pooled):
+    """The device addresses whose rows move into pool ``item``: its
+    members' own, and its former pools' (``former_pools``), except the
+    spanning pool's when ``pooled`` has another pool of the same kind
+    (per-NUMA-node pools, ``[discovery] pool_numa_span`` false): a
+    spanning pool is not split into per-node ones by moving rows
+    (``discovery.pooling.merge`` keeps one that has allocations)."""
+    names = former_pools(item)
+    kind = (item.driver_name, item.vendor_id, item.product_id, item.pool)
+    if any(other is not item and other.subname != item.subname and
+           (other.driver_name, other.vendor_id, other.product_id,
+            other.pool) == kind for other in pooled):
+        names.discard(pooling.pool_name(item, {0, 1}))
     return {m['address'] for m in item.members} | {
-        pooling.device_address(n) for n in former_pools(item)}
+        pooling.device_address(n) for n in names}
 
 
 def replaced_providers(hostname, found):
@@ -148,10 +160,10 @@ def moves(session, hostname, found):
     pooled = _pooled(found)
     # One SELECT for every pool: a host that has migrated finds none.
     devices = _old_devices(session, hostname, set().union(
-        *(_former_addresses(item) for item in pooled)))
+        *(_former_addresses(item, pooled) for item in pooled)))
     result = []
     for item in pooled:
-        addresses = _former_addresses(item)
+        addresses = _former_addresses(item, pooled)
         old = {dep.rp_uuid: dev.address for dev in devices
                if dev.address in addresses for dep in dev.deployables}
         if not old:
@@ -208,8 +220,9 @@ def move(session, hostname, found, aer_recovery_passes=3):
         moved; empty when there was nothing to move.
     """
     moved = {}
-    for item in _pooled(found):
-        addresses = _former_addresses(item)
+    pooled = _pooled(found)
+    for item in pooled:
+        addresses = _former_addresses(item, pooled)
         old = _old_devices(session, hostname, addresses)
         if not old:
             continue

@@ -55,6 +55,7 @@ from oslo_log import log as logging
 from accel_backend.discovery import pooling
 from accel_backend import exception
 from accel_backend.objects import host_status
+from accel_backend.objects import host_sync
 from accel_backend.placement import records
 from accel_backend.placement import report
 
@@ -227,3 +228,38 @@ def finished(store, binder):
             binder.resume()
     except Exception as e:
         LOG.warning('Host %s migrated, but %s', store.hostname, e)
+
+
+def spanning_in_use(client, hostname):
+    """The ``keep_spanning`` of ``discovery.pooling.merge`` while
+    ``[discovery] pool_numa_span`` is false: a callable given a spanning
+    pool's name (str, ``10de_2330_numa_all``) that returns True when
+    this host's provider of that pool has allocations in Placement (one
+    GET of its usages, Placement API 1.0
+    ``/resource_providers/{uuid}/usages``), and logs why it is kept.
+    Splitting such a pool into per-NUMA-node pools would have to move
+    guests' GPUs between providers, which nothing does: the pool stays
+    until its allocations are gone (drain the host), then the next pass
+    splits it.
+
+    :param client: ``placement.client.PlacementClient``.
+    :param hostname: the host (str).
+    :raises PlacementError: (from the callable) Placement failed.
+    """
+    def keep(name):
+        rp_uuid = host_sync.deployable_ids(
+            hostname, pooling.device_address(name), name)[1]
+        resp = client.get('/resource_providers/%s/usages' % rp_uuid,
+                          ok=(200, 404))
+        if resp.status_code != 200 or not any(
+                resp.json()['usages'].values()):
+            return False
+        LOG.error('Host %s: [discovery] pool_numa_span is false but pool '
+                  '%s spans NUMA nodes and has allocations (%s); keeping '
+                  'it as it is, since splitting it into per-node pools '
+                  'would move guests\' GPUs. Drain the host (or set '
+                  'pool_numa_span back to true); the first pass after '
+                  'its allocations are gone splits it.', hostname, name,
+                  resp.json()['usages'])
+        return True
+    return keep

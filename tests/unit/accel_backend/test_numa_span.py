@@ -22,7 +22,6 @@ import testtools
 
 from accel_backend.binding import numa_fit
 from accel_backend.db import models
-from accel_backend.discovery import pooling
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_common import arq_states
@@ -61,6 +60,9 @@ class TestChoose(testtools.TestCase):
 
 
 class TestSpanningBinds(test_pooled.PooledTest):
+
+    def service(self, **kw):
+        return super().service(pool_numa_span='true', **kw)
 
     def bind_patch(self, svc, group):
         """The ARQs of one profile group bound in one PATCH, as Nova's
@@ -114,38 +116,23 @@ class TestSpanningBinds(test_pooled.PooledTest):
             'resources:PGPU': '3', 'trait:CUSTOM_NUMA_NODE_0': 'required'}))
 
 
-def _per_node(merge):
-    """``pooling.merge`` as a release that pooled per NUMA node did."""
-    def merge_per_node(found):
-        nodes = sorted({i.numa_node for i in found if i.pool},
-                       key=str)
-        kept = [i for i in found if i.pool is None]
-        for node in nodes:
-            kept += merge([i for i in found
-                           if i.pool and i.numa_node == node])
-        return kept
-    return merge_per_node
-
-
 class TestPerNodePoolsMigrate(test_pooled.PooledTest):
-    """A host pooled per NUMA node, a guest bound to 2 GPUs of node 1:
-    the next pass moves both pools into the spanning one, without
-    touching the guest."""
+    """A host pooled per NUMA node (the default), a guest bound to 2 GPUs
+    of node 1: the first pass with ``pool_numa_span`` moves both pools
+    into the spanning one, without touching the guest."""
 
     def test_per_node_pools_migrate_with_a_bound_guest(self):
-        with fixtures.MonkeyPatch('accel_backend.discovery.pooling.merge',
-                                  _per_node(pooling.merge)):
-            before = self.service()
-            self.assertEqual([POOL0, POOL1], sorted(self.providers()))
-            old = self.providers()[POOL1]['uuid']
-            instance = uuidutils.generate_uuid()
-            self.raw.put('/allocations/%s' % instance, {
-                'allocations': {old: {'resources': {'PGPU': 2}}},
-                'project_id': 'p1', 'user_id': 'u1',
-                'consumer_generation': None})
-            arqs = self.bind_group(before, POOL1, 2)
-            buses = sorted(i['bus'] for i in self.handles_of(before, arqs))
-        svc = self.service()
+        before = self.service()
+        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
+        old = self.providers()[POOL1]['uuid']
+        instance = uuidutils.generate_uuid()
+        self.raw.put('/allocations/%s' % instance, {
+            'allocations': {old: {'resources': {'PGPU': 2}}},
+            'project_id': 'p1', 'user_id': 'u1',
+            'consumer_generation': None})
+        arqs = self.bind_group(before, POOL1, 2)
+        buses = sorted(i['bus'] for i in self.handles_of(before, arqs))
+        svc = self.service(pool_numa_span='true')
         self.assertEqual([POOL], sorted(self.providers()))
         pool = self.providers()[POOL]['uuid']
         self.assertFalse(self.rp_exists(old))
@@ -163,6 +150,53 @@ class TestPerNodePoolsMigrate(test_pooled.PooledTest):
             i['bus'] for i in self.handles_of(svc, arqs)))
         # The other 6 are free, the guest's are not handed out again;
         # the next pass changes nothing.
-        self.assertEqual(6, len(self.bind_group(svc, POOL, 6)))
+        six = self.bind_group(svc, POOL, 6)
+        self.assertEqual(6, len(six))
         svc.discover_and_report()
         self.assertEqual([POOL], sorted(self.providers()))
+        # Back to the default: the pool has allocations, so it is kept
+        # whole, with an error saying why, nothing deleted or moved.
+        log = self.useFixture(fixtures.FakeLogger(level='ERROR'))
+        back = self.service()
+        self.assertEqual([POOL], sorted(self.providers()))
+        self.assertEqual((8, 0, 8), self.inv(POOL))
+        self.assertIn('pool_numa_span is false but pool 10de_2330_numa_all',
+                      log.output)
+        self.assertEqual({pool: {'resources': {'PGPU': 2}}}, {
+            rp: {'resources': a['resources']} for rp, a in self.raw.get(
+                '/allocations/%s' % instance).json()['allocations'].items()})
+        self.assertEqual(buses, sorted(
+            i['bus'] for i in self.handles_of(back, arqs)))
+        # Drained, the next default pass splits it into per-node pools.
+        self.raw.delete('/allocations/%s' % instance)
+        for arq_uuid in arqs + six:
+            self.delete_arq(back, arq_uuid)
+        back.discover_and_report()
+        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+
+
+class TestPerNodeByDefault(test_pooled.PooledTest):
+    """``[discovery] pool_numa_span`` false (the default): the two-socket
+    host reports one pool per node, and a node-trait request is matched
+    exactly by Placement and bound on that node."""
+
+    def test_two_per_node_pools_and_an_exact_node_trait_request(self):
+        svc = self.service()
+        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
+        self.assertNotIn('CUSTOM_NUMA_NODE_0', self.traits(POOL1))
+        # Node 1 full: a node-1 request finds no candidate at all (with
+        # a spanning pool Placement would offer it, and the bind fail).
+        self.bind_group(svc, POOL1, 4)
+        self.raw.put('/allocations/%s' % uuidutils.generate_uuid(), {
+            'allocations': {self.providers()[POOL1]['uuid']: {
+                'resources': {'PGPU': 4}}},
+            'project_id': 'p1', 'user_id': 'u1',
+            'consumer_generation': None})
+        self.assertEqual([], self.candidates(
+            'resources=PGPU:1&required=CUSTOM_NUMA_NODE_1'))
+        self.assertEqual([[(POOL0, 2)]], self.candidates(
+            'resources=PGPU:2&required=CUSTOM_NUMA_NODE_0'))
+        arqs = self.bind_group(svc, POOL0, 2)
+        self.assertEqual(NODE0[:2], sorted(
+            i['bus'] for i in self.handles_of(svc, arqs)))

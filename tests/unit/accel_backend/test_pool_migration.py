@@ -33,7 +33,7 @@ from accel_common import arq_states
 from tests.unit.accel_backend import test_pooled
 
 COMPUTE = test_pooled.COMPUTE
-POOL = test_pooled.POOL
+POOL0, POOL1 = test_pooled.POOL0, test_pooled.POOL1
 GPU = '0000:2a:00.0'
 
 
@@ -98,18 +98,18 @@ class MigrationBase(test_pooled.PooledTest):
             return row and row.state
 
     def check_migrated(self, svc):
-        self.assertEqual([POOL], sorted(self.providers()))
-        pool = self.providers()[POOL]['uuid']
+        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
+        pool = self.providers()[POOL0]['uuid']
         self.assertFalse(self.rp_exists(self.old_rp))
         self.assertEqual({pool: {'PGPU': 1}}, self.allocations())
         self.assertEqual({'PGPU': 1}, self.usage(pool))
-        self.assertEqual((8, 0, 8), self.inv(POOL))
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
         # The guest keeps its GPU: same handle, same PCI address.
         state, rp, handle, info = self.arq_handle(svc)
         self.assertEqual((arq_states.BOUND, pool), (state, rp))
         self.assertEqual(self.handle[2:], (handle, info))
         with svc.db.transaction() as session:
-            self.assertEqual(1, session.scalar(sa.select(
+            self.assertEqual(2, session.scalar(sa.select(
                 sa.func.count()).select_from(models.Device)))
         return pool
 
@@ -124,7 +124,7 @@ class PoolMigrationTest(MigrationBase):
         pool = self.check_migrated(svc)
         self.assertEqual(host_status.OK, self.status(svc))
         # A new bind on the pool gets another GPU.
-        (other,) = self.handles_of(svc, self.bind_group(svc, POOL, 1))
+        (other,) = self.handles_of(svc, self.bind_group(svc, POOL0, 1))
         self.assertNotEqual(self.handle[3], other)
         # The next pass changes nothing.
         svc.report_pass()
@@ -145,7 +145,7 @@ class PoolMigrationTest(MigrationBase):
         self.assertRaises(exception.PoolMigrationIncomplete, svc.report_pass)
         self.assertEqual(host_status.MIGRATING, self.status(svc))
         # Placement is pooled already, the database not yet.
-        pool = self.providers()[POOL]['uuid']
+        pool = self.providers()[POOL0]['uuid']
         self.assertEqual({pool: {'PGPU': 1}}, self.allocations())
         self.assertEqual({}, self.inventory(self.old_rp))
         self.assertEqual((arq_states.BOUND, self.old_rp),

@@ -28,7 +28,7 @@ from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_pool_migration
 
 COMPUTE = test_pool_migration.COMPUTE
-POOL0 = test_pool_migration.POOL
+POOL0 = test_pool_migration.POOL0
 
 
 class AgentPoolMigrationTest(test_pool_migration.MigrationBase):

@@ -40,9 +40,9 @@ COMPUTE = test_lifecycle.COMPUTE
 GPUS = [('0000:%s:00.0' % bus, numa) for bus, numa in (
     ('18', 0), ('2a', 0), ('3a', 0), ('5d', 0),
     ('9a', 1), ('ab', 1), ('ba', 1), ('db', 1))]
-#: The pools of one NUMA node (as they were before they spanned nodes).
 POOL0, POOL1 = 'pool_10de_2330_numa0', 'pool_10de_2330_numa1'
-#: The one pool of the 8 GPUs on two nodes (issue 55).
+#: The one pool of the 8 GPUs on two nodes, with ``[discovery]
+#: pool_numa_span`` (issue 55).
 POOL = 'pool_10de_2330_numa_all'
 
 
@@ -130,19 +130,19 @@ class PooledTest(test_lifecycle.ServiceTestBase):
 
 class TestPooledByNUMA(PooledTest):
 
-    def test_one_pool_spanning_both_nodes(self):
+    def test_two_pools_of_four(self):
         self.service()
-        self.assertEqual([POOL], sorted(self.providers()))
-        self.assertEqual((8, 0, 8), self.inv(POOL))
-        self.assertLessEqual({'CUSTOM_NUMA_NODE_0', 'CUSTOM_NUMA_NODE_1',
-                              'CUSTOM_NVIDIA_H100_SXM5_80GB'},
-                             self.traits(POOL))
-        # 8 or 6 GPUs of both NUMA nodes: one group, one provider.
-        self.assertEqual([[(POOL, 8)]], self.candidates('resources=PGPU:8'))
-        self.assertEqual([[(POOL, 6)]], self.candidates('resources=PGPU:6'))
-        self.assertEqual([[(POOL, 4)]], self.candidates(
+        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.assertEqual((4, 0, 4), self.inv(POOL1))
+        self.assertIn('CUSTOM_NUMA_NODE_1', self.traits(POOL1))
+        self.assertIn('CUSTOM_NVIDIA_H100_SXM5_80GB', self.traits(POOL1))
+        # 4 GPUs of one NUMA node: one group, one provider each.
+        self.assertEqual([[(POOL0, 4)], [(POOL1, 4)]],
+                         self.candidates('resources=PGPU:4'))
+        self.assertEqual([[(POOL1, 4)]], self.candidates(
             'resources=PGPU:4&required=CUSTOM_NUMA_NODE_1'))
-        self.assertEqual([], self.candidates('resources=PGPU:9'))
+        self.assertEqual([], self.candidates('resources=PGPU:5'))
 
     def test_stable_across_restarts(self):
         self.service()
@@ -153,24 +153,20 @@ class TestPooledByNUMA(PooledTest):
 
     def test_group_binds_distinct_handles_and_releases_each(self):
         svc = self.service()
-        # Packed: the 4 GPUs of node 0, then the 4 of node 1.
-        arqs = self.bind_group(svc, POOL, 4)
+        arqs = self.bind_group(svc, POOL0, 4)
         infos = self.handles_of(svc, arqs)
         self.assertEqual(['18', '2a', '3a', '5d'],
                          sorted(i['bus'] for i in infos))
-        infos = self.handles_of(svc, self.bind_group(svc, POOL, 4))
-        self.assertEqual(['9a', 'ab', 'ba', 'db'],
-                         sorted(i['bus'] for i in infos))
         usages = self.raw.get('/resource_providers/%s/usages' %
-                              self.providers()[POOL]['uuid']).json()
-        # Nova allocates; here only the binding is checked: a ninth ARQ
+                              self.providers()[POOL0]['uuid']).json()
+        # Nova allocates; here only the binding is checked: a fifth ARQ
         # on the full pool gets no handle.
         self.assertEqual({'PGPU': 0}, usages['usages'])
         with svc.db.transaction() as session:
             dp_obj.create(session, 'one', [{'resources:PGPU': '1'}])
             (extra,) = arq_obj.create(session, 'one', project_id='p1')
             arq_obj.start_binding(session, extra, COMPUTE,
-                                  self.providers()[POOL]['uuid'],
+                                  self.providers()[POOL0]['uuid'],
                                   uuidutils.generate_uuid())
             extra = extra.uuid
         self.assertEqual(arq_states.BIND_FAILED, svc.binder.bind_one(extra))
@@ -178,14 +174,14 @@ class TestPooledByNUMA(PooledTest):
             self.delete_arq(svc, arq_uuid)
         # Each released GPU is dirty, reserved, and cleaned on its own.
         svc.discover_and_report()
-        self.assertEqual((8, 4, 8), self.inv(POOL))
+        self.assertEqual((4, 4, 4), self.inv(POOL0))
         self.assertEqual(['available'] * 4,
                          list(svc.cleaner.clean_pending().values()))
         for address, numa in GPUS:
             self.assertEqual('1' if numa == 0 else '',
                              self.reset_file(address), address)
         svc.discover_and_report()
-        self.assertEqual((8, 0, 8), self.inv(POOL))
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
 
     def test_unhealthy_gpu_raises_reserved_and_is_never_bound(self):
         svc = self.service()
@@ -193,14 +189,15 @@ class TestPooledByNUMA(PooledTest):
         link = os.readlink(group)
         os.unlink(group)
         svc.discover_and_report()
-        self.assertEqual((8, 1, 8), self.inv(POOL))
-        self.assertEqual([], self.candidates('resources=PGPU:8'))
-        arqs = self.bind_group(svc, POOL, 3)
+        self.assertEqual((4, 1, 4), self.inv(POOL0))
+        self.assertEqual((4, 0, 4), self.inv(POOL1))
+        self.assertEqual([[(POOL1, 4)]], self.candidates('resources=PGPU:4'))
+        arqs = self.bind_group(svc, POOL0, 3)
         self.assertNotIn('2a', [i['bus'] for i in self.handles_of(svc,
                                                                   arqs)])
         view = self.call(svc, '/v2/devices').json['devices']
         (pool,) = [d for d in view if (d['std_board_info'] or {}).get(
-            'pool') == '10de_2330_numa_all']
+            'pool') == '10de_2330_numa0']
         # The pool device stays enabled: its other GPUs are offered.
         self.assertEqual('enabled', pool['status'])
         self.assertEqual('unhealthy', pool['std_board_info']['members'][
@@ -209,8 +206,8 @@ class TestPooledByNUMA(PooledTest):
         os.symlink(link, os.path.join(self.root, '0000:2a:00.0',
                                       'iommu_group'))
         svc.discover_and_report()
-        self.assertEqual((8, 0, 8), self.inv(POOL))
-        self.assertEqual('bound', self.bind_one(svc, POOL))
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.assertEqual('bound', self.bind_one(svc, POOL0))
 
     def test_removed_gpu_lowers_total_with_the_guard(self):
         svc = self.service(max_removal_share='0.2')
@@ -219,9 +216,10 @@ class TestPooledByNUMA(PooledTest):
         # 2 of 8 functions is over a 20% share: refused, nothing changes.
         self.assertRaises(exception.MassRemovalRefused,
                           svc.discover_and_report)
-        self.assertEqual((8, 0, 8), self.inv(POOL))
+        self.assertEqual((4, 0, 4), self.inv(POOL1))
         svc.discover_and_report(force=True)
-        self.assertEqual((6, 0, 6), self.inv(POOL))
+        self.assertEqual((2, 0, 2), self.inv(POOL1))
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
 
     def test_turning_pooling_on_replaces_the_providers(self):
         self.make_service(self.make_conf(
@@ -232,9 +230,9 @@ class TestPooledByNUMA(PooledTest):
         # now: no removal for the guard, no --force needed
         # (placement.reshape).
         svc.discover_and_report()
-        self.assertEqual([POOL], sorted(self.providers()))
+        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
         with svc.db.transaction() as session:
-            self.assertEqual(1, len(list(session.scalars(
+            self.assertEqual(2, len(list(session.scalars(
                 sa.select(models.Device)))))
 
 
@@ -260,8 +258,8 @@ class TestPooledByDefault(PooledTest):
 
     def test_default_pools_and_false_gives_one_provider_per_gpu(self):
         self.make_service().discover_and_report()
-        self.assertEqual([POOL], sorted(self.providers()))
-        self.assertEqual((8, 0, 8), self.inv(POOL))
+        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
         self.make_service(self.make_conf(
             nvidia_gpu_pool='false')).discover_and_report(force=True)
         self.assertEqual(sorted(a for a, _ in GPUS),
@@ -281,18 +279,15 @@ class TestPoolSpec(testtools.TestCase):
         return drivers.discover_all([generic_pci.GenericPCIDriver(
             base.make_conf(self, self.root, [spec]))])
 
-    def test_pool_spec_gives_one_deployable_spanning_numa_nodes(self):
-        (found,) = self.discover(pool=True)
-        self.assertEqual('10de_2330_numa_all_spec0', found.subname)
-        self.assertEqual(8, len(found.attach_handles))
-        self.assertEqual(sorted(a for a, _ in GPUS),
-                         [m['address'] for m in found.members])
-        self.assertEqual([n for _, n in sorted(GPUS)],
-                         [m['std_board_info']['numa_node']
-                          for m in found.members])
-        self.assertLessEqual({'CUSTOM_NUMA_NODE_0', 'CUSTOM_NUMA_NODE_1'},
-                             found.traits)
-        self.assertEqual([0, 1], found.std_board_info['numa_nodes'])
+    def test_pool_spec_gives_one_deployable_per_numa_node(self):
+        found = self.discover(pool=True)
+        self.assertEqual(['10de_2330_numa0_spec0', '10de_2330_numa1_spec0'],
+                         [d.subname for d in found])
+        self.assertEqual([4, 4], [len(d.attach_handles) for d in found])
+        self.assertEqual(['0000:18:00.0', '0000:2a:00.0', '0000:3a:00.0',
+                          '0000:5d:00.0'],
+                         [m['address'] for m in found[0].members])
+        self.assertIn('CUSTOM_NUMA_NODE_1', found[1].traits)
 
     def test_no_pool_key_one_deployable_per_function(self):
         self.assertEqual(8, len(self.discover()))
