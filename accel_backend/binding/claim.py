@@ -92,23 +92,29 @@ _CLAIM_ONE = (sa.update(_HANDLES)
               .where(_HANDLES.c.id == sa.bindparam('handle_id'), _FREE_ROW)
               .values(_CLAIMED))
 
+
+def _free_of_provider(*columns):
+    """SELECT ``columns`` of the free handles of provider ``:rp`` of host
+    ``:host`` (enabled, healthy devices), by id."""
+    return (
+        sa.select(*columns)
+        .join(_DEPLOYABLES, _HANDLES.c.deployable_id == _DEPLOYABLES.c.id)
+        .join(_DEVICES, _DEPLOYABLES.c.device_id == _DEVICES.c.id)
+        .where(_DEPLOYABLES.c.rp_uuid == sa.bindparam('rp'),
+               _DEVICES.c.hostname == sa.bindparam('host'),
+               _DEVICES.c.status == device_obj.ENABLED,
+               _DEVICES.c.health == device_obj.HEALTHY,
+               _FREE_ROW)
+        .order_by(_HANDLES.c.id))
+
+
 # One provider's first free handles, claimed in one statement: the bind
 # PATCH of one server's accelerators names one provider, and one
 # statement costs less than a SELECT and an UPDATE (the contributor
 # guide's "Design measurements"; see ``claim``).  The UPDATE
 # checks ``_FREE_ROW`` again on the row it locks: a handle a concurrent
 # binder took after the subquery read it is not claimed, only missed.
-_FIRST_FREE = (
-    sa.select(_HANDLES.c.id)
-    .join(_DEPLOYABLES, _HANDLES.c.deployable_id == _DEPLOYABLES.c.id)
-    .join(_DEVICES, _DEPLOYABLES.c.device_id == _DEVICES.c.id)
-    .where(_DEPLOYABLES.c.rp_uuid == sa.bindparam('rp'),
-           _DEVICES.c.hostname == sa.bindparam('host'),
-           _DEVICES.c.status == device_obj.ENABLED,
-           _DEVICES.c.health == device_obj.HEALTHY,
-           _FREE_ROW)
-    .order_by(_HANDLES.c.id)
-    .limit(sa.bindparam('n')))
+_FIRST_FREE = _free_of_provider(_HANDLES.c.id).limit(sa.bindparam('n'))
 _CLAIM_FIRST_FREE = (
     sa.update(_HANDLES)
     .where(_HANDLES.c.id.in_(_FIRST_FREE), _FREE_ROW)
@@ -118,16 +124,8 @@ _READ_HANDLES = sa.select(_HANDLES).where(
     _HANDLES.c.id.in_(sa.bindparam('ids', expanding=True)))
 
 
-_PROVIDER_FREE = (
-    sa.select(_HANDLES.c.id, _HANDLES.c.attach_type, _HANDLES.c.attach_info)
-    .join(_DEPLOYABLES, _HANDLES.c.deployable_id == _DEPLOYABLES.c.id)
-    .join(_DEVICES, _DEPLOYABLES.c.device_id == _DEVICES.c.id)
-    .where(_DEPLOYABLES.c.rp_uuid == sa.bindparam('rp'),
-           _DEVICES.c.hostname == sa.bindparam('host'),
-           _DEVICES.c.status == device_obj.ENABLED,
-           _DEVICES.c.health == device_obj.HEALTHY,
-           _FREE_ROW)
-    .order_by(_HANDLES.c.id))
+_PROVIDER_FREE = _free_of_provider(
+    _HANDLES.c.id, _HANDLES.c.attach_type, _HANDLES.c.attach_info)
 
 
 def free_handles(session, rp_uuid, hostname):
