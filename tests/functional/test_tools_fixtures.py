@@ -17,14 +17,17 @@ reaching a child's whole process group (the in-process stub:
 """
 
 import os
+import socket
 import time
 
+import fixtures
 import requests
 import testtools
 
 from tests.unit import test_tools_fixtures
 from tools.fixtures import nova_stub
 from tools.fixtures import process
+from tools.fixtures import rabbitmq
 
 _event = test_tools_fixtures._event
 _two_on_one_connection = (
@@ -109,3 +112,29 @@ class TestTerminate(testtools.TestCase):
                 break
             self.assertLess(time.monotonic(), deadline, 'group left')
             time.sleep(0.05)
+
+
+class TestRabbitMQPortTaken(testtools.TestCase):
+    """The broker's fixture starts again on new ports when the port it
+    picked was taken before the broker bound it (another test worker)."""
+
+    def test_taken_port_is_replaced(self):
+        taken = socket.socket()
+        taken.bind(('127.0.0.1', 0))
+        taken.listen(1)
+        self.addCleanup(taken.close)
+        port = taken.getsockname()[1]
+        calls = []
+        real_free_port = process.free_port
+
+        def free_port():
+            # The second pick of the first start is its AMQP port (the
+            # first is epmd's).
+            calls.append(None)
+            return port if len(calls) == 2 else real_free_port()
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'tools.fixtures.process.free_port', free_port))
+        broker = self.useFixture(rabbitmq.RabbitMQServer())
+        self.assertNotEqual(port, broker.port)
+        self.assertIn(':%d/' % broker.port, broker.url)
