@@ -48,9 +48,10 @@ host:
     ARQs ``BindStarted`` for longer than ``grace_period``: bound again.
 ``requeued_cleanings``
     handles ``dirty``, or ``cleaning`` for longer than ``[cleaning]
-    timeout`` + ``grace_period``, the cleaner was not on: queued again.
+    timeout`` + ``grace_period``, the cleaner was not on (queued again)
+    or has queued without starting them yet (waiting for a worker).
 ``stuck_cleanings``
-    handles ``cleaning`` that long the cleaner still works on (the step
+    handles ``cleaning`` that long whose step the cleaner still runs (it
     hangs): ``clean_failed`` with the reason; enabling the device retries.
 
 Every repair is a conditional write re-checked under the row lock, so an
@@ -326,6 +327,9 @@ class Auditor:
                                                   cutoff)
         if not stale:
             return
+        # Queued now, or earlier and still waiting for a worker: their
+        # step has not started, so an old updated_at does not mean it
+        # hangs (``Cleaner.submit_pending``).
         queued = set(self.cleaner.submit_pending()) if self.cleaner else set()
         for handle_uuid, state in sorted(stale.items()):
             if handle_uuid in queued:

@@ -205,7 +205,11 @@ class Cleaner:
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix='accel-cleaner')
         self._busy = set()
-        # Guards _busy; notified when handles leave it (wait_idle).
+        # Queued, their ``start_cleaning`` not committed yet: the row's
+        # ``updated_at`` does not say when their step began (the audit).
+        self._waiting = set()
+        # Guards _busy and _waiting; notified when handles leave _busy
+        # (wait_idle).
         self._lock = threading.Condition()
         if store.engine is not None:
             with _CLEANERS_LOCK:
@@ -252,12 +256,20 @@ class Cleaner:
     def submit_pending(self):
         """Queue every dirty/cleaning handle not queued yet.
 
-        :returns: the UUIDs queued now (list).
+        The audit (``accel_backend.audit``) takes a ``cleaning`` handle
+        this returns for one waiting for a worker, not one whose step
+        hangs: its ``updated_at`` may be that of a process that crashed
+        long ago, until ``clean_one`` commits ``cleaning`` again.
+
+        :returns: the UUIDs queued now, then those queued earlier whose
+            cleaning has not started yet (list).
         """
         todo = dict(self.store.handles_to_clean())
         with self._lock:
             new = [u for u in todo if u not in self._busy]
             self._busy.update(new)
+            self._waiting.update(new)
+            earlier = sorted(self._waiting.intersection(todo) - set(new))
         rp_uuids = {todo[u] for u in new}
         # Out of Placement's offers before they wait for a worker: a
         # dirty device must not be allocated to the next tenant.
@@ -269,9 +281,10 @@ class Cleaner:
             except RuntimeError:  # shut down
                 with self._lock:
                     self._busy.difference_update(new[i:])
+                    self._waiting.difference_update(new[i:])
                     self._lock.notify_all()
-                return new[:i]
-        return new
+                return new[:i] + earlier
+        return new + earlier
 
     def _clean_task(self, handle_uuid):
         try:
@@ -281,6 +294,7 @@ class Cleaner:
         finally:
             with self._lock:
                 self._busy.discard(handle_uuid)
+                self._waiting.discard(handle_uuid)
                 self._lock.notify_all()
 
     def clean_pending(self):
@@ -308,7 +322,13 @@ class Cleaner:
             ``clean_failed``), or None when it was not this cleaner's to
             clean (not dirty/cleaning any more, or gone).
         """
-        started = self.store.start_cleaning(handle_uuid)
+        try:
+            started = self.store.start_cleaning(handle_uuid)
+        finally:
+            # Only once ``cleaning`` is committed (its updated_at now) or
+            # refused: until then the audit must not judge it hung.
+            with self._lock:
+                self._waiting.discard(handle_uuid)
         if started is None:
             return None
         method, address = started['method'], started['address']

@@ -19,6 +19,8 @@ directly, as a crash, an older release or an operator would leave them.
 """
 
 import datetime
+import os
+import sys
 
 import fixtures
 import sqlalchemy as sa
@@ -166,6 +168,65 @@ class TestCleanings(AuditTestBase):
         self.assertIn(report.requeued_cleanings, ([handle], []))
         self.assertTrue(cleaner.wait_idle())
         self.assertEqual((False, 'available', None), self.handle(handle))
+
+    def test_cleaning_waiting_for_a_worker_not_failed(self):
+        # A service restarted long after it crashed mid-cleaning: its
+        # cleaner queued the handle left ``cleaning`` (stale updated_at)
+        # behind another cleaning that holds its only worker.  The step
+        # has not started, so it does not hang: the audit must leave it
+        # to the cleaner, not mark it clean_failed.
+        from accel_backend import cleaning
+        from accel_backend.conductor import store
+        tmp = self.useFixture(fixtures.TempDir()).path
+        gate = os.path.join(tmp, 'gate')
+        script = os.path.join(tmp, 'wait_for_gate.py')
+        with open(script, 'w') as f:
+            f.write(_WAIT_FOR_GATE)
+        conf = base.make_conf(self, cleaning={
+            'command': '%s %s %s' % (sys.executable, script, gate),
+            'timeout': 30})
+        cleaner = cleaning.Cleaner(store.HostStore(self.db, HOST), None,
+                                   conf, HOST, workers=1)
+        self.addCleanup(cleaner.stop)
+        # Cleanups run last first: the gate opens before the stop waits.
+        self.addCleanup(lambda: open(gate, 'w').close())
+        # The T4 cleaned first (lower handle id) runs the waiting command.
+        (first_rp, first), (_, waiting) = self.handles_by_id()
+        with self.db.transaction() as session:
+            session.execute(sa.update(models.Deployable).where(
+                models.Deployable.rp_uuid == first_rp).values(
+                    cleaning='command'))
+        self.set_handle(first, state='dirty')
+        self.set_handle(waiting, state='cleaning', age=GRACE + 31)
+        self.assertEqual([first, waiting], cleaner.submit_pending())
+        report = self.make_auditor(cleaner=cleaner).run()
+        self.assertEqual([], report.stuck_cleanings)
+        self.assertEqual([waiting], report.requeued_cleanings)
+        self.assertEqual((False, 'cleaning', None), self.handle(waiting))
+        open(gate, 'w').close()
+        self.assertTrue(cleaner.wait_idle(timeout=30))
+        self.assertEqual((False, 'available', None), self.handle(first))
+        self.assertEqual((False, 'available', None), self.handle(waiting))
+
+    def handles_by_id(self):
+        """``[(rp_uuid, handle_uuid)]`` of the two T4s, lower id first."""
+        with self.db.transaction() as session:
+            return [tuple(row) for row in session.execute(
+                sa.select(models.Deployable.rp_uuid,
+                          models.AttachHandle.uuid)
+                .join(models.Deployable)
+                .where(models.Deployable.rp_uuid.in_((self.af, self.d8)))
+                .order_by(models.AttachHandle.id))]
+
+
+# ``[cleaning] command`` of test_cleaning_waiting_for_a_worker_not_failed:
+# waits (20 s at most) for the file its first argument names.
+_WAIT_FOR_GATE = """import os, sys, time
+deadline = time.monotonic() + 20
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+sys.exit(0 if os.path.exists(sys.argv[1]) else 1)
+"""
 
 
 class TestRun(AuditTestBase):
