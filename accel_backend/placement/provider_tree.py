@@ -50,12 +50,18 @@ from oslo_log import log as logging
 
 from accel_backend import exception
 from accel_backend.placement import records
+from accel_backend.placement import retry
 
 LOG = logging.getLogger(__name__)
 OWNER_TRAIT = os_traits.OWNER_CYBORG
 #: The view's checkpoint under ``[DEFAULT] state_path``, and its format.
 CHECKPOINT = 'placement-view.json'
 CHECKPOINT_VERSION = 1
+
+
+class _ComputeNodeChanged(exception.ComputeNodeProviderNotFound):
+    """The compute node RP was gone or renamed when its tree was read:
+    ``tree`` looks it up again once."""
 
 
 class ProviderTreeView:
@@ -189,21 +195,27 @@ class ProviderTreeView:
             right after it was looked up.
         :raises PlacementError: Placement failed.
         """
-        for _ in range(2):
-            if self._root is None:
-                self._root = self.find_compute_rp()
-            root_uuid, root_name = self._root
-            tree = {rp['uuid']: rp for rp in self.client.get(
-                '/resource_providers?in_tree=%s' % root_uuid
-            ).json()['resource_providers']}
-            root = tree.get(root_uuid)
-            if root is not None and root['name'] == root_name:
-                return root_uuid, root_name, tree
-            LOG.info('Compute node resource provider %s (%s) changed; '
-                     'looking it up again', root_name, root_uuid)
-            self._root = None
-            self.entries.clear()
-        raise exception.ComputeNodeProviderNotFound(names=self.rp_names)
+        for attempt in retry.retrying(
+                retry_on=lambda e: isinstance(e, _ComputeNodeChanged),
+                attempts=2):
+            with attempt:
+                return self._read_tree()
+
+    def _read_tree(self):
+        if self._root is None:
+            self._root = self.find_compute_rp()
+        root_uuid, root_name = self._root
+        tree = {rp['uuid']: rp for rp in self.client.get(
+            '/resource_providers?in_tree=%s' % root_uuid
+        ).json()['resource_providers']}
+        root = tree.get(root_uuid)
+        if root is not None and root['name'] == root_name:
+            return root_uuid, root_name, tree
+        LOG.info('Compute node resource provider %s (%s) changed; '
+                 'looking it up again', root_name, root_uuid)
+        self._root = None
+        self.entries.clear()
+        raise _ComputeNodeChanged(names=self.rp_names)
 
     def refresh(self, rp_uuid):
         """Re-read inventories and traits of one provider into the cache

@@ -17,7 +17,8 @@ delete child RPs under the compute node RP, custom resource classes and
 traits, keep inventories and traits of our own RPs in sync, and never
 modify providers created by anyone else (ours carry ``OWNER_CYBORG`` and
 the UUIDs accel_backend derived).  Writes are generation-safe: a 409 means
-someone else changed the provider, so it is re-read and the write retried.
+someone else changed the provider, so it is re-read and the write retried
+(``placement.retry``).
 
 Reads are kept to a minimum: the reporter caches per provider of ours
 what Placement last showed (``placement.provider_tree``, checkpointed
@@ -38,12 +39,14 @@ from accel_backend.placement import custom_names
 from accel_backend.placement import provider_tree
 from accel_backend.placement import records
 from accel_backend.placement import reserved as reserved_mod
+from accel_backend.placement import retry
 
 LOG = logging.getLogger(__name__)
-RETRIES = 4
+#: Tries of a write whose generation conflicts (``retry.RETRIES``).
+RETRIES = retry.RETRIES
 
 
-class Reporter(reserved_mod.ReservedUnits):
+class Reporter:
     """Keeps Placement in step with the deployables of one host.
 
     Thread-safe: the periodic report, the cleaner and API actions share
@@ -65,7 +68,9 @@ class Reporter(reserved_mod.ReservedUnits):
 
     ``view`` is the ``provider_tree.ProviderTreeView`` of what Placement
     last showed; it holds ``client``.  ``custom`` is the
-    ``custom_names.CustomNames`` of what exists.
+    ``custom_names.CustomNames`` of what exists.  ``reserved`` is the
+    ``reserved.ReservedUnits`` writing reserved units at once
+    (``set_reserved``, ``sync_reserved``, ``reserve_released``).
     """
 
     def __init__(self, client, rp_names, reserved_for=None,
@@ -73,12 +78,13 @@ class Reporter(reserved_mod.ReservedUnits):
                  reserved_for_many=None):
         self.max_removal_share = max_removal_share
         self.rp_names = rp_names
-        self.reserved_for = reserved_for
-        self.reserved_for_many = reserved_for_many
         self.view = provider_tree.ProviderTreeView(client, rp_names,
                                                    checkpoint=checkpoint)
         self.custom = custom_names.CustomNames()
         self._lock = threading.RLock()
+        self.reserved = reserved_mod.ReservedUnits(
+            self._lock, self.view.refresh, self.put_inventories,
+            reserved_for=reserved_for, reserved_for_many=reserved_for_many)
         # Providers of removed devices whose DELETE got a 409 (they have
         # allocations): deleted once their usages are zero.
         self._undeletable = {}
@@ -93,6 +99,20 @@ class Reporter(reserved_mod.ReservedUnits):
         always go through one client (replace ``view.client`` to change
         it)."""
         return self.view.client
+
+    # The reserved units written at once: ``reserved.ReservedUnits``'s
+    # methods, for the API handlers and the cleaner.
+    def set_reserved(self, rp_uuid, reserved):
+        """``reserved.ReservedUnits.set_reserved``."""
+        return self.reserved.set_reserved(rp_uuid, reserved)
+
+    def sync_reserved(self, rp_uuid):
+        """``reserved.ReservedUnits.sync_reserved``."""
+        return self.reserved.sync_reserved(rp_uuid)
+
+    def reserve_released(self, rp_uuids):
+        """``reserved.ReservedUnits.reserve_released``."""
+        self.reserved.reserve_released(rp_uuids)
 
     def forget(self):
         """Drop every cached view (the next report re-reads all)."""
@@ -230,12 +250,22 @@ class Reporter(reserved_mod.ReservedUnits):
         :raises PlacementError: failure, or conflicts ``RETRIES`` times.
         """
         url = '/resource_providers/%s/%s' % (rp_uuid, what)
-        cached = (self.view.entries.get(rp_uuid) or
-                  self.view.refresh(rp_uuid))
-        for _ in range(RETRIES):
+        # ``stale``: the last try conflicted on the generation, so the
+        # next one reads the provider again; after ``inventory.inuse``
+        # it writes the ``in_use`` body from the same read.
+        state = {'cached': (self.view.entries.get(rp_uuid) or
+                            self.view.refresh(rp_uuid)),
+                 'make_body': make_body, 'in_use': in_use, 'stale': False}
+
+        def reread():
+            if state['stale']:
+                state['cached'] = self.view.refresh(rp_uuid)
+
+        def attempt():
+            cached, state['stale'] = state['cached'], False
             if cached is None:
                 return False
-            body = make_body(cached)
+            body = state['make_body'](cached)
             if body is None:
                 return True
             body['resource_provider_generation'] = cached.generation
@@ -246,13 +276,34 @@ class Reporter(reserved_mod.ReservedUnits):
             if resp.status_code == 404:
                 self.view.entries.pop(rp_uuid, None)
                 return False
-            if in_use is not None and pclient.error_code(resp) == \
+            if state['in_use'] is not None and pclient.error_code(resp) == \
                     pclient.INVENTORY_INUSE:
-                make_body, in_use = in_use, None
-                continue
-            cached = self.view.refresh(rp_uuid)
-        raise exception.PlacementError(method='PUT', url=url, status=409,
-                                       body='generation conflicts')
+                state['make_body'], state['in_use'] = state['in_use'], None
+            else:
+                state['stale'] = True
+            raise exception.PlacementError(method='PUT', url=url,
+                                           status=409,
+                                           body='generation conflicts')
+
+        for try_ in retry.retrying(reread=reread):
+            with try_:
+                return attempt()
+
+    def put_inventories(self, rp_uuid, make_body):
+        """Generation-safe PUT of a provider's inventories, the cache
+        updated (``reserved.ReservedUnits`` writes through it); the
+        caller holds the reporter's lock.
+
+        :param rp_uuid: the provider's UUID (str).
+        :param make_body: ``(records.Cached) -> {'inventories': ...}``
+            without the generation, or None when the cache already shows
+            what is wanted.
+        :returns: True when Placement shows it, False when the provider
+            does not exist.
+        :raises PlacementError: failure, or conflicts ``RETRIES`` times.
+        """
+        return self._put(rp_uuid, 'inventories', make_body,
+                         self._took_inventories)
 
     @staticmethod
     def _took_inventories(cached, data):
@@ -294,8 +345,9 @@ class Reporter(reserved_mod.ReservedUnits):
             # a release or a cleaning may have changed it since and
             # written Placement: a write reads it again, so that a stale
             # value never lands last.
-            units = (self.reserved_for(dep.rp_uuid)
-                     if self.reserved_for is not None and want else None)
+            reserved_for = self.reserved.reserved_for
+            units = (reserved_for(dep.rp_uuid)
+                     if reserved_for is not None and want else None)
             if units is not None:
                 want[dep.resource_class] = records.inventory(total, units)
                 if have == want:
@@ -363,5 +415,5 @@ class Reporter(reserved_mod.ReservedUnits):
                         'they are freed', rp_uuid)
         # Nothing new may land on it meanwhile.
         with self._lock:   # no reserved_for: the device is gone
-            self._put_reserved(rp_uuid, True)
+            self.reserved.write(rp_uuid, True)
         self._undeletable[rp_uuid] = generation

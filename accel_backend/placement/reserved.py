@@ -11,9 +11,10 @@
 # under the License.
 
 """Reserved units of our resource providers, written at once: disabling
-or enabling a device, a release, a cleaning (``report.Reporter``'s
-methods; the periodic report derives the same value from the database and
-repairs what these could not write).
+or enabling a device, a release, a cleaning (``ReservedUnits``, which
+``report.Reporter`` holds and whose methods it offers; the periodic
+report derives the same value from the database and repairs what these
+could not write).
 
 A write reads the database's value under the reporter's lock, right
 before it: a value read earlier, by a report or another update, never
@@ -31,9 +32,33 @@ LOG = logging.getLogger(__name__)
 
 
 class ReservedUnits:
-    """``set_reserved``, ``sync_reserved`` and ``reserve_released`` of
-    ``report.Reporter``, which gives them ``_lock``, ``_put``,
-    ``_took_inventories``, ``reserved_for`` and ``reserved_for_many``."""
+    """The reserved units of one host's providers, written at once.
+
+    :param lock: the reporter's lock (``threading.RLock``), held around
+        each read of the database and the write that follows it.
+    :param refresh: ``(rp_uuid) -> records.Cached or None``, re-reads a
+        provider from Placement
+        (``provider_tree.ProviderTreeView.refresh``).
+    :param put_inventories: ``(rp_uuid, make_body) -> bool``, the
+        reporter's generation-safe write of a provider's inventories
+        (``report.Reporter.put_inventories``): ``make_body(cached)``
+        gives the body without the generation, or None when
+        ``cached`` shows what is wanted; True when Placement shows it,
+        False when the provider does not exist; raises
+        ``PlacementError``.
+    :param reserved_for: optional callable ``(rp_uuid) -> int or None``
+        giving the reserved units the database wants for a provider now.
+    :param reserved_for_many: optional callable ``(rp_uuids) -> {rp_uuid:
+        int}``, the same for several providers in one read.
+    """
+
+    def __init__(self, lock, refresh, put_inventories, reserved_for=None,
+                 reserved_for_many=None):
+        self.lock = lock
+        self.refresh = refresh
+        self.put_inventories = put_inventories
+        self.reserved_for = reserved_for
+        self.reserved_for_many = reserved_for_many
 
     def set_reserved(self, rp_uuid, reserved):
         """Set the reserved units of one of our providers at once, as
@@ -46,7 +71,7 @@ class ReservedUnits:
 
         :param rp_uuid: the deployable's resource provider UUID.
         :param reserved: True (reserved = total), False (0) or a unit
-            count; for False the reporter's ``reserved_for`` is asked
+            count; for False ``reserved_for`` is asked
             first, under the reporter's lock (an enabled device with a
             handle being cleaned keeps that unit reserved).
         :returns: True when Placement shows the wanted value now, False
@@ -54,14 +79,14 @@ class ReservedUnits:
             creates it with the right ``reserved``.
         :raises PlacementError: Placement failed or kept conflicting.
         """
-        with self._lock:
+        with self.lock:
             if self.reserved_for is not None and reserved is False:
                 units = self.reserved_for(rp_uuid)
                 if units is not None:
                     reserved = units
-            self.view.refresh(rp_uuid)
+            self.refresh(rp_uuid)
             return self._absent(rp_uuid,
-                                self._put_reserved(rp_uuid, reserved))
+                                self.write(rp_uuid, reserved))
 
     def sync_reserved(self, rp_uuid):
         """Write the reserved units ``reserved_for`` gives for one of our
@@ -76,12 +101,12 @@ class ReservedUnits:
             ``reserved_for``.
         :raises PlacementError: Placement failed or kept conflicting.
         """
-        with self._lock:
+        with self.lock:
             units = (self.reserved_for(rp_uuid)
                      if self.reserved_for is not None else None)
             if units is None:
                 return False
-            return self._absent(rp_uuid, self._put_reserved(rp_uuid, units))
+            return self._absent(rp_uuid, self.write(rp_uuid, units))
 
     def reserve_released(self, rp_uuids):
         """Reserve in Placement the units a release just left ``dirty``,
@@ -99,7 +124,7 @@ class ReservedUnits:
         rp_uuids = sorted(set(rp_uuids))
         if not rp_uuids or self.reserved_for_many is None:
             return
-        with self._lock:
+        with self.lock:
             try:
                 units = self.reserved_for_many(rp_uuids)
             except Exception as e:
@@ -114,8 +139,8 @@ class ReservedUnits:
                 try:
                     # Read first: the host's agent writes these providers
                     # too, so what this process last saw may be stale.
-                    self.view.refresh(rp_uuid)
-                    self._absent(rp_uuid, self._put_reserved(
+                    self.refresh(rp_uuid)
+                    self._absent(rp_uuid, self.write(
                         rp_uuid, units[rp_uuid]))
                 except Exception as e:
                     LOG.warning('Could not reserve the released device '
@@ -123,7 +148,18 @@ class ReservedUnits:
                                 '(its cleaner and the next report will): '
                                 '%s', rp_uuid, e)
 
-    def _put_reserved(self, rp_uuid, reserved):
+    def write(self, rp_uuid, reserved):
+        """Write the reserved units of one provider, other inventory
+        fields kept; the caller holds ``lock``.  Generation-safe
+        (``put_inventories``).
+
+        :param rp_uuid: the provider's UUID (str).
+        :param reserved: True (reserved = total), False (0) or a unit
+            count (``records.reserved_units``).
+        :returns: True when Placement shows that value now, False when
+            the provider does not exist.
+        :raises PlacementError: Placement failed or kept conflicting.
+        """
         def body(cached):
             want = {}
             for rc, inv in cached.inventories.items():
@@ -134,8 +170,7 @@ class ReservedUnits:
             if want == cached.inventories:
                 return None
             return {'inventories': want}
-        return self._put(rp_uuid, 'inventories', body,
-                         self._took_inventories)
+        return self.put_inventories(rp_uuid, body)
 
     @staticmethod
     def _absent(rp_uuid, ok):

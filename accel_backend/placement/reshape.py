@@ -36,7 +36,7 @@ database still has as per-device deployables
    34.0.0, ``nova/scheduler/client/report.py``,
    ``SchedulerReportClient._reshape``).  Provider and
    consumer generations make a concurrent change fail it with 409: it
-   is built again from a fresh read and retried (tenacity);
+   is built again from a fresh read and retried (``placement.retry``);
 3. the database, in one transaction (``HostStore.migrate_pools``).
 
 A pass that stops between 2 and 3 finds Placement already reshaped (the
@@ -48,8 +48,6 @@ database step (``conductor.rpc``, API 1.1); the conductor binds the ARQs
 that waited.
 """
 
-import tenacity
-
 from oslo_log import log as logging
 
 from accel_backend.discovery import pooling
@@ -57,14 +55,9 @@ from accel_backend import exception
 from accel_backend.objects import host_status
 from accel_backend.objects import host_sync
 from accel_backend.placement import records
-from accel_backend.placement import report
+from accel_backend.placement import retry
 
 LOG = logging.getLogger(__name__)
-
-
-def _conflict(exc):
-    return isinstance(exc, exception.PlacementError) and \
-        exc.kwargs.get('status') == 409
 
 
 def _pool_record(move):
@@ -147,7 +140,7 @@ def reshape(reporter, moves):
     :returns: True when this call reshaped, False when Placement already
         showed it done.
     :raises PlacementError: Placement failed, a pool provider's name is
-        another provider's, or the reshape conflicted ``report.RETRIES``
+        another provider's, or the reshape conflicted ``retry.RETRIES``
         times.
     """
     for move in moves:
@@ -155,10 +148,7 @@ def reshape(reporter, moves):
             raise exception.PlacementError(
                 method='POST', url='/resource_providers', status=409,
                 body='the name of pool %s is taken' % move.subname)
-    for attempt in tenacity.Retrying(
-            retry=tenacity.retry_if_exception(_conflict),
-            stop=tenacity.stop_after_attempt(report.RETRIES),
-            reraise=True):
+    for attempt in retry.retrying():
         with attempt:
             body = _body(reporter.client, moves)
             if body is None:
