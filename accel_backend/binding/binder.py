@@ -27,6 +27,7 @@ half-done, so a crash loses nothing.
 
 import collections
 import concurrent.futures
+import functools
 import threading
 
 from oslo_log import log as logging
@@ -52,15 +53,17 @@ BindOutcome = collections.namedtuple('BindOutcome',
                                      'state instance_uuid event')
 
 
-class Binder(delivery.EventDelivery):
-    """Binds ARQs in background threads and delivers Nova events
-    (``binding.delivery.EventDelivery``).
+class Binder:
+    """Binds ARQs in background threads and delivers Nova events through
+    the ``binding.delivery.EventDelivery`` it holds (``events``).
 
     :param db: ``accel_backend.db.api.Database``.
     :param notifier: ``NovaNotifier`` (or anything with its ``send``).
     :param workers: number of threads (int).
-    :param retry_interval: seconds before the first event retry (float).
-    :param retry_timeout: seconds after which an event is given up (int).
+    :param retry_interval: seconds before the first event retry (float);
+        given to ``events``.
+    :param retry_timeout: seconds after which an event is given up (int);
+        given to ``events``.
     :param host: the host this binder works for (an agent's ``[DEFAULT]
         host``): ``resume`` takes only that host's ARQs and ARQs of other
         hosts are never bound here.  None (embedded ``[binding] mode =
@@ -79,9 +82,6 @@ class Binder(delivery.EventDelivery):
         self.db = db
         self.notifications = notifications
         self.host = host
-        self.notifier = notifier
-        self.retry_interval = retry_interval
-        self.retry_timeout = retry_timeout
         self._stop = threading.Event()
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix='accel-binder')
@@ -97,6 +97,23 @@ class Binder(delivery.EventDelivery):
         self._lock = threading.Condition()
         self._inline = threading.BoundedSemaphore(inline_events) \
             if inline_events > 0 else None
+        #: The ``binding.delivery.EventDelivery`` sending the events:
+        #: it stops with this binder and its tasks run on the delivery
+        #: threads, counted by ``wait_idle``.
+        self.events = delivery.EventDelivery(
+            db, notifier, retry_interval, retry_timeout,
+            stop_event=self._stop,
+            spawn=functools.partial(self._spawn, self._delivery))
+
+    @property
+    def notifier(self):
+        """The notifier the events go through (``NovaNotifier`` or
+        anything with its ``send``); settable."""
+        return self.events.notifier
+
+    @notifier.setter
+    def notifier(self, notifier):
+        self.events.notifier = notifier
 
     def submit(self, arq_uuids):
         """Queue ``BindStarted`` ARQs (list of UUIDs) for binding."""
@@ -107,7 +124,7 @@ class Binder(delivery.EventDelivery):
         """Deliver the pending events of these ARQs (list of UUIDs) in
         the background, with the usual retries (the audit uses it)."""
         if arq_uuids:
-            self._spawn(self._delivery, self._deliver, list(arq_uuids))
+            self.events.spawn(self.events.deliver, list(arq_uuids))
 
     def _spawn(self, pool, fn, *args):
         with self._lock:
@@ -143,7 +160,7 @@ class Binder(delivery.EventDelivery):
             self.submit(started)
         if pending:
             LOG.info('Resuming delivery of %d events', len(pending))
-            self._spawn(self._delivery, self._deliver, pending)
+            self.events.spawn(self.events.deliver, pending)
 
     def bind_one(self, arq_uuid):
         """Bind one ``BindStarted`` ARQ, committing the outcome.
@@ -232,11 +249,11 @@ class Binder(delivery.EventDelivery):
         try:
             if self._inline is not None and self._inline.acquire(False):
                 try:
-                    self._notify(result)
+                    self.events.notify(result)
                 finally:
                     self._inline.release()
             else:
-                self._spawn(self._delivery, self._notify, result)
+                self.events.spawn(self.events.notify, result)
         finally:
             self._record(outcomes, now)
         return result
@@ -340,7 +357,7 @@ class Binder(delivery.EventDelivery):
         return outcomes
 
     def _bind_and_notify(self, arq_uuids):
-        self._notify(self.bind_many(arq_uuids))
+        self.events.notify(self.bind_many(arq_uuids))
 
     def stop(self, wait=True):
         """Stop retrying and wait for running tasks (bool ``wait``)."""

@@ -18,6 +18,9 @@ Every event was committed with its ARQ (``pending_event``) before it is
 sent; each one Nova accepted (or that is obsolete, or was given up after
 ``retry_timeout``) is cleared with ``objects.arq.forget_events``, so a
 restarted binder sends again exactly what is left.
+
+``binding.binder.Binder`` holds one ``EventDelivery`` and hands it, at
+construction, everything it uses: nothing here reads the binder.
 """
 
 from oslo_log import log as logging
@@ -27,7 +30,7 @@ import tenacity
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 
-# Logged as the binder's, which it is part of.
+# Logged as the binder's, which it serves.
 LOG = logging.getLogger('accel_backend.binding.binder')
 
 #: Longest wait between two tries of an event (seconds).
@@ -35,24 +38,51 @@ MAX_BACKOFF = 30.0
 
 
 class EventDelivery:
-    """The event half of ``binding.binder.Binder``, which it is mixed in.
+    """Sends the pending events of ARQs to Nova and forgets those done.
 
-    It uses the binder's ``db`` (``accel_backend.db.api.Database``),
-    ``notifier`` (``send(events) -> (done, retry)``), ``retry_interval``
-    (seconds, float), ``retry_timeout`` (seconds), ``_stop``
-    (``threading.Event``), ``_delivery`` (the delivery threads' executor)
-    and ``_spawn(pool, fn, *args)``.
+    :param db: ``accel_backend.db.api.Database``.
+    :param notifier: ``nova.notifier.NovaNotifier`` or anything with its
+        ``send(events) -> (done, retry)``: ``events`` a list of
+        ``(instance_uuid, arq_uuid, status)`` (str), ``done`` and
+        ``retry`` iterables of ARQ UUIDs.  Public and replaceable
+        (``Binder.notifier`` sets it).
+    :param retry_interval: seconds before the first retry (float > 0);
+        doubles after each try, up to ``MAX_BACKOFF``.
+    :param retry_timeout: seconds (int or float) after which an ARQ's
+        event is given up and forgotten.
+    :param stop_event: ``threading.Event``; once set, no try starts and the
+        backoff waits end at once (the event stays pending for the next
+        process).
+    :param spawn: ``spawn(fn, *args)``, runs ``fn(*args)`` on a thread
+        of the delivery pool and returns at once (the binder's, which
+        tracks the task for ``Binder.wait_idle``).
     """
 
-    def _notify(self, outcomes):
-        # The first try here, with the events just committed (as
-        # ``_pending`` would read them back: one transaction less on the
-        # way to Nova); retries on the delivery threads.
+    def __init__(self, db, notifier, retry_interval, retry_timeout,
+                 stop_event, spawn):
+        self.db = db
+        self.notifier = notifier
+        self.retry_interval = retry_interval
+        self.retry_timeout = retry_timeout
+        self.stop_event = stop_event
+        self.spawn = spawn
+
+    def notify(self, outcomes):
+        """The first try of the events of a bind, on the calling thread;
+        the retries, if any, are spawned (``deliver``).
+
+        :param outcomes: ``{arq_uuid: outcome}`` of committed binds, each
+            outcome with ``instance_uuid`` and ``event`` (the status
+            committed as ``pending_event``, or None for no event), such as
+            ``binding.binder.BindOutcome``.
+        """
+        # The events just committed (as ``_pending`` would read them
+        # back: one transaction less on the way to Nova).
         retry = self._send_once([
             (o.instance_uuid, arq_uuid, o.event)
             for arq_uuid, o in sorted(outcomes.items()) if o.event])
-        if retry and not self._stop.is_set():
-            self._spawn(self._delivery, self._deliver, sorted(retry), 1)
+        if retry and not self.stop_event.is_set():
+            self.spawn(self.deliver, sorted(retry), 1)
 
     def _send_once(self, events):
         """Send ``events`` (``[(instance_uuid, arq_uuid, status)]``) once
@@ -65,10 +95,12 @@ class EventDelivery:
         sent = {arq: status for _, arq, status in events}
         done, retry = self.notifier.send(events)
         if done:
-            self._clear({u: sent[u] for u in done if u in sent})
+            self.forget({u: sent[u] for u in done if u in sent})
         return set(retry)
 
     def _pending(self, arq_uuids):
+        """``[(instance_uuid, arq_uuid, status)]`` of the ARQs of
+        ``arq_uuids`` (iterable of str) that still have a pending event."""
         with self.db.transaction() as session:
             rows = session.execute(
                 sa.select(models.ARQ.instance_uuid, models.ARQ.uuid,
@@ -77,29 +109,30 @@ class EventDelivery:
                        models.ARQ.pending_event.isnot(None))).all()
         return [tuple(r) for r in rows]
 
-    def _clear(self, sent):
-        """Forget delivered (or abandoned) events.
+    def forget(self, sent):
+        """Forget delivered (or abandoned) events, in one transaction.
 
         :param sent: ``{arq_uuid: status}`` of the events sent; an ARQ whose
             pending event changed since (unbound and bound again) keeps it.
         """
         self.db.write(arq_obj.forget_events, sent)
 
-    def _deliver(self, arq_uuids, tried=0):
+    def deliver(self, arq_uuids, tried=0):
         """Send pending events until Nova took them, they are obsolete,
-        the binder stops or ``retry_timeout`` passed (then they are given
-        up); waits ``retry_interval`` seconds, doubling up to
-        ``MAX_BACKOFF``, between tries.
+        ``stop_event`` is set or ``retry_timeout`` seconds passed (then
+        they are given up); waits ``retry_interval`` seconds, doubling up
+        to ``MAX_BACKOFF``, between tries.  Blocks: the binder runs it on
+        a delivery thread.
 
         :param arq_uuids: list of ARQ UUIDs whose pending events to send.
-        :param tried: tries already made (``_bind_and_notify`` made one):
-            the backoff goes on from there, starting with a wait.
+        :param tried: tries already made (``notify`` made one): the
+            backoff goes on from there, starting with a wait.
         """
         remaining = set(arq_uuids)
         sent = {}
 
         def send_pending():
-            if self._stop.is_set():
+            if self.stop_event.is_set():
                 return
             events = self._pending(remaining)
             sent.clear()
@@ -109,21 +142,21 @@ class EventDelivery:
         def give_up(_retry_state):
             LOG.error('Giving up delivering events for ARQs %s',
                       sorted(remaining))
-            self._clear({u: sent[u] for u in remaining if u in sent})
+            self.forget({u: sent[u] for u in remaining if u in sent})
 
         def backoff(retry_state):
             # After the n-th try overall: retry_interval * 2 ** (n - 1).
             return min(MAX_BACKOFF, self.retry_interval * 2 ** (
                 retry_state.attempt_number - 1 + tried))
 
-        if tried and self._stop.wait(min(
+        if tried and self.stop_event.wait(min(
                 MAX_BACKOFF, self.retry_interval * 2 ** (tried - 1))):
             return
         tenacity.Retrying(
             retry=tenacity.retry_if_result(
-                lambda _: bool(remaining) and not self._stop.is_set()),
+                lambda _: bool(remaining) and not self.stop_event.is_set()),
             wait=backoff,
             stop=tenacity.stop_before_delay(self.retry_timeout),
-            # stop() ends the wait at once.
-            sleep=self._stop.wait,
+            # Setting ``stop_event`` ends the wait at once.
+            sleep=self.stop_event.wait,
             retry_error_callback=give_up)(send_pending)

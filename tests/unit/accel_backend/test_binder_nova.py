@@ -208,7 +208,7 @@ class TestBinderWithNova(fx.NovaTestBase):
             session.execute(sa.update(models.ARQ)
                             .where(models.ARQ.uuid == b)
                             .values(pending_event='failed'))
-        self.binder._clear({a: 'completed', b: 'completed'})
+        self.binder.events.forget({a: 'completed', b: 'completed'})
         self.assertIsNone(self.arq(a)[1])
         self.assertEqual('failed', self.arq(b)[1])
 
