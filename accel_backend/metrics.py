@@ -87,7 +87,7 @@ AUDIT_ORPHAN_DELETION = prometheus_client.Gauge(
     registry=REGISTRY)
 AUDIT_KEPT_INSTANCES = prometheus_client.Counter(
     'accel_audit_kept_instances', 'Instances that may be gone whose ARQs '
-    'an audit kept, by reason (accel_backend.nova.orphans).',
+    'an audit kept, by reason (accel_backend.conductor.nova_orphans).',
     ['host', 'reason'], registry=REGISTRY)
 
 

@@ -32,7 +32,7 @@ version (``VERSIONS``), a changed or removed one the major.  Event types
   now holds this device (attach handle);
 * ``accelerator.arq.bind.error`` (ERROR): an ARQ ended ``BindFailed``
   (by the binder, or the audit), ``bind_failure_reason`` says why
-  (``accel_backend.binding.failure.REASONS``);
+  (``accel_backend.conductor.failure.REASONS``);
 * ``accelerator.arq.unbind.end`` (INFO): a bound ARQ was unbound (its
   device released; ``state`` ``Unbound``, the handle it held);
 * ``accelerator.arq.delete.end`` (INFO): an ARQ was deleted, by the API
@@ -95,7 +95,7 @@ def payload(name, data):
 
 def arq_data(arq):
     """The ``ARQPayload`` fields of ``models.ARQ`` ``arq`` (loaded);
-    ``bind_failure_reason`` None (``binding.failure.record`` sets it)."""
+    ``bind_failure_reason`` None (``conductor.failure.record`` sets it)."""
     handle = arq.attach_handle
     return {
         'uuid': arq.uuid, 'state': arq.state,

@@ -12,7 +12,7 @@
 
 """Running the audit periodically.
 
-The audit (``accel_backend.audit.Auditor``) says what to repair; this
+The audit (``accel_backend.conductor.audit.Auditor``) says what to repair; this
 module says when: ``AuditLoop`` calls ``Auditor.run`` every ``[audit]
 interval`` seconds in a daemon thread of its own, which ``Service`` starts
 and stops with the other background work of a host (the binder, the
@@ -56,7 +56,8 @@ class AuditLoop:
     the safety net behind them).  A run that raises is logged and the loop
     goes on.
 
-    :param auditor: an ``accel_backend.audit.Auditor`` (anything with a
+    :param auditor: an ``accel_backend.conductor.audit.Auditor`` (anything
+    with a
         ``run()`` returning an ``AuditReport`` and a ``check_scope()``,
         called once in the thread before the first run).
     :param interval: seconds between two runs (int or float); 0 or None

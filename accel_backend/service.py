@@ -23,7 +23,7 @@
 ``api`` (``accel-backend-api``, ``accel_backend.cmd.api``)
     the REST API only, on the shared database (PostgreSQL); bind requests
     are cast over oslo.messaging to a conductor, cleaning wake-ups to the
-    agent of the device's host (``accel_backend.binding.dispatcher``).
+    agent of the device's host (``accel_backend.conductor.dispatcher``).
     Several may run.
 ``conductor`` (``accel-backend-conductor``)
     the database work of the agents (``accel_backend.conductor.rpc``), the
@@ -42,30 +42,33 @@ import threading
 
 from oslo_log import log as logging
 
-from accel_backend.api import wsgi
-from accel_backend import audit
-from accel_backend import audit_hosts
-from accel_backend.binding import binder as binder_mod
-from accel_backend.binding import dispatcher as dispatcher_mod
-from accel_backend import cleaning
+from accel_backend.agent import cleaning
+from accel_backend.agent.discovery import drivers as drivers_mod
+from accel_backend.agent.placement import client as placement_client
+from accel_backend.agent.placement import provider_tree
+from accel_backend.agent.placement import report
+from accel_backend.agent.placement import reshape
+from accel_backend.agent import rpc as agent_rpc
+from accel_backend.api import deploy
+from accel_backend.common import provider_records
+from accel_backend.conductor import audit
+from accel_backend.conductor import audit_hosts
+from accel_backend.conductor import binder as binder_mod
+from accel_backend.conductor import dispatcher as dispatcher_mod
+from accel_backend.conductor import nova_notifier as notifier_mod
+from accel_backend.conductor import pool_migration
+from accel_backend.conductor import rpc as conductor_rpc
+from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend.conductor import store as store_mod
 from accel_backend import conf as conf_mod
 from accel_backend.conf import metrics as metrics_conf
 from accel_backend.db import api as db_api
-from accel_backend.discovery import drivers as drivers_mod
 from accel_backend import exception
 from accel_backend import metrics
 from accel_backend import notifications
-from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import host_status
-from accel_backend.objects import pool_migration
 from accel_backend import periodic
-from accel_backend.placement import client as placement_client
-from accel_backend.placement import provider_tree
-from accel_backend.placement import records
-from accel_backend.placement import report
-from accel_backend.placement import reshape
 from accel_backend import transports
 
 LOG = logging.getLogger(__name__)
@@ -125,7 +128,7 @@ class Service:
             placement_client.adapter_from_conf(conf, auth=placement_auth),
             host=conf.host)
         self.reporter = report.Reporter(
-            self.placement, records.compute_rp_names(conf),
+            self.placement, provider_records.compute_rp_names(conf),
             reserved_for=self._reserved_for,
             reserved_for_many=self._reserved_for_many,
             max_removal_share=conf.discovery.max_removal_share,
@@ -170,7 +173,7 @@ class Service:
             # An operator's [healthcheck] backends still wins.
             conf.set_default('backends', list(conf_mod.HEALTH_BACKENDS[
                 role]), group='healthcheck')
-            self.app = wsgi.make_app(conf, self)
+            self.app = deploy.make_app(conf, self)
         if self.binder is not None:
             self.auditor = (audit.Auditor.from_service(self)
                             if mode == 'inline' else
@@ -184,10 +187,9 @@ class Service:
 
     def _host_store(self):
         if self.role == AGENT and not self.direct_db:
-            from accel_backend.conductor import rpc as conductor_rpc
-            return conductor_rpc.RemoteHostStore(
-                conductor_rpc.ConductorAPI.from_conf(self.conf,
-                                                     self.transport),
+            return conductor_rpcapi.RemoteHostStore(
+                conductor_rpcapi.ConductorAPI.from_conf(self.conf,
+                                                        self.transport),
                 self.conf.host)
         return store_mod.HostStore.from_conf(
             self.db, self.conf, notifications=self.notifications)
@@ -207,7 +209,7 @@ class Service:
         :raises MassRemovalRefused: too many devices or providers would be
             removed; none was.
         :raises PoolMigrationIncomplete: turning pooling on for a host
-            with guests did not finish (``placement.reshape.migrate``);
+            with guests did not finish (``agent.placement.reshape.migrate``);
             the next pass finishes it.
         :raises ConductorUnavailable: (agent) the conductor did not answer;
             nothing changed.
@@ -292,7 +294,8 @@ class Service:
     def start(self):
         """Serve the metrics when enabled; resume half-done binding and
         cleaning work, serve the RPC APIs of the role (conductor, agent)
-        and start the periodic report and audit (``accel_backend.audit``).
+        and start the periodic report and audit
+        (``accel_backend.conductor.audit``).
         The API role has nothing else to start.
 
         :raises OSError: the metrics port cannot be bound.
@@ -309,18 +312,15 @@ class Service:
         if self.cleaner is not None:
             self.cleaner.start()
         if self._serves_conductor:
-            from accel_backend.conductor import rpc as conductor_rpc
             self._rpc_servers.append(conductor_rpc.start_server(
                 self.transport, self.conf.conductor.topic, self.conf.host,
                 conductor_rpc.store_factory(self.db, self.conf,
                                             self.notifications),
                 self.binder))
         if self.role == AGENT:
-            from accel_backend.binding import rpc
-            from accel_backend.conductor import rpc as conductor_rpc
-            self._rpc_servers.append(rpc.start_server(
+            self._rpc_servers.append(agent_rpc.start_server(
                 self.transport, self.conf.binding.agent_topic,
-                self.conf.host, conductor_rpc.BindForwarder(self.store.api),
+                self.conf.host, conductor_rpcapi.BindForwarder(self.store.api),
                 self.cleaner))
         if self.binder is not None:
             self._audit_loop.start()
@@ -355,9 +355,8 @@ class Service:
         self._stop.set()
         self.metrics.stop()
         if self._rpc_servers:
-            from accel_backend.binding import rpc
             for server in self._rpc_servers:
-                rpc.stop_server(server)
+                agent_rpc.stop_server(server)
             self._rpc_servers = []
         if self._thread is not None:
             self._thread.join(timeout=10)

@@ -13,7 +13,7 @@
 """oslo.messaging transports of accel_backend.
 
 Two parts of the service talk over oslo.messaging: the binding RPC between
-``accel-backend-api`` and the agents (``accel_backend.binding.rpc``) and
+``accel-backend-api`` and the agents (``accel_backend.agent.rpc``) and
 the versioned notifications (``accel_backend.notifications``).  Both need
 their ``ConfigOpts`` prepared the same way before a transport is built
 from it, which is done here, below both, so that neither imports the

@@ -24,7 +24,7 @@ system-scoped token on the project-scoped rules, and its
 
 from oslo_context import context as oslo_context
 
-from accel_backend import policy
+from accel_backend.api import policy
 
 #: Roles a noauth token gets (``auth_strategy = noauth``, local use only).
 NOAUTH_ADMIN_ROLES = ('admin', 'manager', 'member', 'reader')
@@ -45,7 +45,7 @@ class RequestContext(oslo_context.RequestContext):
         self.enforcer = enforcer
 
     def can(self, rule, target=None, fatal=True):
-        """``accel_backend.policy.authorize`` for this context.
+        """``accel_backend.api.policy.authorize`` for this context.
 
         :param rule: a registered rule name (``accelerator:<res>:<op>``).
         :param target: dict from ``policy.target()``; default the caller's

@@ -42,7 +42,7 @@ from oslo_middleware import healthcheck
 from oslo_middleware.healthcheck import pluginbase
 import sqlalchemy as sa
 
-from accel_backend.nova import orphans
+from accel_backend.conductor import nova_orphans
 from accel_backend.objects import host_status
 
 LOG = logging.getLogger(__name__)
@@ -163,7 +163,8 @@ class DiscoveryCheck(_ServiceCheck):
 
 class AuditCheck(_ServiceCheck):
     """Always available; says whether this process's audit deletes the ARQs
-    of deleted instances, and if not, why (``accel_backend.nova.orphans``:
+    of deleted instances, and if not, why
+    (``accel_backend.conductor.nova_orphans``:
     ``[nova]`` credentials that cannot see every project's servers turn
     that step off).  Not a reason to take the node out of a load
     balancer: nothing is deleted on a doubt."""
@@ -189,7 +190,7 @@ class AuditCheck(_ServiceCheck):
                            'reason': 'the [nova] credentials are not '
                            'checked yet'}
             else:
-                on = scope.state == orphans.ALL_PROJECTS
+                on = scope.state == nova_orphans.ALL_PROJECTS
                 details = {'orphan_deletion': 'on' if on else 'off',
                            'scope': scope.state, 'reason': scope.reason}
         return pluginbase.HealthcheckResult(

@@ -22,21 +22,21 @@ import webob
 from accel_backend.api import schemas
 from oslo_utils import uuidutils
 
+from accel_backend.db import paging
 from accel_backend import exception
-from accel_backend.objects import paging
 
 JSON = 'application/json'
 LOG = logging.getLogger(__name__)
 
 #: WSGI environ key of the list of work to run after the answer is sent
-#: (``api.wsgi``'s outermost layer puts it there).
+#: (``api.deploy``'s outermost layer puts it there).
 AFTER_RESPONSE = 'accel.after_response'
 
 
 def after_response(req, fn):
     """Run ``fn()`` once the server has sent this request's answer, on
     the same thread; at once when the app is not served through
-    ``api.wsgi.make_app`` (no such list in the environ).
+    ``api.deploy.make_app`` (no such list in the environ).
 
     ``fn`` must only start work whose state is already committed: it is
     not run when the server fails to send the answer and the process

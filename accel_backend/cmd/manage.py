@@ -42,7 +42,8 @@
 * ``audit deleted-instances [--grace-period S]``: the audit's
   ``deleted_instances`` step for ``[DEFAULT] host`` now, with the
   services' ``[nova]`` and ``[placement]`` credentials: ARQs of instances
-  proven gone (``accel_backend.nova.orphans``) are deleted; a second pass
+  proven gone (``accel_backend.conductor.nova_orphans``) are deleted; a second
+  pass
   ``S`` seconds later (default ``[audit] grace_period``) confirms the
   instances the first found gone.  Exit status 0 when the step could run
   (the credentials see every project), 1 with the reason when it could
@@ -148,11 +149,11 @@ def _discovery_status(conf):
 
 
 def _audit_deleted_instances(conf):
-    from accel_backend import audit
+    from accel_backend.agent.placement import client as pclient
+    from accel_backend.conductor import audit
+    from accel_backend.conductor import nova_notifier
+    from accel_backend.conductor import nova_orphans
     from accel_backend import notifications
-    from accel_backend.nova import notifier
-    from accel_backend.nova import orphans
-    from accel_backend.placement import client as pclient
     host = conf.host
     grace = conf.category.grace_period
     if grace is None:
@@ -164,14 +165,14 @@ def _audit_deleted_instances(conf):
     db = db_api.Database.from_conf(conf)
     notes = notifications.Notifications(conf)
     auditor = audit.Auditor(
-        db, host, nova=notifier.adapter_from_conf(conf),
+        db, host, nova=nova_notifier.adapter_from_conf(conf),
         placement=pclient.PlacementClient(pclient.adapter_from_conf(conf),
                                           host=host),
         grace_period=grace, notifications=notes)
     steps = ('deleted_instances',)
     try:
         reports = [auditor.run(steps)]
-        if any(k[1] == orphans.NOT_CONFIRMED
+        if any(k[1] == nova_orphans.NOT_CONFIRMED
                for k in reports[0].kept_instances):
             print('Confirming in %d s the instances found gone' % grace)
             time.sleep(grace)
@@ -183,7 +184,7 @@ def _audit_deleted_instances(conf):
     if last.errors:
         print('Failed: %s' % last.errors[0][1], file=sys.stderr)
         return 1
-    if last.scope.state != orphans.ALL_PROJECTS:
+    if last.scope.state != nova_orphans.ALL_PROJECTS:
         print('Nothing deleted: %s' % last.scope.reason, file=sys.stderr)
         return 1
     deleted = sum((r.deleted_arqs for r in reports), [])

@@ -33,7 +33,8 @@ oslo.upgradecheck codes.  Checks:
 * every host's last discovery pass was ``ok`` (``objects.host_status``);
 * the ``[nova]`` credentials can list every project's servers, so that
   the audit may delete the ARQs of deleted instances
-  (``accel_backend.nova.orphans``; a warning when they cannot, or when
+  (``accel_backend.conductor.nova_orphans``; a warning when they cannot, or
+  when
   Nova cannot be asked; skipped with ``[audit] delete_orphaned_arqs =
   false`` or ``interval = 0``).
 """
@@ -48,16 +49,16 @@ from oslo_upgradecheck import common_checks
 from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
+from accel_backend.api import policy
 from accel_backend import cmd
+from accel_backend.conductor import nova_notifier
+from accel_backend.conductor import nova_orphans
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
 from accel_backend.db import migration
 from accel_backend.db import models
 from accel_backend import exception
-from accel_backend.nova import notifier
-from accel_backend.nova import orphans
 from accel_backend.objects import host_status
-from accel_backend import policy
 from accel_common import arq_states
 
 #: An ARQ in BindStarted for longer than this is reported (seconds).
@@ -182,13 +183,13 @@ class Checks(upgradecheck.UpgradeCommands):
         if not audit.delete_orphaned_arqs or not audit.interval:
             return Result(Code.SUCCESS)
         try:
-            nova = notifier.adapter_from_conf(self.conf)
+            nova = nova_notifier.adapter_from_conf(self.conf)
         except Exception as e:
             return Result(Code.WARNING, 'The [nova] options cannot be '
                           'loaded (%s): the audit deletes no ARQ of a '
                           'deleted instance' % e)
-        scope = orphans.probe_scope(nova)
-        if scope.state == orphans.ALL_PROJECTS:
+        scope = nova_orphans.probe_scope(nova)
+        if scope.state == nova_orphans.ALL_PROJECTS:
             return Result(Code.SUCCESS)
         return Result(Code.WARNING, 'The audit deletes no ARQ of a deleted '
                       'instance: %s' % scope.reason)

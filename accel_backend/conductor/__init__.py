@@ -10,10 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The conductor: the database work of the agents, done for them.
+"""The conductor: binding, events to Nova, the audits, and the database
+work of the agents, done for them (``accel-backend-conductor``).
 
-``store``: ``HostStore``, the rows of one host; ``rpc``: the conductor RPC
-API and ``RemoteHostStore``, the agents' side of it; ``payloads``: the
-versioned payloads it carries.  See ``accel_backend.service`` for which
-process runs which part.
+``binder`` claims attach handles for ``BindStarted`` ARQs (``claim``,
+``numa_fit``, ``failure``) and commits the outcome with a pending event
+that ``delivery`` sends to Nova (``nova_notifier``); ``dispatcher``
+hands a bind PATCH to the binder of this process or to a conductor.
+``audit``, ``audit_handles`` and ``audit_hosts`` repair what a crash
+left behind (``nova_orphans`` finds ARQs of deleted servers).
+``store``: ``HostStore``, the rows of one host, with ``host_sync`` and
+``pool_migration``; ``rpc``: the conductor RPC API it serves, ``rpcapi``:
+its client and ``RemoteHostStore``, the agents' side of it;
+``payloads``: the versioned payloads it carries.  See
+``accel_backend.service`` for which process runs which part.
 """

@@ -25,17 +25,17 @@ missing required field is refused with ``PayloadError`` (the RPC call
 fails; nothing is stored).
 
 Versions: ``DiscoveredDeployable`` 1.0 (the fields of
-``accel_backend.discovery.drivers.DiscoveredDeployable``),
-``ProviderRecord`` 1.0 (``accel_backend.placement.records
+``accel_backend.agent.discovery.drivers.DiscoveredDeployable``),
+``ProviderRecord`` 1.0 (``accel_backend.common.provider_records
 .ProviderRecord``), ``PoolMove`` 1.0 (``accel_backend.objects
 .pool_migration.Move``; conductor API 1.1).
 """
 
 import dataclasses
 
-from accel_backend.discovery import drivers
-from accel_backend.objects import pool_migration
-from accel_backend.placement import records
+from accel_backend.common import discovered
+from accel_backend.common import provider_records
+from accel_backend.conductor import pool_migration
 
 NAME, VERSION, DATA = 'accel.name', 'accel.version', 'accel.data'
 
@@ -114,7 +114,7 @@ def to_deployable(primitive):
         data['members'] = [dict(m, handle=_handle(m['handle']))
                            if 'handle' in m else dict(m)
                            for m in data['members']]
-    return drivers.DiscoveredDeployable(**data)
+    return discovered.DiscoveredDeployable(**data)
 
 
 def provider_record(record):
@@ -132,7 +132,7 @@ def to_provider_record(primitive):
     """
     data = _unwrap('ProviderRecord', primitive)
     data['traits'] = tuple(data['traits'])
-    return records.ProviderRecord(**data)
+    return provider_records.ProviderRecord(**data)
 
 
 def pool_move(move):

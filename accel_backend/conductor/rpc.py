@@ -36,7 +36,7 @@ refuses rows of another host with ``NotThisHost``):
   pooling on moves (``PoolMove`` payloads; ``MassRemovalRefused`` when
   the pass would be refused), and ``migrate_pools(host, deployables)``:
   move the rows after the agent reshaped Placement
-  (``accel_backend.placement.reshape``).  The ARQs of the host that
+  (``accel_backend.agent.placement.reshape``).  The ARQs of the host that
   waited ``BindStarted`` for the migration are bound when it has moved
   the rows, and again when the agent records the host out of
   ``migrating``.
@@ -65,6 +65,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from accel_backend.conductor import payloads
+from accel_backend.conductor import rpcapi
 from accel_backend.conductor import store as store_mod
 from accel_backend import exception
 from accel_backend.objects import host_status
@@ -72,23 +73,17 @@ from accel_common import rpc_server
 
 LOG = logging.getLogger(__name__)
 
-EXCHANGE = 'accel_backend'
-NAMESPACE = 'accel_conductor'
-#: The newest version of the conductor API; see the module docstring.
-VERSION = '1.1'
-#: The version that added the pool migration calls.
-POOLS_VERSION = '1.1'
-
 
 class ConductorEndpoint:
     """What a conductor serves.
 
     :param store_for: ``hostname -> conductor.store.HostStore``.
-    :param binder: ``accel_backend.binding.binder.Binder`` binding the
+    :param binder: ``accel_backend.conductor.binder.Binder`` binding the
         ARQs of every host.
     """
 
-    target = messaging.Target(namespace=NAMESPACE, version=VERSION)
+    target = messaging.Target(namespace=rpcapi.NAMESPACE,
+                              version=rpcapi.VERSION)
 
     def __init__(self, store_for, binder):
         self.store_for = store_for
@@ -168,7 +163,8 @@ def start_server(transport, topic, host, store_for, binder):
     """Serve ``topic`` (as server ``host``; any conductor answers a
     message sent to the topic) with the threading executor; returns the
     started RPC server."""
-    target = messaging.Target(exchange=EXCHANGE, topic=topic, server=host)
+    target = messaging.Target(exchange=rpcapi.EXCHANGE, topic=topic,
+                              server=host)
     server = messaging.get_rpc_server(
         transport, target, [ConductorEndpoint(store_for, binder)],
         executor='threading')
@@ -180,161 +176,6 @@ def start_server(transport, topic, host, store_for, binder):
 def stop_server(server):
     """Stop and wait for a server of ``start_server`` (None is fine)."""
     rpc_server.stop(server, 'conductor')
-
-
-class ConductorAPI:
-    """Client side, for the agents (calls) and the API (``bind`` casts).
-
-    :param transport: an RPC transport
-        (``accel_backend.transports.get_rpc_transport``).
-    :param topic: ``[conductor] topic``.
-    :param timeout: seconds a call waits for its answer (``[conductor]
-        call_timeout``).
-    :param retry: reconnection attempts before a call or cast raises (int;
-        None retries forever).
-    :param version_cap: ``[upgrade_levels] conductor`` or None.
-    :raises ValueError: a cap newer than ``VERSION``.
-    """
-
-    def __init__(self, transport, topic, timeout=60, retry=2,
-                 version_cap=None):
-        rpc_server.check_version_cap(version_cap, VERSION,
-                                     '[upgrade_levels] conductor')
-        target = messaging.Target(exchange=EXCHANGE, topic=topic,
-                                  namespace=NAMESPACE, version=VERSION)
-        self.client = messaging.get_rpc_client(transport, target,
-                                               version_cap=version_cap)
-        self.timeout = timeout
-        self.retry = retry
-
-    @classmethod
-    def from_conf(cls, conf, transport, timeout=None):
-        """A client with ``[conductor]``'s topic and timeout, ``[binding]
-        cast_retry`` and ``[upgrade_levels] conductor``.
-
-        :param timeout: seconds, instead of ``[conductor] call_timeout``.
-        """
-        return cls(transport, conf.conductor.topic,
-                   timeout=timeout or conf.conductor.call_timeout,
-                   retry=conf.binding.cast_retry,
-                   version_cap=conf.upgrade_levels.conductor)
-
-    def can_send(self, version):
-        """Whether ``[upgrade_levels] conductor`` lets this client send
-        ``version`` (bool)."""
-        return self.client.can_send_version(version)
-
-    def call(self, method, version='1.0', **kwargs):
-        """Call ``method`` (of API ``version``) on any conductor.
-
-        :raises ConductorUnavailable: no answer within ``timeout``, or the
-            broker cannot be reached.
-        :raises AccelBackendError: what the conductor raised
-            (``NotThisHost``, ``MassRemovalRefused``...).
-        """
-        cctxt = self.client.prepare(version=version, timeout=self.timeout,
-                                    retry=self.retry)
-        try:
-            return cctxt.call({}, method, **kwargs)
-        except (messaging.MessagingTimeout,
-                messaging.MessageDeliveryFailure) as e:
-            raise exception.ConductorUnavailable(method=method, reason=e)
-
-    def bind(self, arq_uuids, request_id=None):
-        """Cast ``bind`` (1.0) to a conductor.
-
-        :raises oslo_messaging.MessagingException: the message could not be
-            handed to the broker.
-        """
-        self.client.prepare(version='1.0', retry=self.retry).cast(
-            {}, 'bind', arq_uuids=list(arq_uuids), request_id=request_id)
-
-
-class RemoteHostStore:
-    """``conductor.store.HostStore``'s interface over the conductor RPC
-    API, for an ``accel-backend-agent``, which holds no database
-    credentials.
-
-    :param api: ``ConductorAPI``.
-    :param hostname: the agent's ``[DEFAULT] host``.
-
-    Every method raises ``ConductorUnavailable`` when the conductor does
-    not answer, and what ``HostStore`` raises.
-    """
-
-    #: No engine here: releases reach the agent as ``clean`` casts.
-    engine = None
-
-    def __init__(self, api, hostname):
-        self.api = api
-        self.hostname = hostname
-
-    def sync(self, found, force=False):
-        """See ``HostStore.sync``."""
-        return [payloads.to_provider_record(r) for r in self.api.call(
-            'sync_host', host=self.hostname,
-            deployables=[payloads.deployable(d) for d in found],
-            force=force)]
-
-    def reserved_units(self, rp_uuid):
-        """See ``HostStore.reserved_units``."""
-        return self.api.call('reserved_units', host=self.hostname,
-                             rp_uuid=rp_uuid)
-
-    def record_status(self, state, reason=None, code=None):
-        """See ``HostStore.record_status``."""
-        self.api.call('record_status', host=self.hostname, state=state,
-                      reason=reason, code=code)
-
-    def handles_to_clean(self):
-        """See ``HostStore.handles_to_clean``."""
-        return self.api.call('handles_to_clean', host=self.hostname)
-
-    def start_cleaning(self, handle_uuid):
-        """See ``HostStore.start_cleaning``."""
-        return self.api.call('start_cleaning', host=self.hostname,
-                             handle_uuid=handle_uuid)
-
-    def finish_cleaning(self, handle_uuid, error=None):
-        """See ``HostStore.finish_cleaning``."""
-        return self.api.call('finish_cleaning', host=self.hostname,
-                             handle_uuid=handle_uuid, error=error)
-
-    def pool_moves(self, found, force=False):
-        """See ``HostStore.pool_moves``; nothing to move (``[]``, with a
-        warning) while ``[upgrade_levels] conductor`` is below 1.1: the
-        host's pools then replace its providers as before 1.1."""
-        if not self.api.can_send(POOLS_VERSION):
-            LOG.warning('[upgrade_levels] conductor is below %s: host %s '
-                        'is not migrated to pools; drain it before turning '
-                        'pooling on', POOLS_VERSION, self.hostname)
-            return []
-        return [payloads.to_pool_move(m) for m in self.api.call(
-            'pool_moves', version=POOLS_VERSION, host=self.hostname,
-            deployables=[payloads.deployable(d) for d in found],
-            force=force)]
-
-    def migrate_pools(self, found):
-        """See ``HostStore.migrate_pools``."""
-        return self.api.call(
-            'migrate_pools', version=POOLS_VERSION, host=self.hostname,
-            deployables=[payloads.deployable(d) for d in found])
-
-
-class BindForwarder:
-    """What an agent's RPC endpoint binds with (``binding.rpc
-    .AgentEndpoint``): a ``bind`` cast from an API of an earlier release,
-    which cast to the agents, goes on to a conductor.
-
-    :param api: ``ConductorAPI``.
-    """
-
-    def __init__(self, api):
-        self.api = api
-
-    def submit(self, arq_uuids):
-        """Cast ``bind`` of ``arq_uuids`` (list of str) to a conductor."""
-        self.api.bind(arq_uuids)
 
 
 def store_factory(db, conf, notifications=None):

@@ -28,16 +28,18 @@ re-report a device of host B.
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from accel_backend.common import pooling
+from accel_backend.common import provider_records
+from accel_backend.conductor import host_sync
+from accel_backend.conductor import pool_migration
+from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend.db import api as db_api
 from accel_backend.db import models
-from accel_backend.discovery import pooling
 from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import host_status
-from accel_backend.objects import host_sync
-from accel_backend.objects import pool_migration
-from accel_backend.placement import records
+from accel_backend import transports
 from accel_common import arq_states
 from accel_common import pci
 
@@ -75,19 +77,20 @@ class HostStore:
     @property
     def engine(self):
         """The SQLAlchemy engine: cleaners of this process are woken by
-        its commits of releases (``accel_backend.cleaning``)."""
+        its commits of releases (``accel_backend.agent.cleaning``)."""
         return self.db.engine
 
     # -- discovery -----------------------------------------------------
 
     def sync(self, found, force=False):
-        """Store what discovery found on the host (``objects.host_sync``)
+        """Store what discovery found on the host (``conductor.host_sync``)
         and tell ``notifications`` about health changes.
 
         :param found: list of ``DiscoveredDeployable``.
         :param force: delete whatever vanished (``discovery sync
             --force``).
-        :returns: list of ``records.ProviderRecord``, one per deployable.
+        :returns: list of ``provider_records.ProviderRecord``, one per
+        deployable.
         :raises MassRemovalRefused: too many devices would be removed;
             nothing changed.
         """
@@ -105,7 +108,7 @@ class HostStore:
         return reported
 
     def pool_moves(self, found, force=False):
-        """What turning pooling on moves (``objects.pool_migration``):
+        """What turning pooling on moves (``conductor.pool_migration``):
         read only.
 
         :param found: list of ``DiscoveredDeployable``.
@@ -125,8 +128,8 @@ class HostStore:
 
     def migrate_pools(self, found):
         """Move the rows of the pools' members under the pools, in one
-        transaction (``objects.pool_migration.move``), after Placement
-        was reshaped (``placement.reshape``).
+        transaction (``conductor.pool_migration.move``), after Placement
+        was reshaped (``agent.placement.reshape``).
 
         :returns: ``{old rp_uuid: pool rp_uuid}`` of what moved.
         """
@@ -137,7 +140,7 @@ class HostStore:
 
     def _provider_record(self, dep):
         address, subname = deployable_obj.record_name(self.hostname, dep)
-        return records.ProviderRecord(
+        return provider_records.ProviderRecord(
             rp_uuid=dep.rp_uuid, address=address,
             resource_class=dep.resource_class, total=dep.num_accelerators,
             traits=tuple(dep.traits),
@@ -172,7 +175,7 @@ class HostStore:
     def bind_started(self):
         """UUIDs of the host's ``BindStarted`` ARQs, oldest first (list of
         str): the binds a pool migration held
-        (``binding.failure.HOST_MIGRATING``)."""
+        (``conductor.failure.HOST_MIGRATING``)."""
         with self.db.transaction() as session:
             return list(session.scalars(
                 sa.select(models.ARQ.uuid).where(
@@ -268,13 +271,11 @@ def record_refusal(conf, error, agent=False, transport=None):
     db = owned = None
     try:
         if agent:
-            from accel_backend.conductor import rpc as conductor_rpc
-            from accel_backend import transports
             if transport is None:
                 transport = owned = transports.get_rpc_transport(conf)
-            store = conductor_rpc.RemoteHostStore(
-                conductor_rpc.ConductorAPI.from_conf(conf, transport,
-                                                     timeout=10),
+            store = conductor_rpcapi.RemoteHostStore(
+                conductor_rpcapi.ConductorAPI.from_conf(conf, transport,
+                                                        timeout=10),
                 conf.host)
         else:
             db = db_api.Database(conf.database.connection)

@@ -162,7 +162,8 @@ DATABASE_OPTS = [
 AUDIT_GROUP = cfg.OptGroup('audit', title='Periodic reconciliation')
 AUDIT_OPTS = [
     cfg.IntOpt('interval', default=600, min=0,
-               help='Seconds between audits (``accel_backend.audit``) that '
+               help='Seconds between audits '
+                    '(``accel_backend.conductor.audit``) that '
                     'find and repair ARQs of instances Nova deleted, '
                     'attach handles in use without an ARQ (and the '
                     'reverse), ARQs stuck in BindStarted and cleanings '
@@ -204,7 +205,7 @@ BINDING_OPTS = [
                         ('local', 'deprecated name of ``inline``'),
                         ('rpc', 'deprecated name of ``agents``')],
                help='How the embedded ``accel-backend`` hands bind requests '
-                    'over (``accel_backend.binding.dispatcher``). '
+                    'over (``accel_backend.conductor.dispatcher``). '
                     '``accel-backend-api`` always casts to the agents and '
                     '``accel-backend-agent`` always serves the casts. The '
                     'values ``local`` and ``rpc`` of earlier releases are '

@@ -11,7 +11,7 @@
 # under the License.
 
 """``[discovery]``: which devices the discovery drivers report, and how
-(``accel_backend.discovery``)."""
+(``accel_backend.agent.discovery``)."""
 
 from oslo_config import cfg
 
@@ -188,7 +188,7 @@ OPTS = [
 ]
 
 #: ``[mdev_<type>]``: the options of one enabled mdev type, registered by
-#: the mdev driver (``accel_backend.discovery.drivers.mdev``) on a group
+#: the mdev driver (``accel_backend.agent.discovery.drivers.mdev``) on a group
 #: named after each type of ``mdev_types`` once the configuration is read,
 #: as Nova 34 registers ``[mdev_$(MDEV_TYPE)]`` (nova/conf/devices.py,
 #: ``register_dynamic_opts``).  ``list_opts`` shows them once, under the

@@ -15,7 +15,7 @@
 
 The services set these defaults on their own ``ConfigOpts``
 (``accel_backend.conf.register_opts``) or, for ``[cors]``, when the API
-application is built (``accel_backend.api.wsgi``).  The generator cannot
+application is built (``accel_backend.api.deploy``).  The generator cannot
 see either, so ``set_lib_defaults`` (the ``oslo.config.opts.defaults``
 entry point ``accel_backend``, as oslo.config documents under "Modifying
 defaults from other namespaces" and Placement 13 ships it,

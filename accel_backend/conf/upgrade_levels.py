@@ -24,7 +24,7 @@ GROUP = cfg.OptGroup(
 OPTS = [
     cfg.StrOpt('agent', regex=r'^1\.[0-9]+$',
                help='Highest version of the agent RPC API '
-                    '(``accel_backend.binding.rpc``) to send, e.g. '
+                    '(``accel_backend.agent.rpc``) to send, e.g. '
                     '``1.0`` while agents of a release that serves only '
                     '1.0 remain. Unset: the newest this release knows. A '
                     'cap above that is refused at start.'),

@@ -82,7 +82,7 @@ class NoIOMMU(AccelBackendError):
 
 class NoInterruptRemapping(AccelBackendError):
     """Functions a passthrough driver would offer sit on a host whose
-    IOMMU does not remap interrupts (``discovery.interrupts``): VFIO
+    IOMMU does not remap interrupts (``agent.discovery.interrupts``): VFIO
     refuses to assign them, or, with vfio_iommu_type1's
     ``allow_unsafe_interrupts``, a guest could inject interrupts into the
     host; they are reported unhealthy.  Recorded as the host's status,

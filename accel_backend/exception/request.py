@@ -97,7 +97,7 @@ class InvalidLimit(BadRequest):
     """400: ``?limit=`` is not ASCII digits from 0 to ``max``.
 
     :param value: what was sent (str).
-    :param max: ``objects.paging.MAX_LIMIT`` (int).
+    :param max: ``db.paging.MAX_LIMIT`` (int).
     """
     code = 'accel.invalid_limit'
     msg_fmt = 'limit must be an integer from 0 to %(max)d, not %(value)r.'
@@ -105,7 +105,7 @@ class InvalidLimit(BadRequest):
 
 class InvalidMarker(BadRequest):
     """400: ``?marker=`` is no UUID, or names no item of the
-    collection the caller may see (``objects.paging.paginate``).
+    collection the caller may see (``db.paging.paginate``).
 
     :param marker: what was sent (str).
     """
@@ -114,7 +114,7 @@ class InvalidMarker(BadRequest):
 
 
 class Forbidden(AccelBackendError):
-    """Policy denies the operation (``accel_backend.policy``)."""
+    """Policy denies the operation (``accel_backend.api.policy``)."""
 
     status = 403
     code = 'accel.policy.forbidden'

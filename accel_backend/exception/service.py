@@ -18,8 +18,8 @@ from accel_backend.exception.base import AccelBackendError
 
 class PlacementError(AccelBackendError):
     """502: Placement answered a call with an unexpected status
-    (``placement.client``), or a provider's generation kept conflicting
-    (``placement.report``).
+    (``agent.placement.client``), or a provider's generation kept conflicting
+    (``agent.placement.report``).
 
     :param method: the HTTP method (str).
     :param url: the Placement URL (str).
@@ -123,10 +123,10 @@ class ConductorUnavailable(AccelBackendError):
 
 class PoolMigrationIncomplete(AccelBackendError):
     """503: a host's per-device providers are being replaced by pooled
-    ones (``placement.reshape.migrate``) and the migration did not
+    ones (``agent.placement.reshape.migrate``) and the migration did not
     finish; it is finished by the next discovery pass, and binds that
     find no attach handle on the host meanwhile wait, ``BindStarted``
-    (``binding.failure.HOST_MIGRATING``).
+    (``conductor.failure.HOST_MIGRATING``).
 
     :param host: the host (str).
     :param reason: what failed (exception or str).

@@ -19,7 +19,7 @@ through :func:`transition`, which refuses any other.
 
 Every transition is committed before the work it announces is done, so a
 restarted service finds ``BindStarted`` ARQs and ARQs with a
-``pending_event`` and finishes them (see ``accel_backend.binding``).
+``pending_event`` and finishes them (see ``accel_backend.conductor``).
 """
 
 import collections
@@ -30,11 +30,11 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm as sa_orm
 
 from accel_backend.db import api as db_api
+from accel_backend.db import lookup
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import device_profile as dp_obj
-from accel_backend.objects import lookup
 from accel_backend import utils
 from accel_common import arq_states
 from accel_common import device_profile
@@ -59,7 +59,7 @@ _INSERT = sa.select(models.ARQ).from_statement(
     sa.insert(models.ARQ.__table__).returning(*models.ARQ.__table__.c))
 #: Forget the events sent, of the ARQs whose pending event is still the
 #: one sent.  Built once, a Core statement on the table: an ORM UPDATE is
-#: annotated again at every execution (see ``binding.claim``), which made
+#: annotated again at every execution (see ``conductor.claim``), which made
 #: the transaction cost clearly more CPU (the contributor guide's "Design
 #: measurements").
 _FORGET_EVENTS = (
@@ -192,7 +192,7 @@ def list_(session, instance_uuid=None, project_id=None, uuids=None,
     """ARQs filtered in SQL; ordered by creation.
 
     :param limit: page size, ``marker``: UUID of the previous page's last
-        ARQ (``objects.paging``); the marker must be an ARQ of
+        ARQ (``db.paging``); the marker must be an ARQ of
         ``project_id`` when that is given.
     :raises InvalidMarker: no (visible) ARQ has the marker's UUID.
     """
@@ -217,7 +217,7 @@ def start_binding(session, arq, hostname, device_rp_uuid, instance_uuid,
     Idempotent: asking again for the binding an ARQ already has (or is
     getting) changes nothing and returns False.
 
-    :param arq: an ``objects.bind_row.BindRow`` (the caller writes it,
+    :param arq: an ``conductor.bind_row.BindRow`` (the caller writes it,
         ``bind_row.write``) or a locked ``models.ARQ``.
     :returns: True when the ARQ moved to ``BindStarted`` (the caller must
         hand it to the binder after commit).
@@ -245,7 +245,7 @@ def transition(arq, target):
     Nova after commit by the binder) or None, which also drops an event
     of the previous binding that was not delivered yet.
 
-    :param arq: ``models.ARQ`` or ``objects.bind_row.BindRow``, locked by
+    :param arq: ``models.ARQ`` or ``conductor.bind_row.BindRow``, locked by
         the caller (``get(..., for_update=True)``, ``bind_row.lock``).
     :param target: a state of ``accel_common.arq_states``.
     :returns: the event status or None.

@@ -25,9 +25,9 @@ from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
+from accel_backend.db import lookup
 from accel_backend.db import models
 from accel_backend import exception
-from accel_backend.objects import lookup
 from accel_backend import utils
 
 
@@ -76,7 +76,7 @@ DISCOVERED_SLOT = 'slot'
 #: The IOMMU group of the device: devices of one group go to one guest.
 DISCOVERED_IOMMU_GROUP = 'iommu_group'
 #: The functions of the device's slot that go to a guest with it
-#: (``discovery.iommu.FUNCTIONS_KEY``: ``"0,1"``), when several do.
+#: (``agent.discovery.iommu.FUNCTIONS_KEY``: ``"0,1"``), when several do.
 DISCOVERED_FUNCTIONS = 'functions'
 
 

@@ -13,7 +13,7 @@
 """Deployables: the schedulable part of a device, one resource provider
 each.
 
-A deployable's rows come and go with discovery (``objects.host_sync``);
+A deployable's rows come and go with discovery (``conductor.host_sync``);
 this module reads them for the API (``GET /v2/deployables``, the Cyborg v2
 view of cyborg, ``cyborg/api/controllers/v2/deployables.py``, 17.0.0),
 names their resource providers, and says how much of their inventory
@@ -24,32 +24,17 @@ states are those of ``objects.device``.
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from accel_backend.common import pooling
+from accel_backend.db import lookup
 from accel_backend.db import models
-from accel_backend.discovery import pooling
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
-from accel_backend.objects import lookup
 from accel_backend import utils
 from accel_common import handle_states
 
 
-def provider_name(host_rp_name, address, subname=None):
-    """Name of a deployable's resource provider.
-
-    :param host_rp_name: name of the compute node's resource provider
-        (str).
-    :param address: the device's PCI address (str, ``0000:3b:00.0``).
-    :param subname: the deployable's name among several of one device
-        (str, e.g. an mdev type), or None for a device's only one.
-    :returns: ``<compute RP>_<address>``, with ``_<subname>`` appended
-        when given (str).
-    """
-    name = '%s_%s' % (host_rp_name, address)
-    return '%s_%s' % (name, subname) if subname else name
-
-
 def list_(session, limit=None, marker=None):
-    """Deployables ordered by ``id``, one page (``objects.paging``).
+    """Deployables ordered by ``id``, one page (``db.paging``).
 
     :param limit: page size (int) or None for all.
     :param marker: UUID (str) of the previous page's last deployable, or
@@ -97,9 +82,10 @@ def reserved_units(dep):
 
 def record_name(hostname, dep):
     """``(address, subname)`` that name ``dep``'s resource provider
-    (``provider_name``): the device's address and the deployable's name
+    (``common.provider_records.provider_name``): the device's address
+    and the deployable's name
     among several of one device, or ``('pool', <pool name>)`` for a
-    pooled deployable (``discovery.pooling``).
+    pooled deployable (``common.pooling``).
 
     :param hostname: the host's name in deployable names (str).
     :param dep: ``models.Deployable`` with its device loadable.

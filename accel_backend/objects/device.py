@@ -18,8 +18,8 @@ them: listing and showing devices (the Cyborg v2 view of cyborg,
 ``cyborg/api/controllers/v2/devices.py``, 17.0.0), an operator's
 enable/disable, and the writers of attach handle states (releasing,
 the cleaning states between tenants), each checked by the state table
-``accel_common.handle_states``; claiming is ``binding.claim``.
-Writing a host's rows from discovery is ``objects.host_sync``;
+``accel_common.handle_states``; claiming is ``conductor.claim``.
+Writing a host's rows from discovery is ``conductor.host_sync``;
 deployables (resource providers, reserved units) are
 ``objects.deployable``.  ``stable_uuid`` derives every UUID of a
 host's rows from (host, PCI address, ...) so they stay the same across
@@ -31,10 +31,10 @@ import uuid
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from accel_backend.common import discovered
+from accel_backend.db import lookup
 from accel_backend.db import models
-from accel_backend.discovery import drivers as discovery_drivers
 from accel_backend import exception
-from accel_backend.objects import lookup
 from accel_backend import utils
 from accel_common import handle_states
 
@@ -50,9 +50,9 @@ MAINTAINING = 'maintaining'
 MISSING = 'missing'
 
 #: Device health, the discovery driver's verdict, defined with the record
-#: drivers return (``accel_backend.discovery.drivers``).
-HEALTHY = discovery_drivers.HEALTHY
-UNHEALTHY = discovery_drivers.UNHEALTHY
+#: drivers return (``accel_backend.agent.discovery.drivers``).
+HEALTHY = discovered.HEALTHY
+UNHEALTHY = discovered.UNHEALTHY
 
 #: Attach handle states, defined with their transitions in
 #: ``accel_common.handle_states`` (its module text has the diagram):
@@ -153,7 +153,7 @@ def list_(session, hostname=None, type_=None, vendor=None, limit=None,
     """Devices filtered in SQL, ordered by ``id`` (discovery order).
 
     :param limit: page size, ``marker``: UUID of the previous page's last
-        device (``objects.paging``).
+        device (``db.paging``).
     :raises InvalidMarker: no device has the marker's UUID.
     """
     return lookup.page(session, models.Device,
@@ -207,7 +207,7 @@ def dirty_providers(handles):
     """Resource provider UUIDs (set) of the ``handles`` (attach handles,
     after a release) that are ``dirty``: their units must be reserved in
     Placement before the release is answered
-    (``placement.reserved.ReservedUnits.reserve_released``)."""
+    (``agent.placement.reserved.ReservedUnits.reserve_released``)."""
     return {h.deployable.rp_uuid for h in handles
             if h is not None and h.state == handle_states.DIRTY and
             h.deployable is not None and h.deployable.rp_uuid}

@@ -19,9 +19,9 @@ Wire view (Cyborg v2): ``{"uuid", "name", "description", "groups",
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
+from accel_backend.db import lookup
 from accel_backend.db import models
 from accel_backend import exception
-from accel_backend.objects import lookup
 from accel_backend import utils
 
 
@@ -73,7 +73,7 @@ def list_(session, name=None, limit=None, marker=None):
     """Profiles ordered by creation, filtered by exact ``name`` in SQL.
 
     :param limit: page size, ``marker``: UUID of the previous page's last
-        profile (``objects.paging``).
+        profile (``db.paging``).
     :raises InvalidMarker: no profile has the marker's UUID.
     """
     return lookup.page(session, models.DeviceProfile,

@@ -33,9 +33,9 @@ FAILING = 'failing'
 #: ids it names are left to Nova).
 DEGRADED = 'degraded'
 #: Pooling was turned on and the host's per-device providers are being
-#: migrated into pools (``placement.reshape``): binds that find no
+#: migrated into pools (``agent.placement.reshape``): binds that find no
 #: attach handle on it wait, ``BindStarted``, until a pass finishes the
-#: migration (``binding.failure.HOST_MIGRATING``).
+#: migration (``conductor.failure.HOST_MIGRATING``).
 MIGRATING = 'migrating'
 
 

@@ -12,11 +12,11 @@
 
 """The functions (members) of a pooled deployable, per function.
 
-A pooled deployable (``discovery.pooling``) belongs to a pool device of
+A pooled deployable (``common.pooling``) belongs to a pool device of
 its own; what Cyborg keeps per device is kept here per member, in the
 pool device's ``std_board_info["members"]``: ``{PCI address: {"health",
 "health_reason", "std_board_info", "handle"}}``.  Host sync
-(``objects.host_sync``) writes it on every pass and asks this module:
+(``conductor.host_sync``) writes it on every pass and asks this module:
 
 * which members' attach handles are offered (healthy ones) and which
   are withheld (unhealthy ones: an existing handle of theirs is kept
@@ -31,10 +31,10 @@ pool device's ``std_board_info["members"]``: ``{PCI address: {"health",
 
 from oslo_log import log as logging
 
-from accel_backend.discovery import aer
-from accel_backend.discovery import hgx
-from accel_backend.discovery import iommu
-from accel_backend.discovery import pooling
+from accel_backend.common import aer
+from accel_backend.common import discovered
+from accel_backend.common import hgx
+from accel_backend.common import pooling
 from accel_backend.objects import device as device_obj
 
 LOG = logging.getLogger(__name__)
@@ -42,13 +42,13 @@ LOG = logging.getLogger(__name__)
 
 def handle_key(attach_type, info):
     """A hashable key of an attach handle: ``(attach_type, sorted
-    attach_info items)``, without ``iommu.FUNCTIONS_KEY`` and
+    attach_info items)``, without ``discovered.FUNCTIONS_KEY`` and
     ``hgx.ADDRESSES_KEY``: the functions travelling with a function
     describe it, they do not make it another handle (``host_sync``
     updates them in place)."""
     return (attach_type, tuple(sorted(
         (k, v) for k, v in info.items()
-        if k not in (iommu.FUNCTIONS_KEY, hgx.ADDRESSES_KEY))))
+        if k not in (discovered.FUNCTIONS_KEY, hgx.ADDRESSES_KEY))))
 
 
 def deployable_name(hostname, item):
@@ -60,7 +60,7 @@ def judge(dev, hostname, members, aer_recovery_passes, health_changes):
     """The per-member record of pool device ``dev`` for this pass.
 
     Each member's health is the driver's verdict and its AER verdict
-    (``discovery.aer``, judged against the member's previous board
+    (``common.aer``, judged against the member's previous board
     information).  A change of a member's health is logged and, with
     ``health_changes`` (list), collected as a ``DevicePayload`` dict
     (``accel_backend.notifications``) naming the member's address and

@@ -38,7 +38,7 @@ turns it into guest configuration.  The handle shapes (openstack-cyborg
   handle's slot that go to the guest with it, as one unit (a GPU and
   its HDMI audio function, which share an IOMMU group: vfio can only
   give the whole group to one guest; accel_backend's
-  ``discovery.iommu``).  :func:`compose_unit` writes one ``<hostdev>``
+  ``agent.discovery.iommu``).  :func:`compose_unit` writes one ``<hostdev>``
   per function; :mod:`nova_accel.virt.libvirt.slots` gives them one
   guest slot.  Nova's own libvirt driver ignores the key and assigns
   the handle's function alone.
@@ -46,7 +46,7 @@ turns it into guest configuration.  The handle shapes (openstack-cyborg
   ``"addresses": "0000:05:00.0,0000:18:00.0,..."`` names every function
   of a unit that spans several host slots, the handle's own included:
   an NVIDIA HGX board in full-passthrough mode, whose GPUs and
-  NVSwitches go to one guest (accel_backend's ``discovery.hgx``).
+  NVSwitches go to one guest (accel_backend's ``common.hgx``).
   :func:`compose_slots` writes one ``<hostdev>`` per address, grouped
   by host slot; a slot's functions share a guest slot as above.
 
@@ -93,7 +93,7 @@ MDEV = 'MDEV'
 
 FUNCTIONS_KEY = 'functions'
 #: PCI attach handle key naming every function of a multi-slot unit
-#: (accel_backend's ``discovery.hgx.ADDRESSES_KEY``; this package does
+#: (accel_backend's ``common.hgx.ADDRESSES_KEY``; this package does
 #: not import accel_backend).
 ADDRESSES_KEY = 'addresses'
 

@@ -27,10 +27,10 @@ import fixtures
 from oslo_config import cfg
 import sqlalchemy as sa
 
+from accel_backend.agent.discovery.drivers import fake as fake_driver
+from accel_backend.conductor import host_sync
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
-from accel_backend.discovery.drivers import fake as fake_driver
-from accel_backend.objects import host_sync
 from tools.launch import ComponentMissing
 from tools.launch import cyborg as launch
 

@@ -316,7 +316,7 @@ class HotplugFailureTest(HotplugTestBase):
         xml = self.guest_xml(server['id'])
         # Both GPUs vanish from the host after they were reported:
         # Placement still offers them, accel_backend cannot bind.
-        from accel_backend.objects import host_sync
+        from accel_backend.conductor import host_sync
         with self.accel.db.transaction() as session:
             host_sync.sync(session, self.COMPUTE, [])
 

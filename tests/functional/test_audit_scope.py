@@ -36,8 +36,8 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from nova.tests.functional.api import client as nova_client
 
-from accel_backend import audit
-from accel_backend.nova import orphans
+from accel_backend.conductor import audit
+from accel_backend.conductor import nova_orphans
 from tests.functional import base
 
 PROJECT_B = 'b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0'
@@ -103,12 +103,12 @@ class AuditScopeTest(base.AccelServersTestBase):
         self.assertEqual(404, service.get(
             '/servers/%s' % server['id'], raise_exc=False).status_code)
         self.assertEqual(403, service.get(
-            orphans.SCOPE_PROBE, raise_exc=False).status_code)
+            nova_orphans.SCOPE_PROBE, raise_exc=False).status_code)
 
         auditor = self.auditor(service)
         reports = [auditor.run() for _ in range(3)]
 
-        self.assertEqual([orphans.OWN_PROJECT] * 3,
+        self.assertEqual([nova_orphans.OWN_PROJECT] * 3,
                          [r.scope.state for r in reports])
         self.assertEqual([], sum((r.deleted_arqs for r in reports), []))
         self.assertEqual([], self.notifications.sent)
@@ -123,7 +123,7 @@ class AuditScopeTest(base.AccelServersTestBase):
                              ['admin', 'member', 'reader'])
         auditor = self.auditor(admin)
         reports = [auditor.run() for _ in range(3)]
-        self.assertEqual(orphans.ALL_PROJECTS, reports[-1].scope.state)
+        self.assertEqual(nova_orphans.ALL_PROJECTS, reports[-1].scope.state)
         self.assertEqual([], sum((r.deleted_arqs + r.kept_instances
                                   for r in reports), []))
         (arq,) = self.arqs_of(server['id'])
@@ -157,8 +157,8 @@ class AuditScopeTest(base.AccelServersTestBase):
         auditor = self.auditor(admin)
 
         first = auditor.run()
-        self.assertEqual(orphans.ALL_PROJECTS, first.scope.state)
-        self.assertEqual([(server['id'], orphans.NOT_CONFIRMED)],
+        self.assertEqual(nova_orphans.ALL_PROJECTS, first.scope.state)
+        self.assertEqual([(server['id'], nova_orphans.NOT_CONFIRMED)],
                          [k[:2] for k in first.kept_instances])
         self.assertEqual([arq['uuid']],
                          [a['uuid'] for a in self.arqs_of(server['id'])])

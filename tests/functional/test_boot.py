@@ -96,7 +96,7 @@ class BootFailureTest(base.AccelServersTestBase):
         # Both GPUs vanish from the host after they were reported:
         # Placement still offers them, so the scheduler picks one, but
         # accel_backend has no device left to bind the ARQ to.
-        from accel_backend.objects import host_sync
+        from accel_backend.conductor import host_sync
         with self.accel.db.transaction() as session:
             host_sync.sync(session, self.COMPUTE, [])
 

@@ -228,7 +228,7 @@ class DeleteFailedBuildTest(InstanceOpsTestBase):
     def test_delete_in_error(self):
         # The GPUs vanish after they were reported: the bind fails, the
         # compute refuses to spawn and the build ends in ERROR.
-        from accel_backend.objects import host_sync
+        from accel_backend.conductor import host_sync
         with self.accel.db.transaction() as session:
             host_sync.sync(session, self.COMPUTE, [])
         server = self._create_server(flavor_id=self.flavor, networks='none',

@@ -52,7 +52,7 @@ import kombu
 import sqlalchemy as sa
 import testtools
 
-from accel_backend.conductor import rpc as conductor_rpc
+from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend import conf as accel_conf
 from accel_backend.db import api as db_api
 from accel_backend.db import models
@@ -359,8 +359,8 @@ class TestMultiNode(testtools.TestCase):
             self.agents['node1'].config_file])
         transport = transports.get_rpc_transport(conf)
         self.addCleanup(transport.cleanup)
-        store = conductor_rpc.RemoteHostStore(
-            conductor_rpc.ConductorAPI.from_conf(conf, transport), 'node1')
+        store = conductor_rpcapi.RemoteHostStore(
+            conductor_rpcapi.ConductorAPI.from_conf(conf, transport), 'node1')
         before = self.handles('node2')
         handle = sorted(before)[0]
         for call in (lambda: store.start_cleaning(handle),

@@ -210,7 +210,7 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
             arq_obj.get(session, broken).attach_handle_id = None
         self.nova.codes[bound['instance_uuid']] = 404
         # Two audits (grace period 0): the first finds the instance gone,
-        # the second confirms it (accel_backend.nova.orphans).
+        # the second confirms it (accel_backend.conductor.nova_orphans).
         first = svc.auditor.run()
         report = svc.auditor.run()
         self.assertEqual(([], [broken]),

@@ -16,7 +16,7 @@ two-socket 8-GPU host through Nova 34's scheduler and a real Placement
 
 Host: ``tests.unit.accel_backend.test_pooled.write_hgx``, 8 H100, 4 on
 NUMA node 0 and 4 on node 1, pooled by a device spec: ONE provider of 8
-spanning both nodes (``discovery.pooling``).  Before, the host had two
+spanning both nodes (``common.pooling``).  Before, the host had two
 providers of 4 and the 8- and 6-GPU flavors found no valid host.
 """
 

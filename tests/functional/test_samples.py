@@ -33,10 +33,10 @@ from oslo_policy import generator as policy_generator
 import testtools
 import yaml
 
-from accel_backend.api import wsgi
+from accel_backend.agent.discovery.drivers import mdev
+from accel_backend.api import deploy
 from accel_backend import conf as conf_mod
 from accel_backend.db import api as db_api
-from accel_backend.discovery.drivers import mdev
 from accel_backend import metrics
 from accel_backend import notifications
 from accel_backend import service_auth
@@ -173,7 +173,7 @@ def registered_options(conf):
 
 
 class _Service:
-    """What ``wsgi.make_app`` keeps of a service until a request comes:
+    """What ``deploy.make_app`` keeps of a service until a request comes:
     its configuration."""
 
     def __init__(self, conf):
@@ -233,7 +233,7 @@ class SamplesTest(testtools.TestCase):
         # oslo.messaging's transport (no connection until a cast) and
         # notifier, the mdev driver's per-type groups, the keystoneauth
         # clients of Placement and Nova (no request yet).
-        wsgi.make_app(conf, _Service(conf))
+        deploy.make_app(conf, _Service(conf))
         transport = transports.get_rpc_transport(conf)
         self.addCleanup(transport.cleanup)
         notifications.Notifications(conf)

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``accel_backend.discovery.sysfs.scan`` of a root it may not read:
+"""``accel_backend.agent.discovery.sysfs.scan`` of a root it may not read:
 refused, never "a host without devices".  As root the scan runs in a
 forked child that has become nobody (``tests/unit/accel_backend/
 test_sysfs.py`` has the other odd trees)."""
@@ -20,7 +20,7 @@ import os
 import fixtures
 import testtools
 
-from accel_backend.discovery import sysfs
+from accel_backend.agent.discovery import sysfs
 from accel_backend import exception
 
 

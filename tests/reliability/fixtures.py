@@ -34,9 +34,9 @@ import time
 import fixtures
 import requests
 
+from accel_backend.agent.discovery import drivers as drivers_mod
+from accel_backend.conductor import host_sync
 from accel_backend import conf as accel_conf
-from accel_backend.discovery import drivers as drivers_mod
-from accel_backend.objects import host_sync
 from accel_backend import service as service_mod
 from tests.functional.fixtures import servers
 from tests.unit.accel_backend import sysfs_tree

@@ -41,7 +41,7 @@ import uuid
 import requests
 from testtools import content
 
-from accel_backend import audit
+from accel_backend.conductor import audit
 from accel_backend.db import api as db_api
 from tests import reliability
 from tests.reliability import fixtures as rel_fixtures

@@ -45,7 +45,7 @@ HOST_PROVIDED = {
             'nova-accel command run in the Nova services\' Python), and '
             'pip must neither install a second Nova nor upgrade that one; '
             'accel_backend imports it only where it is importable '
-            '(accel_backend.discovery.nova_pci)',
+            '(accel_backend.agent.discovery.nova_pci)',
     'tempest': 'tempest: nova_accel_tempest_plugin is loaded by the tempest '
                'that runs it (entry point tempest.test_plugins), in the '
                'tempest environment; a controller or compute node needs no '

@@ -22,7 +22,7 @@ not two layers pointing at each other, so pairs on one line of descent
 are left out there.  Between a module and a package they are not: a
 module of the parent that imports the subpackage must not be imported
 back by it (``accel_backend.notifications`` importing
-``accel_backend.binding.rpc`` while ``accel_backend.binding.binder``
+``accel_backend.agent.rpc`` while ``accel_backend.conductor.binder``
 imports ``accel_backend.notifications`` was such a cycle).
 """
 

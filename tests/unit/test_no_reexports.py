@@ -26,8 +26,9 @@ PACKAGES = ('accel_backend', 'accel_common', 'nova_accel')
 
 #: ``(path from the repository root, name)`` still re-exported, with why.
 ALLOWED = {
-    ('accel_backend/placement/client.py', name):
-        'accel_backend.placement is being reworked in parallel; its users '
+    ('accel_backend/agent/placement/client.py', name):
+        'accel_backend.agent.placement is being reworked in '
+        'parallel; its users '
         '(placement/report.py) move to placement_errors with it'
     for name in ('INVENTORY_INUSE', 'CONCURRENT_UPDATE', 'error_code')}
 

@@ -29,7 +29,7 @@ EDU_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
 
 #: The two identical ``edu`` functions on L1's root bus (NUMA node 0, an
 #: IOMMU group each), pooled: one provider with ``CUSTOM_EDU_POOL`` total
-#: 2 (accel_backend's ``discovery.pooling``).  Listed before
+#: 2 (accel_backend's ``common.pooling``).  Listed before
 #: ``EDU_SPEC``: the first spec that matches a function takes it.
 EDU_POOL_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
                  'address': '0000:00:*.*', 'pool': True,

@@ -27,9 +27,9 @@ import os
 import sys
 import tempfile
 
+from accel_backend.agent.discovery import drivers
+from accel_backend.agent.discovery import sysfs
 from accel_backend import conf as conf_mod
-from accel_backend.discovery import drivers
-from accel_backend.discovery import sysfs
 
 
 def main(argv=None):

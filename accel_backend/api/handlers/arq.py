@@ -18,15 +18,15 @@ Cyborg 17's controller (openstack-cyborg 17.0.0,
 ``doc/cyborg-deviations.md``.
 """
 
+from accel_backend.api.policies import arq as arq_policy
+from accel_backend.api import policy
 from accel_backend.api.schemas import arq as schema
 from accel_backend.api import util
+from accel_backend.conductor import bind_row
 from accel_backend import exception
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import bind_row
 from accel_backend.objects import device as device_obj
-from accel_backend.policies import arq as arq_policy
-from accel_backend import policy
 from accel_common import arq_states
 
 BIND_STATES = {'resolved': arq_states.RESOLVED_STATES}
@@ -208,7 +208,7 @@ def update(req, arq_uuid=None):
     own transaction: the 202 says the ARQs are ``Bound`` or ``BindFailed``
     (committed), and the events follow.  Otherwise the transaction
     commits ``BindStarted`` and the agent of each host binds after the
-    202 (``binding.dispatcher``).  The transaction runs again after a
+    202 (``conductor.dispatcher``).  The transaction runs again after a
     database deadlock (``Database.write``).
 
     ``PATCH /{arq_uuid}`` with the same body (keyed by that one ARQ) is
@@ -250,7 +250,7 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
     unbound = []
     # One lock order for every multi-ARQ request (no deadlocks), and
     # one read of them all, as rows: a binding changes and writes them
-    # (``objects.bind_row.BindRow``).  An unbind releases the device through
+    # (``conductor.bind_row.BindRow``).  An unbind releases the device through
     # the ORM objects, read again (already locked).
     locked = {a.uuid: a for a in bind_row.lock(
         session, set(binds) | set(unbinds))}

@@ -22,11 +22,11 @@ there (Cyborg's API never shows the integer id of a deployable).
 
 import re
 
+from accel_backend.api.policies import attribute as attr_policy
 from accel_backend.api.schemas import attribute as schema
 from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import attribute as attr_obj
-from accel_backend.policies import attribute as attr_policy
 
 _INT = re.compile(r'[0-9]{1,18}')
 #: Largest id a database integer column holds (SQLite, BIGINT).

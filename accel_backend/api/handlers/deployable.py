@@ -22,11 +22,11 @@ deployable (404) the answer is 409 ``accel.deployable.program_unsupported``
 where Cyborg would try and answer 500 or its FPGAProgramError.
 """
 
+from accel_backend.api.policies import deployable as deployable_policy
 from accel_backend.api.schemas import deployable as program_schema
 from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
-from accel_backend.policies import deployable as deployable_policy
 
 
 def list_(req):

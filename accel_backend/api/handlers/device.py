@@ -23,9 +23,9 @@ Placement update then fails (502 ``accel.placement.error``; the periodic
 report, which derives ``reserved`` from the status, repairs Placement).
 """
 
+from accel_backend.api.policies import device as device_policy
 from accel_backend.api import util
 from accel_backend.objects import device as device_obj
-from accel_backend.policies import device as device_policy
 
 
 def list_(req):

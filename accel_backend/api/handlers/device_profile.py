@@ -14,12 +14,12 @@
 
 from oslo_utils import uuidutils
 
+from accel_backend.api.policies import device_profile as dp_policy
 from accel_backend.api import schemas
 from accel_backend.api.schemas import device_profile as schema
 from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import device_profile as dp_obj
-from accel_backend.policies import device_profile as dp_policy
 
 
 def create(req):

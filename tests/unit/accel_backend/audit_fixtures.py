@@ -25,7 +25,7 @@ import webob
 import webob.dec
 from wsgi_intercept import interceptor
 
-from accel_backend import audit
+from accel_backend.conductor import audit
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj

@@ -31,14 +31,14 @@ import sqlalchemy as sa
 import testtools
 from wsgi_intercept import interceptor
 
-from accel_backend.binding import binder as binder_mod
+from accel_backend.agent.discovery.drivers import generic_pci
+from accel_backend.conductor import binder as binder_mod
+from accel_backend.conductor import host_sync
+from accel_backend.conductor import nova_notifier as notifier_mod
 from accel_backend.db import api as db_api
 from accel_backend.db import models
-from accel_backend.discovery.drivers import generic_pci
-from accel_backend.nova import notifier as notifier_mod
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
-from accel_backend.objects import host_sync
 from tests.unit.accel_backend import base
 from tools.fixtures import nova_stub
 
@@ -133,7 +133,7 @@ class NovaTestBase(BinderTestBase):
     def setUp(self):
         super().setUp()
         self.notifier_log = self.useFixture(fixtures.FakeLogger(
-            name='accel_backend.nova.notifier'))
+            name='accel_backend.conductor.nova_notifier'))
         self.nova = nova_stub.NovaStub(serve=False)
         icpt = interceptor.RequestsInterceptor(lambda: self.nova,
                                                url=NOVA_URL)

@@ -30,14 +30,14 @@ import alembic.script
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
-from accel_backend.binding import binder as binder_mod
+from accel_backend.agent.discovery.drivers import generic_pci
+from accel_backend.conductor import binder as binder_mod
+from accel_backend.conductor import host_sync
 from accel_backend.db import api as db_api
 from accel_backend.db import migration
-from accel_backend.discovery.drivers import generic_pci
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
-from accel_backend.objects import host_sync
 from accel_common import arq_states
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import binder_fixtures

@@ -11,7 +11,7 @@
 #    limitations under the License.
 """What NVIDIA's driver shows in a VF's ``nvidia/`` directory under the
 vendor-specific VFIO framework, for the test trees (the system boundary
-of ``accel_backend.discovery.nvidia_vfio``).
+of ``accel_backend.agent.discovery.nvidia_vfio``).
 
 Rules, from NVIDIA's vGPU user guide and the kubevirt-gpu-device-plugin
 README: a time-sliced GPU runs vGPUs of one framebuffer size at a time,
@@ -26,7 +26,7 @@ import os
 
 import fixtures
 
-from accel_backend.discovery import nvidia_vfio
+from accel_backend.agent.discovery import nvidia_vfio
 
 HEADER = 'ID    : vGPU Name'
 #: ``(profile name, most per card)`` of an H100 PCIe 80GB.
@@ -99,7 +99,7 @@ class DriverFixture(fixtures.Fixture):
             real(root, address, value)
             card.refresh()
         self.useFixture(fixtures.MonkeyPatch(
-            'accel_backend.discovery.nvidia_vfio._write', write))
+            'accel_backend.agent.discovery.nvidia_vfio._write', write))
 
 
 def h100_cards(root):

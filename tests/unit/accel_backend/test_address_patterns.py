@@ -23,9 +23,9 @@ import json
 import fixtures
 import testtools
 
-from accel_backend.discovery import device_spec
-from accel_backend.discovery import nova_pci
-from accel_backend.discovery import sysfs
+from accel_backend.agent.discovery import device_spec
+from accel_backend.agent.discovery import nova_pci
+from accel_backend.agent.discovery import sysfs
 from accel_backend import exception
 from accel_common import pci
 from tests.unit.accel_backend import base

@@ -18,7 +18,7 @@ import os
 
 import testtools
 
-from accel_backend.binding import failure
+from accel_backend.conductor import failure
 from accel_backend import metrics
 from accel_backend import notifications
 

@@ -11,13 +11,13 @@
 # under the License.
 
 """Work left for after the answer (``api.util.after_response``) runs when
-the server closes the response body (``api.wsgi``'s outermost layer)."""
+the server closes the response body (``api.deploy``'s outermost layer)."""
 
 import testtools
 import webob
 
+from accel_backend.api import deploy
 from accel_backend.api import util
-from accel_backend.api import wsgi
 
 
 class AfterResponseTest(testtools.TestCase):
@@ -26,7 +26,7 @@ class AfterResponseTest(testtools.TestCase):
         """Call the wrapped ``app`` as a WSGI server does; :returns: (the
         body iterable, its bytes)."""
         environ = webob.Request.blank('/').environ
-        body = wsgi._AfterResponse(app)(environ, lambda *a: None)
+        body = deploy._AfterResponse(app)(environ, lambda *a: None)
         return body, b''.join(body)
 
     def test_runs_at_close_in_order(self):

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The periodic audit (``accel_backend.audit``): one test per repair.
+"""The periodic audit (``accel_backend.conductor.audit``): one test per repair.
 
 The database is accel_backend's own (SQLite file) with the two T4s of the
 recorded ``two-gpus`` tree; Nova is a WSGI stub served with wsgi-intercept
@@ -22,10 +22,10 @@ an older release or an operator would leave them.
 import fixtures
 from oslo_utils import uuidutils
 
+from accel_backend.agent.placement import client as pclient
 from accel_backend.cmd import manage
+from accel_backend.conductor import nova_orphans
 from accel_backend import metrics
-from accel_backend.nova import orphans
-from accel_backend.placement import client as pclient
 from tests import placement_fixture
 from tests.unit.accel_backend.audit_fixtures import AuditTestBase
 from tests.unit.accel_backend.audit_fixtures import Clock
@@ -38,7 +38,7 @@ from tests.unit.accel_backend import binder_fixtures
 
 class TestDeletedInstances(AuditTestBase):
     """The ``deleted_instances`` step with the proof of
-    ``accel_backend.nova.orphans``: a real Placement in this process
+    ``accel_backend.conductor.nova_orphans``: a real Placement in this process
     holds (or not) the instances' allocations."""
 
     def setUp(self):
@@ -87,9 +87,9 @@ class TestDeletedInstances(AuditTestBase):
         handle = self.handle_of(arq)
         first, second = self.audit_twice()
         self.assertEqual([], first.deleted_arqs)
-        self.assertEqual([(instance, orphans.NOT_CONFIRMED)],
+        self.assertEqual([(instance, nova_orphans.NOT_CONFIRMED)],
                          [k[:2] for k in first.kept_instances])
-        self.assertEqual(orphans.ALL_PROJECTS, first.scope.state)
+        self.assertEqual(nova_orphans.ALL_PROJECTS, first.scope.state)
         self.assertEqual([instance], second.deleted_instances)
         self.assertEqual([arq], second.deleted_arqs)
         self.assertFalse(self.arq_exists(arq))
@@ -128,10 +128,10 @@ class TestDeletedInstances(AuditTestBase):
     def test_nova_errors_keep_arqs(self):
         arq, instance = self.bound()
         self.age_arq(arq)
-        for code, reason in ((500, orphans.NOVA_ERROR),
-                             (503, orphans.NOVA_ERROR),
-                             (403, orphans.NOVA_FORBIDDEN),
-                             (401, orphans.NOVA_FORBIDDEN)):
+        for code, reason in ((500, nova_orphans.NOVA_ERROR),
+                             (503, nova_orphans.NOVA_ERROR),
+                             (403, nova_orphans.NOVA_FORBIDDEN),
+                             (401, nova_orphans.NOVA_FORBIDDEN)):
             self.nova.codes[instance] = code
             first, second = self.audit_twice()
             self.assertEqual([], second.deleted_arqs)
@@ -145,7 +145,7 @@ class TestDeletedInstances(AuditTestBase):
             nova=binder_fixtures.nova_adapter('http://127.0.0.1:9/v2.1'),
             placement=self.pclient, clock=self.clock)
         first, second = self.audit_twice(auditor)
-        self.assertEqual(orphans.UNKNOWN, second.scope.state)
+        self.assertEqual(nova_orphans.UNKNOWN, second.scope.state)
         self.assertIn('Nova cannot be asked', second.scope.reason)
         self.assertEqual([], second.deleted_arqs)
         self.assertEqual([], second.errors)
@@ -157,7 +157,7 @@ class TestDeletedInstances(AuditTestBase):
         self.nova.codes[instance] = 502
         self.clock.now += GRACE
         report = self.auditor.run()
-        self.assertEqual([(instance, orphans.NOVA_ERROR)],
+        self.assertEqual([(instance, nova_orphans.NOVA_ERROR)],
                          [k[:2] for k in report.kept_instances])
         self.assertTrue(self.arq_exists(arq))
         # Gone again: the count starts over.
@@ -175,7 +175,7 @@ class TestDeletedInstances(AuditTestBase):
         arq, instance = self.deleted_arq()
         self.nova.scope_code = 403
         first, second = self.audit_twice()
-        self.assertEqual(orphans.OWN_PROJECT, second.scope.state)
+        self.assertEqual(nova_orphans.OWN_PROJECT, second.scope.state)
         self.assertIn('403', second.scope.reason)
         self.assertEqual([], self.nova.asked)
         self.assertEqual([], second.deleted_arqs)
@@ -207,22 +207,22 @@ class TestDeletedInstances(AuditTestBase):
         self.allocate(instance)
         before = metrics.REGISTRY.get_sample_value(
             'accel_audit_kept_instances_total',
-            {'host': HOST, 'reason': orphans.PLACEMENT_ALLOCATIONS}) or 0
+            {'host': HOST, 'reason': nova_orphans.PLACEMENT_ALLOCATIONS}) or 0
         first, second = self.audit_twice()
         self.assertEqual([], second.deleted_arqs)
-        self.assertEqual([(instance, orphans.PLACEMENT_ALLOCATIONS)],
+        self.assertEqual([(instance, nova_orphans.PLACEMENT_ALLOCATIONS)],
                          [k[:2] for k in second.kept_instances])
         self.assertTrue(self.arq_exists(arq))
         self.assertEqual(before + 2, metrics.REGISTRY.get_sample_value(
             'accel_audit_kept_instances_total',
-            {'host': HOST, 'reason': orphans.PLACEMENT_ALLOCATIONS}))
+            {'host': HOST, 'reason': nova_orphans.PLACEMENT_ALLOCATIONS}))
 
     def test_placement_down_keeps(self):
         arq, instance = self.deleted_arq()
         self.placement.outage = 503
         first, second = self.audit_twice()
         self.assertEqual([], second.deleted_arqs)
-        self.assertEqual([(instance, orphans.PLACEMENT_ERROR)],
+        self.assertEqual([(instance, nova_orphans.PLACEMENT_ERROR)],
                          [k[:2] for k in second.kept_instances])
         self.assertTrue(self.arq_exists(arq))
 

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The periodic audit (``accel_backend.audit``), the repairs other than
+"""The periodic audit (``accel_backend.conductor.audit``), the repairs other
+than
 of deleted instances (``test_audit``): attach handles, ARQs bound without
 a handle, stuck bindings, cleanings, and one run of them all.
 
@@ -25,7 +26,7 @@ import sys
 import fixtures
 import sqlalchemy as sa
 
-from accel_backend import audit
+from accel_backend.conductor import audit
 from accel_backend.db import models
 from accel_backend.objects import device as device_obj
 from accel_backend import periodic
@@ -155,7 +156,7 @@ class TestCleanings(AuditTestBase):
         self.assertEqual('clean_failed', self.handle(handle)[1])
 
     def test_real_cleaner_finishes_requeued_cleaning(self):
-        from accel_backend import cleaning
+        from accel_backend.agent import cleaning
         from accel_backend.conductor import store
         conf = base.make_conf(self)
         cleaner = cleaning.Cleaner(store.HostStore(self.db, HOST), None,
@@ -175,7 +176,7 @@ class TestCleanings(AuditTestBase):
         # behind another cleaning that holds its only worker.  The step
         # has not started, so it does not hang: the audit must leave it
         # to the cleaner, not mark it clean_failed.
-        from accel_backend import cleaning
+        from accel_backend.agent import cleaning
         from accel_backend.conductor import store
         tmp = self.useFixture(fixtures.TempDir()).path
         gate = os.path.join(tmp, 'gate')

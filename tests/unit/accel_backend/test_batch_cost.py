@@ -27,7 +27,7 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 import webob
 
-from accel_backend.binding import claim
+from accel_backend.conductor import claim
 from accel_backend.db import models
 from accel_backend.objects import device_profile as dp_obj
 from tests.unit.accel_backend import test_lifecycle as lifecycle

@@ -21,11 +21,11 @@ import threading
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
+from accel_backend.conductor import bind_row
 from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import bind_row
 from tests.unit.accel_backend import binder_fixtures as fx
 
 

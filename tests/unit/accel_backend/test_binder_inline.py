@@ -20,7 +20,7 @@ import threading
 
 import fixtures
 
-from accel_backend.objects import bind_row
+from accel_backend.conductor import bind_row
 from tests.unit.accel_backend import binder_fixtures as fx
 
 
@@ -118,7 +118,7 @@ class FinishInlineTest(fx.BinderTestBase):
 
     def test_bound_logged_once_committed(self):
         logger = self.useFixture(fixtures.FakeLogger(
-            name='accel_backend.binding.binder', level=logging.INFO))
+            name='accel_backend.conductor.binder', level=logging.INFO))
         binder = self.make_binder(fx.FakeNotifier(), inline_events=1)
         (arq,) = self.new_arqs()
         self.start(arq, self.af)
@@ -133,7 +133,7 @@ class FinishInlineTest(fx.BinderTestBase):
     def test_event_sent_before_the_log_line(self):
         # Nova's instance waits on the event, nobody on the log line.
         logger = self.useFixture(fixtures.FakeLogger(
-            name='accel_backend.binding.binder', level=logging.INFO))
+            name='accel_backend.conductor.binder', level=logging.INFO))
         notifier = LogSnapshotNotifier(logger)
         binder = self.make_binder(notifier, inline_events=1)
         arq, outcomes = self.bound_outcomes(binder)
@@ -144,7 +144,7 @@ class FinishInlineTest(fx.BinderTestBase):
 
     def test_logged_when_the_first_try_raises(self):
         logger = self.useFixture(fixtures.FakeLogger(
-            name='accel_backend.binding.binder', level=logging.INFO))
+            name='accel_backend.conductor.binder', level=logging.INFO))
         binder = self.make_binder(BrokenNotifier(), inline_events=1)
         arq, outcomes = self.bound_outcomes(binder)
         self.assertRaises(RuntimeError, binder.finish, outcomes)

@@ -23,9 +23,9 @@ import fixtures
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
-from accel_backend.binding import binder as binder_mod
+from accel_backend.conductor import binder as binder_mod
+from accel_backend.conductor import nova_notifier as notifier_mod
 from accel_backend.db import models
-from accel_backend.nova import notifier as notifier_mod
 from tests.unit.accel_backend import binder_fixtures as fx
 from tests import waiting
 
@@ -173,7 +173,7 @@ class TestBinderWithNova(fx.NovaTestBase):
         binder = self.make_binder(self.real_notifier, retry_interval=0.05,
                                   retry_timeout=0.3)
         logger = self.useFixture(fixtures.FakeLogger(
-            name='accel_backend.binding.binder'))
+            name='accel_backend.conductor.binder'))
         binder.submit([arq])
         self.assertTrue(binder.wait_idle(5))
         self.assertIn('Giving up', logger.output)

@@ -19,10 +19,10 @@ import threading
 
 from oslo_utils import uuidutils
 
-from accel_backend.binding import binder as binder_mod
+from accel_backend.conductor import binder as binder_mod
+from accel_backend.conductor import host_sync
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import host_sync
 from tests.unit.accel_backend import binder_fixtures as fx
 
 

@@ -32,9 +32,10 @@ import testtools
 import accel_backend
 
 #: Violations not fixed yet, as ``(file name, attribute)``, each with a
-#: comment saying who fixes it.  Empty: ``binding.delivery.EventDelivery``
-#: (a mixin of ``binding.binder.Binder`` until issue 52) and
-#: ``placement.reserved.ReservedUnits`` (of ``placement.report.Reporter``)
+#: comment saying who fixes it.  Empty: ``conductor.delivery.EventDelivery``
+#: (a mixin of ``conductor.binder.Binder`` until issue 52) and
+#: ``agent.placement.reserved.ReservedUnits`` (of
+#: ``agent.placement.report.Reporter``)
 #: are composed objects now.  An entry that no longer fails the scan fails
 #: the test: remove it.
 KNOWN = set()

@@ -27,12 +27,12 @@ import sqlalchemy as sa
 import testtools
 import webob
 
-from accel_backend.binding import dispatcher as dispatcher_mod
+from accel_backend.agent.discovery.drivers import generic_pci
+from accel_backend.conductor import dispatcher as dispatcher_mod
 from accel_backend.conductor import payloads
-from accel_backend.conductor import rpc as conductor_rpc
+from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend.db import api as db_api
 from accel_backend.db import models
-from accel_backend.discovery.drivers import generic_pci
 from accel_backend import exception
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import host_status
@@ -171,7 +171,7 @@ class TestSplitServices(testtools.TestCase):
         self.assertIsNone(agent.db)
         self.assertIsNone(agent.binder)
         self.assertIsNone(agent.auditor)
-        self.assertIsInstance(agent.store, conductor_rpc.RemoteHostStore)
+        self.assertIsInstance(agent.store, conductor_rpcapi.RemoteHostStore)
 
     def test_agents_open_no_database(self):
         # Their [database] default would be a SQLite file there.
@@ -234,8 +234,8 @@ class TestSplitServices(testtools.TestCase):
         self.assertEqual([], store.handles_to_clean())
 
     def test_agent_without_a_conductor_changes_nothing(self):
-        store = conductor_rpc.RemoteHostStore(
-            conductor_rpc.ConductorAPI(self.transport, 'nobody-serves',
-                                       timeout=1), 'node1')
+        store = conductor_rpcapi.RemoteHostStore(
+            conductor_rpcapi.ConductorAPI(self.transport, 'nobody-serves',
+                                          timeout=1), 'node1')
         self.assertRaises(exception.ConductorUnavailable,
                           store.handles_to_clean)

@@ -24,10 +24,10 @@ from oslo_utils import uuidutils
 import testtools
 import webob
 
-from accel_backend.binding import claim
+from accel_backend.agent.placement import client as pclient
+from accel_backend.conductor import claim
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
-from accel_backend.placement import client as pclient
 from accel_backend import service as service_mod
 from accel_common import handle_states
 from tests import placement_fixture

@@ -10,14 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""accel_backend.discovery.device_spec: parsing and matching."""
+"""accel_backend.agent.discovery.device_spec: parsing and matching."""
 
 import json
 
 import testtools
 
-from accel_backend.discovery import device_spec
-from accel_backend.discovery import sysfs
+from accel_backend.agent.discovery import device_spec
+from accel_backend.agent.discovery import sysfs
 from accel_backend import exception
 from tests.unit.accel_backend import base
 

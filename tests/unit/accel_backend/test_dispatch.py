@@ -22,9 +22,11 @@ import fixtures
 import oslo_messaging as messaging
 import testtools
 
-from accel_backend.binding import dispatcher as dispatcher_mod
-from accel_backend.binding import rpc
+from accel_backend.agent import rpc
+from accel_backend.agent import rpcapi as agent_rpcapi
+from accel_backend.conductor import dispatcher as dispatcher_mod
 from accel_backend.conductor import rpc as conductor_rpc
+from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend.objects import arq as arq_obj
 from accel_backend import transports
 from accel_common import arq_states
@@ -84,8 +86,8 @@ class TestRpcDispatcher(testtools.TestCase):
                                       RecordingBinder(), self.cleaners[host])
             self.addCleanup(rpc.stop_server, server)
         self.disp = dispatcher_mod.RpcDispatcher(
-            conductor_rpc.ConductorAPI(self.transport, 'accel-conductor'),
-            rpc.AgentAPI(self.transport, 'accel-agent'))
+            conductor_rpcapi.ConductorAPI(self.transport, 'accel-conductor'),
+            agent_rpcapi.AgentAPI(self.transport, 'accel-agent'))
 
     def test_every_host_in_one_cast_to_a_conductor(self):
         self.disp.bind({'node2': ['b1', 'b2'], 'node1': ['a1']})

@@ -20,9 +20,9 @@ import shutil
 import fixtures
 import testtools
 
-from accel_backend.discovery import drivers
-from accel_backend.discovery.drivers import base as drv_base
-from accel_backend.discovery import pci_ids
+from accel_backend.agent.discovery import drivers
+from accel_backend.agent.discovery.drivers import base as drv_base
+from accel_backend.agent.discovery import pci_ids
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import sysfs_tree
 
@@ -232,14 +232,14 @@ class TestFPGA(testtools.TestCase):
     def test_bad_id(self):
         conf = base.make_conf(self, base.FPGA_CARD,
                               discovery={'fpga_ids': '10ee'})
-        from accel_backend.discovery.drivers import fpga
+        from accel_backend.agent.discovery.drivers import fpga
         self.assertRaises(ValueError, fpga.FPGADriver, conf)
 
     def test_gpu_tree_has_no_fpga(self):
         self.assertEqual([], load(self, 'fpga', base.GPU_SERVER).discover())
 
     def test_default_ids_are_the_known_cards(self):
-        from accel_backend.discovery.drivers import fpga
+        from accel_backend.agent.discovery.drivers import fpga
         conf = base.make_conf(self, base.FPGA_CARD)
         self.assertEqual(fpga.DEFAULT_IDS,
                          sorted(conf.discovery.fpga_ids))

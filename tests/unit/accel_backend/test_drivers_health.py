@@ -19,7 +19,7 @@ import os
 import fixtures
 import testtools
 
-from accel_backend.discovery import sysfs
+from accel_backend.agent.discovery import sysfs
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend.test_drivers import copy_tree
@@ -55,13 +55,13 @@ class TestHealth(testtools.TestCase):
 
 
 class TestAERVerdict(testtools.TestCase):
-    """``discovery.aer.verdict``: new errors, not totals, with recovery
+    """``common.aer.verdict``: new errors, not totals, with recovery
     after quiet passes."""
 
     def passes(self, totals, recovery=3, first=None):
         """Run ``verdict`` over successive totals; returns the reasons
         (None: healthy)."""
-        from accel_backend.discovery import aer
+        from accel_backend.common import aer
         previous, out = first, []
         for total in totals:
             current = {'aer_dev_fatal': total}
@@ -94,7 +94,7 @@ class TestAERVerdict(testtools.TestCase):
         self.assertIn('1 new fatal', got[4])
 
     def test_not_shown(self):
-        from accel_backend.discovery import aer
+        from accel_backend.common import aer
         self.assertIsNone(aer.verdict({'aer_dev_fatal': 3}, {}, 3))
 
     def test_reset_function(self):

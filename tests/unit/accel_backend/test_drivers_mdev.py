@@ -18,8 +18,8 @@ import json
 import fixtures
 import testtools
 
-from accel_backend.discovery import drivers
-from accel_backend.discovery import sysfs
+from accel_backend.agent.discovery import drivers
+from accel_backend.agent.discovery import sysfs
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend.test_drivers import load
 

@@ -16,8 +16,8 @@ import json
 
 import testtools
 
-from accel_backend.discovery import drivers
-from accel_backend.discovery.drivers import generic_pci
+from accel_backend.agent.discovery import drivers
+from accel_backend.agent.discovery.drivers import generic_pci
 from accel_backend import exception
 from tests.unit.accel_backend import base
 

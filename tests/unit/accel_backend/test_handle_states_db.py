@@ -22,7 +22,7 @@ import datetime
 import fixtures
 import sqlalchemy as sa
 
-from accel_backend import audit_handles
+from accel_backend.conductor import audit_handles
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""An HGX board in full passthrough (``accel_backend.discovery.hgx``):
+"""An HGX board in full passthrough (``accel_backend.common.hgx``):
 discovered, reported through a real Placement, bound through the API,
 composed by Nova's side and cleaned, over the generated ``hgx-h100``
 tree (eight H100 SXM5 and four NVSwitches)."""
@@ -20,7 +20,7 @@ import os
 import fixtures
 import testtools
 
-from accel_backend.cleaning import worker
+from accel_backend.agent.cleaning import worker
 from nova_accel.virt import hostdev
 from tests.unit.accel_backend import real_servers
 from tests.unit.accel_backend import test_real_servers

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A host whose IOMMU does not remap interrupts (``discovery.interrupts``):
+"""A host whose IOMMU does not remap interrupts
+(``agent.discovery.interrupts``):
 its passthrough devices are unhealthy and not offered, the host's
 discovery is degraded, unless the operator accepts unsafe interrupts on
 both sides (vfio_iommu_type1's module parameter and ``[discovery]
@@ -24,7 +25,7 @@ import fixtures
 import testtools
 import webob
 
-from accel_backend.discovery import interrupts
+from accel_backend.agent.discovery import interrupts
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_drivers
 from tests.unit.accel_backend import test_lifecycle

@@ -11,16 +11,16 @@
 # under the License.
 
 """A device and the other functions of its slot in its IOMMU group go
-to a guest as one unit (``accel_backend.discovery.iommu``): discovered,
+to a guest as one unit (``accel_backend.agent.discovery.iommu``): discovered,
 reported and bound through a real Placement over the generated
 ``gpu-audio-group`` tree."""
 
 import sqlalchemy as sa
 import testtools
 
+from accel_backend.agent.discovery import iommu
+from accel_backend.agent.discovery import sysfs
 from accel_backend.db import models
-from accel_backend.discovery import iommu
-from accel_backend.discovery import sysfs
 from tests.unit.accel_backend import real_servers
 from tests.unit.accel_backend import test_real_servers
 

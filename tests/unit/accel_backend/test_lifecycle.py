@@ -25,11 +25,11 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 import webob
 
+from accel_backend.agent.placement import client as pclient
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import device_profile as dp_obj
-from accel_backend.placement import client as pclient
 from accel_backend import service as service_mod
 from accel_common import arq_states
 from tests import placement_fixture

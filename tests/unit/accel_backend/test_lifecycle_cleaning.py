@@ -111,7 +111,7 @@ class TestCleaning(ServiceTestBase):
         arq, _ = self.bind(svc, GPU)
         while_bound()
         self.unbind(svc, arq)
-        with self.assertLogs('accel_backend.cleaning.worker',
+        with self.assertLogs('accel_backend.agent.cleaning.worker',
                              'WARNING') as logs:
             self.assertEqual(['available'],
                              list(svc.cleaner.clean_pending().values()))

@@ -21,7 +21,7 @@ import urllib.request
 from oslo_utils import uuidutils
 from prometheus_client import parser
 
-from accel_backend.binding import failure
+from accel_backend.conductor import failure
 from accel_backend.db import api as db_api
 from accel_backend.objects import arq as arq_obj
 from accel_backend import service as service_mod

@@ -23,9 +23,9 @@ from unittest import mock
 import fixtures
 import testtools
 
-from accel_backend.discovery import drivers
-from accel_backend.discovery import nova_pci
-from accel_backend.discovery import sysfs
+from accel_backend.agent.discovery import drivers
+from accel_backend.agent.discovery import nova_pci
+from accel_backend.agent.discovery import sysfs
 from accel_backend import exception
 from tests.unit.accel_backend import base
 
@@ -68,7 +68,7 @@ class TestNovaPCICoexistence(testtools.TestCase):
         self.assertIsInstance(nova_pci.parse(['{"vendor_id": "10de"}'])[0],
                               self.SPEC_CLASS)
         self.logger = self.useFixture(fixtures.FakeLogger(
-            name='accel_backend.discovery.nova_pci'))
+            name='accel_backend.agent.discovery.nova_pci'))
 
     def addresses(self, name='nvidia_gpu', root=base.GPU_SERVER, **disc):
         return [d.address for d in load(self, name, root,
@@ -130,7 +130,7 @@ class TestNovaPCICoexistence(testtools.TestCase):
                     'device_spec = {"vendor_id": "8086", '
                     '"product_id": "1572", "physical_network": "phys"}\n')
         conf = base.make_conf(self, discovery={'nova_config_file': path})
-        from accel_backend.discovery.drivers import generic_pci
+        from accel_backend.agent.discovery.drivers import generic_pci
         found = generic_pci.GenericPCIDriver(conf).discover()
         self.assertEqual(['0000:d8:00.0'], [d.address for d in found])
         self.assertIn('0000:af:00.0', self.logger.output)

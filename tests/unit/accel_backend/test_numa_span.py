@@ -11,7 +11,7 @@
 # under the License.
 
 """A pool spanning NUMA nodes (issue 55): the binder's choice of GPUs
-(``binding.numa_fit``) on the two-socket 8-GPU server of ``test_pooled``
+(``conductor.numa_fit``) on the two-socket 8-GPU server of ``test_pooled``
 with a real Placement, and the migration of a host whose pools were per
 NUMA node, with a bound guest, into the spanning pool."""
 
@@ -20,7 +20,7 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 import testtools
 
-from accel_backend.binding import numa_fit
+from accel_backend.conductor import numa_fit
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj

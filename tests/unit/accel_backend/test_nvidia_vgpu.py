@@ -17,8 +17,8 @@ real Placement; binds hand out VFs, whose ``<hostdev>`` is
 
 import os
 
-from accel_backend.cleaning import worker
-from accel_backend.discovery import nvidia_vfio
+from accel_backend.agent.cleaning import worker
+from accel_backend.agent.discovery import nvidia_vfio
 from nova_accel.virt import hostdev
 from tests.unit.accel_backend import nvidia_vgpu_card as card_mod
 from tests.unit.accel_backend import test_real_servers
@@ -121,7 +121,7 @@ class TestNvidiaVendorVFIO(test_real_servers.RealServerTest):
             writes.append((address, value))
             return real(root, address, value)
         self.useFixture(test_real_servers.fixtures.MonkeyPatch(
-            'accel_backend.discovery.nvidia_vfio._write', recording))
+            'accel_backend.agent.discovery.nvidia_vfio._write', recording))
         self.api_unbind(svc, arq_uuid)
         results = svc.cleaner.clean_pending()
         self.assertEqual(['available'], list(results.values()))

@@ -13,7 +13,7 @@
 """``accel_backend/api/openapi.yaml`` describes exactly the API served.
 
 * it is a valid OpenAPI document (openapi-spec-validator);
-* its (path, method) pairs are those of ``api.routes.ROUTES``;
+* its (path, method) pairs are those of ``api.route_table.ROUTES``;
 * each request body names (``x-accel-schema``) the JSON schema the API
   validates that body with, and its schema equals it, so the two cannot
   drift; every body schema of ``api/schemas`` is documented.
@@ -28,7 +28,7 @@ import testtools
 import yaml
 
 import accel_backend.api
-from accel_backend.api import routes
+from accel_backend.api import route_table
 from accel_backend.api import schemas as schemas_pkg
 
 DOC = os.path.join(os.path.dirname(accel_backend.api.__file__),
@@ -79,7 +79,7 @@ class OpenAPITest(testtools.TestCase):
 
     def test_paths_and_methods_match_the_route_table(self):
         served = {(doc_path(path), method.lower())
-                  for path, methods in routes.ROUTES.items()
+                  for path, methods in route_table.ROUTES.items()
                   for method in methods}
         documented = {(path, method) for path, method, _ in
                       self.operations()}

@@ -30,7 +30,7 @@ import json
 
 import testscenarios
 
-from accel_backend.api import routes
+from accel_backend.api import route_table
 from accel_backend.objects import device_profile as dp_obj
 from accel_common import arq_states
 from tests.unit.accel_backend import policy_fixtures
@@ -232,7 +232,7 @@ class MatrixCoversEveryRouteTest(policy_fixtures.AppTestBase):
 
     def test_every_route_and_method_is_in_the_matrix(self):
         public = ('', '/', '/v2', '/v2/')
-        served = {(m, path) for path, methods in routes.ROUTES.items()
+        served = {(m, path) for path, methods in route_table.ROUTES.items()
                   if path not in public for m in methods}
         covered = {(m, route) for m, route, *_ in MATRIX}
         self.assertEqual(set(), served - covered)

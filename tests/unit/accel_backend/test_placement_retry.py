@@ -10,19 +10,19 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The one retry policy of the Placement calls (``placement.retry``), the
+"""The one retry policy of the Placement calls (``agent.placement.retry``), the
 tries of the reporter and of the tree view made with it, and
-``placement.reserved.ReservedUnits`` working from the callables it is
+``agent.placement.reserved.ReservedUnits`` working from the callables it is
 given alone."""
 
 import threading
 
 import testtools
 
+from accel_backend.agent.placement import reserved
+from accel_backend.agent.placement import retry
+from accel_backend.common import provider_records
 from accel_backend import exception
-from accel_backend.placement import records
-from accel_backend.placement import reserved
-from accel_backend.placement import retry
 from tests.unit.accel_backend.test_report import COMPUTE
 from tests.unit.accel_backend.test_report import ReporterTestBase
 
@@ -125,7 +125,8 @@ class TestReporterTries(ReporterTestBase):
 class TestReservedUnitsAlone(testtools.TestCase):
 
     def test_works_from_the_callables_it_is_given(self):
-        cached = records.Cached(3, {'PGPU': records.inventory(2, 0)}, set())
+        cached = provider_records.Cached(
+            3, {'PGPU': provider_records.inventory(2, 0)}, set())
         refreshed, writes = [], []
 
         def put_inventories(rp_uuid, make_body):
@@ -138,5 +139,5 @@ class TestReservedUnitsAlone(testtools.TestCase):
         self.assertTrue(units.sync_reserved('rp1'))
         self.assertFalse(units.sync_reserved('not-ours'))
         self.assertEqual(['rp1'], refreshed)
-        want = {'inventories': {'PGPU': records.inventory(2, 1)}}
+        want = {'inventories': {'PGPU': provider_records.inventory(2, 1)}}
         self.assertEqual([('rp1', want), ('rp1', want)], writes)

@@ -24,9 +24,9 @@ from oslo_policy import policy as oslo_policy
 import testtools
 
 from accel_backend.api import context as context_mod
+from accel_backend.api import policies
+from accel_backend.api import policy
 from accel_backend import exception
-from accel_backend import policies
-from accel_backend import policy
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import policy_fixtures as fx
 
@@ -145,7 +145,7 @@ class RulesTest(testtools.TestCase):
             self.assertIsNone(rules[name].deprecated_rule, name)
 
     def test_arq_module_documents_the_cyborg_deviation(self):
-        from accel_backend.policies import arq
+        from accel_backend.api.policies import arq
         self.assertIn('CVE', arq.__doc__)
         self.assertIn('Cyborg', arq.__doc__)
 

@@ -23,9 +23,9 @@ import fixtures
 from oslo_policy import policy as oslo_policy
 from oslo_utils import uuidutils
 
-from accel_backend.api import routes
-from accel_backend.policies import arq as arq_obj_policy
-from accel_backend import policy
+from accel_backend.api.policies import arq as arq_obj_policy
+from accel_backend.api import policy
+from accel_backend.api import route_table
 from accel_common import arq_states
 from tests.unit.accel_backend import policy_fixtures as fx
 
@@ -243,7 +243,7 @@ class DevicePolicyTest(fx.AppTestBase):
 
 
 def _rules_checked(test):
-    """The names of the rules ``accel_backend.policy.authorize`` checks
+    """The names of the rules ``accel_backend.api.policy.authorize`` checks
     during ``test``, in order (a list that fills as they are checked)."""
     rules = []
     real = policy.authorize
@@ -252,7 +252,7 @@ def _rules_checked(test):
         rules.append(rule)
         return real(context, rule, *args, **kwargs)
     test.useFixture(fixtures.MockPatch(
-        'accel_backend.policy.authorize', side_effect=recorded))
+        'accel_backend.api.policy.authorize', side_effect=recorded))
     return rules
 
 
@@ -265,7 +265,7 @@ class EveryRouteIsGuardedTest(fx.AppTestBase):
     def test_every_route_calls_authorize(self):
         calls = _rules_checked(self)
         some = uuidutils.generate_uuid()
-        for path, methods in routes.ROUTES.items():
+        for path, methods in route_table.ROUTES.items():
             if path in self.PUBLIC:
                 continue
             url = re.sub(r'\{[a-z_]+\}', some, path)

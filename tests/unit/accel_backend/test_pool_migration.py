@@ -11,7 +11,7 @@
 # under the License.
 
 """Pooling turned on for a host whose guests hold GPUs
-(``placement.reshape``, ``objects.pool_migration``): the HGX-like
+(``agent.placement.reshape``, ``conductor.pool_migration``): the HGX-like
 server of ``test_pooled``, a real Placement, a guest's allocation and
 its Bound ARQ on one per-device provider."""
 
@@ -22,13 +22,13 @@ import fixtures
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
-from accel_backend.binding import failure
+from accel_backend.conductor import failure
+from accel_backend.conductor import pool_migration
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend.objects import host_status
-from accel_backend.objects import pool_migration
 from accel_common import arq_states
 from tests.unit.accel_backend import test_pooled
 

@@ -18,7 +18,7 @@ oslo.messaging's ``fake://`` transport; the guest of
 
 from oslo_utils import uuidutils
 
-from accel_backend.conductor import rpc as conductor_rpc
+from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import host_status
 from accel_backend import service as service_mod
@@ -104,7 +104,7 @@ class AgentPoolMigrationTest(test_pool_migration.MigrationBase):
         # 1.1: drain such a host first).
         agent = self.split(cap='1.0')
         self.assertFalse(agent.store.api.can_send(
-            conductor_rpc.POOLS_VERSION))
+            conductor_rpcapi.POOLS_VERSION))
         agent.report_pass()
         self.assertEqual(self.handle, self.arq_handle(self.conductor))
         self.assertEqual({self.old_rp: {'PGPU': 1}}, self.allocations())

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Pooled providers (``discovery.pooling``) end to end: an HGX-like
+"""Pooled providers (``common.pooling``) end to end: an HGX-like
 server of 8 GPUs on two NUMA nodes, discovered by a ``Service`` and
 reported to a real Placement (openstack-placement's fixture)."""
 
@@ -23,10 +23,10 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 import testtools
 
+from accel_backend.agent.discovery import device_spec
+from accel_backend.agent.discovery import drivers
+from accel_backend.agent.discovery.drivers import generic_pci
 from accel_backend.db import models
-from accel_backend.discovery import device_spec
-from accel_backend.discovery import drivers
-from accel_backend.discovery.drivers import generic_pci
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj

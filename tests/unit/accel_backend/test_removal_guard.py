@@ -26,13 +26,13 @@ from oslo_utils import uuidutils
 import testtools
 import webob
 
+from accel_backend.agent.discovery import sysfs
+from accel_backend.agent.placement import client as pclient
 from accel_backend.cmd import manage
 from accel_backend.cmd import runner
-from accel_backend.discovery import removal
-from accel_backend.discovery import sysfs
+from accel_backend.common import removal
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
-from accel_backend.placement import client as pclient
 from accel_backend import service as service_mod
 from tests import placement_fixture
 from tests.unit.accel_backend import base

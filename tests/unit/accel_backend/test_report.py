@@ -21,11 +21,11 @@ admin_token``, noauth2 token ``admin``).
 import fixtures
 from oslo_utils import uuidutils
 
+from accel_backend.agent.placement import client as pclient
+from accel_backend.agent.placement import report
+from accel_backend.common import provider_records
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
-from accel_backend.placement import client as pclient
-from accel_backend.placement import records
-from accel_backend.placement import report
 from tests import placement_fixture
 from tests.unit.accel_backend import base
 
@@ -129,7 +129,7 @@ class ReporterTestBase(placement_fixture.PlacementTestCase):
                reserved=False, host=COMPUTE):
         traits = set(traits) | {'OWNER_CYBORG', 'CUSTOM_PCI_VENDOR_10DE',
                                 'CUSTOM_PCI_PRODUCT_10DE_1EB8'}
-        return records.ProviderRecord(
+        return provider_records.ProviderRecord(
             rp_uuid=device_obj.stable_uuid('rp', host, address),
             address=address, resource_class=rc, total=total,
             traits=tuple(sorted(traits)), reserved=reserved)
@@ -263,7 +263,7 @@ class TestReport(ReporterTestBase):
         self.reporter.report([af, d8])
         self.allocate(d8.rp_uuid)
         logger = self.useFixture(fixtures.FakeLogger(
-            name='accel_backend.placement.report'))
+            name='accel_backend.agent.placement.report'))
         self.reporter.report([af])  # no exception
         self.assertTrue(self.rp_exists(d8.rp_uuid))
         self.assertIn(d8.rp_uuid, logger.output)
@@ -316,7 +316,7 @@ class TestReport(ReporterTestBase):
         other = self.create_rp('%s_0000:af:00.0' % COMPUTE,
                                parent=self.compute_uuid)
         logger = self.useFixture(fixtures.FakeLogger(
-            name='accel_backend.placement.report'))
+            name='accel_backend.agent.placement.report'))
         af, d8 = self.two_t4s()
         self.reporter.report([af, d8])
         self.assertIn('0000:af:00.0', logger.output)

@@ -19,9 +19,9 @@ import socket
 import fixtures
 from oslo_utils import uuidutils
 
+from accel_backend.agent.placement import report
+from accel_backend.common import provider_records
 from accel_backend import exception
-from accel_backend.placement import records
-from accel_backend.placement import report
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend.test_report import COMPUTE
 from tests.unit.accel_backend.test_report import ReporterTestBase
@@ -41,7 +41,7 @@ class TestComputeRP(ReporterTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'socket.getfqdn', lambda name='': name))
         conf = base.make_conf(self, DEFAULT={'host': COMPUTE + '.example.org'})
-        names = records.compute_rp_names(conf)
+        names = provider_records.compute_rp_names(conf)
         self.assertEqual([COMPUTE + '.example.org', COMPUTE], names)
         reporter = report.Reporter(self.client, names)
         self.assertEqual((self.compute_uuid, COMPUTE),
@@ -58,7 +58,7 @@ class TestComputeRP(ReporterTestBase):
             'socket.getfqdn', lambda name='': name))
         conf = base.make_conf(self, DEFAULT={'host': COMPUTE + '.example.org'})
         reporter = report.Reporter(self.client,
-                                   records.compute_rp_names(conf))
+                                   provider_records.compute_rp_names(conf))
         self.assertEqual((fqdn_uuid, COMPUTE + '.example.org'),
                          reporter.view.find_compute_rp())
 
@@ -69,7 +69,7 @@ class TestComputeRP(ReporterTestBase):
             lambda name='': {'node7': 'node7.example.org'}.get(name, name)))
         conf = base.make_conf(self, DEFAULT={'host': 'node7'})
         reporter = report.Reporter(self.client,
-                                   records.compute_rp_names(conf))
+                                   provider_records.compute_rp_names(conf))
         self.assertEqual((fqdn_uuid, 'node7.example.org'),
                          reporter.view.find_compute_rp())
 
@@ -77,14 +77,16 @@ class TestComputeRP(ReporterTestBase):
         conf = base.make_conf(
             self, DEFAULT={'host': COMPUTE},
             discovery={'resource_provider_name': 'custom-node'})
-        self.assertEqual(['custom-node'], records.compute_rp_names(conf))
+        self.assertEqual(['custom-node'],
+                         provider_records.compute_rp_names(conf))
 
     def test_getfqdn_failure_ignored(self):
         def boom(name=''):
             raise socket.gaierror('no DNS')
         self.useFixture(fixtures.MonkeyPatch('socket.getfqdn', boom))
         conf = base.make_conf(self, DEFAULT={'host': 'a.b.c'})
-        self.assertEqual(['a.b.c', 'a'], records.compute_rp_names(conf))
+        self.assertEqual(['a.b.c', 'a'],
+                         provider_records.compute_rp_names(conf))
 
 
 class TestGenerationConflicts(ReporterTestBase):

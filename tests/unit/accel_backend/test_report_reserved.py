@@ -10,11 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Reserved units written at once (``placement.reserved``) and by the
+"""Reserved units written at once (``agent.placement.reserved``) and by the
 periodic report, against a real Placement: the value read last is the
 value that lands last."""
 
-from accel_backend.placement import report
+from accel_backend.agent.placement import report
 from tests.unit.accel_backend.test_report import COMPUTE
 from tests.unit.accel_backend.test_report import ReporterTestBase
 

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A restarted reporter (``placement.provider_tree`` checkpoint) against
+"""A restarted reporter (``agent.placement.provider_tree`` checkpoint) against
 a real Placement: one GET per host when nothing changed, and still right
 when something did while it was down."""
 
@@ -19,8 +19,8 @@ import os
 
 import fixtures
 
-from accel_backend.placement import provider_tree
-from accel_backend.placement import report
+from accel_backend.agent.placement import provider_tree
+from accel_backend.agent.placement import report
 from tests.unit.accel_backend import sysfs_tree
 from tests.unit.accel_backend import test_lifecycle
 from tests.unit.accel_backend import test_report

@@ -20,8 +20,10 @@ from oslo_config import cfg
 import oslo_messaging as messaging
 import testtools
 
-from accel_backend.binding import rpc
+from accel_backend.agent import rpc
+from accel_backend.agent import rpcapi as agent_rpcapi
 from accel_backend.conductor import rpc as conductor_rpc
+from accel_backend.conductor import rpcapi as conductor_rpcapi
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_dispatch
 
@@ -32,7 +34,7 @@ class PreviousReleaseEndpoint:
     """The agent endpoint of a release that serves 1.0 only, as it was:
     ``bind(ctxt, arq_uuids)`` and ``clean(ctxt)``."""
 
-    target = messaging.Target(namespace=rpc.NAMESPACE, version='1.0')
+    target = messaging.Target(namespace=agent_rpcapi.NAMESPACE, version='1.0')
 
     def __init__(self, binder):
         self.binder = binder
@@ -53,7 +55,8 @@ class TestRollingUpgrade(testtools.TestCase):
         self.old = test_dispatch.RecordingBinder()
         server = messaging.get_rpc_server(
             self.transport, messaging.Target(
-                exchange=rpc.EXCHANGE, topic=TOPIC, server='old-node'),
+                exchange=agent_rpcapi.EXCHANGE, topic=TOPIC,
+                server='old-node'),
             [PreviousReleaseEndpoint(self.old)], executor='threading')
         server.start()
         self.addCleanup(rpc.stop_server, server)
@@ -72,16 +75,16 @@ class TestRollingUpgrade(testtools.TestCase):
             self.transport, 'accel-conductor', 'c1', None, self.new)
         self.addCleanup(conductor_rpc.stop_server, server)
         server = rpc.start_server(
-            self.transport, TOPIC, 'new-node', conductor_rpc.BindForwarder(
-                conductor_rpc.ConductorAPI(self.transport,
-                                           'accel-conductor')))
+            self.transport, TOPIC, 'new-node', conductor_rpcapi.BindForwarder(
+                conductor_rpcapi.ConductorAPI(self.transport,
+                                              'accel-conductor')))
         self.addCleanup(rpc.stop_server, server)
 
     def api(self, cap=None):
         conf = base.make_conf(self, DEFAULT={'transport_url': 'fake://'},
                               upgrade_levels={'agent': cap} if cap else {})
-        return rpc.AgentAPI(self.transport, TOPIC,
-                            version_cap=conf.upgrade_levels.agent)
+        return agent_rpcapi.AgentAPI(self.transport, TOPIC,
+                                     version_cap=conf.upgrade_levels.agent)
 
     def test_api_sends_the_previous_release_only_1_0(self):
         # Bind casts go to the conductor now: what an API sends an agent
@@ -94,8 +97,8 @@ class TestRollingUpgrade(testtools.TestCase):
         # What an API of earlier releases sent: bind without request_id
         # (1.0) and with it (1.1); the agent hands both to a conductor.
         client = messaging.get_rpc_client(self.transport, messaging.Target(
-            exchange=rpc.EXCHANGE, topic=TOPIC, namespace=rpc.NAMESPACE,
-            version='1.1'))
+            exchange=agent_rpcapi.EXCHANGE, topic=TOPIC,
+            namespace=agent_rpcapi.NAMESPACE, version='1.1'))
         client.prepare(server='new-node', version='1.0').cast(
             {}, 'bind', arq_uuids=['c1'])
         client.prepare(server='new-node', version='1.1').cast(

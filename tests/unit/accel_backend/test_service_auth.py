@@ -25,8 +25,8 @@ from keystoneauth1 import session as ks_session
 import requests
 import testtools
 
-from accel_backend.nova import notifier
-from accel_backend.placement import client as placement_client
+from accel_backend.agent.placement import client as placement_client
+from accel_backend.conductor import nova_notifier
 from tests.unit.accel_backend import base
 
 
@@ -84,7 +84,7 @@ class ServiceAuthTest(testtools.TestCase):
         return base.make_conf(self, **{group: opts})
 
     def test_nova_adapter_is_keystoneauth_over_requests(self):
-        adapter = notifier.adapter_from_conf(self._conf('nova'))
+        adapter = nova_notifier.adapter_from_conf(self._conf('nova'))
         self.addCleanup(adapter.session.session.close)
         self.assertIsInstance(adapter.session, ks_session.Session)
         # keystoneauth1's own requests session, not one of ours.
@@ -92,7 +92,7 @@ class ServiceAuthTest(testtools.TestCase):
         for n in range(3):
             resp = adapter.post('/os-server-external-events',
                                 json={'events': [n]},
-                                microversion=notifier.MICROVERSION)
+                                microversion=nova_notifier.MICROVERSION)
             self.assertEqual(200, resp.status_code)
         seen = self.server.seen
         self.assertEqual(['POST /nova/os-server-external-events '
@@ -117,7 +117,7 @@ class ServiceAuthTest(testtools.TestCase):
 
     def test_session_options_are_read_from_the_group(self):
         self.server.delay = 1.0
-        adapter = notifier.adapter_from_conf(
+        adapter = nova_notifier.adapter_from_conf(
             self._conf('nova', timeout=0.2))
         self.addCleanup(adapter.session.session.close)
         started = time.monotonic()

@@ -22,9 +22,9 @@ import os
 import testtools
 import webob
 
-from accel_backend.discovery import drivers
+from accel_backend.agent.discovery import drivers
+from accel_backend.conductor import host_sync
 from accel_backend.objects import device as device_obj
-from accel_backend.objects import host_sync
 from accel_backend import service as service_mod
 from tests.unit.accel_backend import base
 

@@ -10,14 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""accel_backend.discovery.sysfs against recorded sysfs trees."""
+"""accel_backend.agent.discovery.sysfs against recorded sysfs trees."""
 
 import os
 
 import fixtures
 import testtools
 
-from accel_backend.discovery import sysfs
+from accel_backend.agent.discovery import sysfs
 from accel_backend import exception
 from tests.unit.accel_backend import base
 

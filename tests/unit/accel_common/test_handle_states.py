@@ -231,7 +231,7 @@ class TestScanner(testtools.TestCase):
 
 class TestOneWriter(testtools.TestCase):
     """No module but the table and ``objects.device`` writes (or reads)
-    a handle's ``state``/``in_use``, and none but ``binding.claim``
+    a handle's ``state``/``in_use``, and none but ``conductor.claim``
     claims."""
 
     def test_no_other_writer(self):

@@ -1,0 +1,16 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Device discovery: read PCI functions from sysfs and turn the ones the
+operator asked for into deployables (resource class, traits, attach
+handles).  Drivers are loaded with stevedore from the entry point group
+``accel_backend.agent.discovery.drivers``."""

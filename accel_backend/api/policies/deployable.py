@@ -1,0 +1,54 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Policies of ``/v2/deployables``: read by administrators and project
+managers (legacy default: administrators only), programmed by
+administrators (it changes the hardware). Cyborg 17:
+``cyborg/policies/deployables.py``."""
+
+from oslo_policy import policy
+
+from accel_backend.api.policies import base
+
+PREFIX = 'accelerator:deployable:%s'
+GET_ALL = PREFIX % 'get_all'
+GET_ONE = PREFIX % 'get_one'
+PROGRAM = PREFIX % 'program'
+
+rules = [
+    policy.DocumentedRuleDefault(
+        name=GET_ALL, check_str=base.PROJECT_MANAGER_OR_ADMIN,
+        description='List deployables.',
+        operations=[{'method': 'GET', 'path': '/v2/deployables'}],
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ALL, base.ADMIN)),
+    policy.DocumentedRuleDefault(
+        name=GET_ONE, check_str=base.PROJECT_MANAGER_OR_ADMIN,
+        description='Show a deployable.',
+        operations=[{'method': 'GET',
+                     'path': '/v2/deployables/{deployable_uuid}'}],
+        scope_types=base.PROJECT_SCOPE,
+        deprecated_rule=base.deprecated(GET_ONE, base.ADMIN)),
+    policy.DocumentedRuleDefault(
+        name=PROGRAM, check_str=base.ADMIN,
+        description='Program a deployable (e.g. an FPGA bitstream).',
+        operations=[{'method': 'PATCH',
+                     'path': '/v2/deployables/{deployable_uuid}/program'}],
+        scope_types=base.PROJECT_SCOPE),
+]
+
+
+def list_rules():
+    """The deployable rules (list of
+    ``oslo_policy.policy.DocumentedRuleDefault``) for
+    ``accel_backend.api.policies.list_rules``."""
+    return rules
