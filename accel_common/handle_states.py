@@ -41,14 +41,14 @@ Deleting a handle (its device vanished and it is not in use, host sync)
 removes the row from any state but ``bound``; it is not a transition.  A
 device's status (``enabled``, ``maintaining``, ``missing``) and health
 (``healthy``, ``unhealthy``) are not handle states: they decide whether
-an ``available`` handle may be claimed (``accel_backend.binding.claim``)
+an ``available`` handle may be claimed (``accel_backend.conductor.claim``)
 and leave the handle's state alone.
 
 Every writer of a handle's ``state`` or ``in_use`` goes through
 ``accel_backend.objects.device`` (``transition``, ``new_handle``,
 ``update_values``), which checks the pair and the trigger here with
 :func:`check` and writes ``in_use`` from :func:`in_use`; a handle is
-claimed only by ``accel_backend.binding.claim``.
+claimed only by ``accel_backend.conductor.claim``.
 ``tests/unit/accel_common/test_handle_states.py`` scans the code for any
 other writer.
 """
