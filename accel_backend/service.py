@@ -32,7 +32,7 @@
 ``agent`` (``accel-backend-agent``, ``accel_backend.cmd.agent``)
     one per compute node, without database credentials: discovery and
     the Placement report of its host, cleaning and health; every row it
-    needs goes through the conductor (``conductor.rpc.RemoteHostStore``).
+    needs goes through the conductor (``conductor.rpcapi.RemoteHostStore``).
 
 Tests build a ``Service`` directly and serve ``service.app`` in-process.
 """

@@ -22,7 +22,7 @@ released device's host.  Methods (namespace ``accel_agent``), all casts:
 * ``bind(ctxt, arq_uuids, request_id=None)``: what the API of earlier
   releases cast to the agent of the ARQs' host; binding is the
   conductor's now (``accel_backend.conductor.rpc``), so the agent hands
-  the ARQs on to a conductor (``conductor.rpc.BindForwarder``), which
+  the ARQs on to a conductor (``conductor.rpcapi.BindForwarder``), which
   binds them.  ``request_id`` (1.1) is the API request's ``req-<uuid>``,
   logged.
 
@@ -54,7 +54,7 @@ class AgentEndpoint:
 
     :param binder: what ``bind`` hands ARQs to (anything with
         ``submit(arq_uuids)``: the agent's
-        ``conductor.rpc.BindForwarder``).
+        ``conductor.rpcapi.BindForwarder``).
     :param cleaner: ``accel_backend.agent.cleaning.Cleaner`` or None.
     """
 

@@ -65,7 +65,7 @@ class LocalDispatcher:
     :param binder: the process's ``Binder``.
     :param in_transaction: bind in the PATCH's transaction (``mode =
         inline``), else after its commit.
-    :param agent_api: ``agent.rpc.AgentAPI`` waking the cleaners of
+    :param agent_api: ``agent.rpcapi.AgentAPI`` waking the cleaners of
         other hosts (``mode = agents``), or None.
     :param local_host: this process's host (its cleaner is woken by the
         commit itself).
@@ -126,8 +126,8 @@ class RpcDispatcher:
     ``bind`` is called after the PATCH's commit of ``BindStarted``: the
     conductor binds in a transaction of its own.
 
-    :param conductor_api: ``accel_backend.conductor.rpc.ConductorAPI``.
-    :param agent_api: ``accel_backend.agent.rpc.AgentAPI``.
+    :param conductor_api: ``accel_backend.conductor.rpcapi.ConductorAPI``.
+    :param agent_api: ``accel_backend.agent.rpcapi.AgentAPI``.
     """
 
     def __init__(self, conductor_api, agent_api):

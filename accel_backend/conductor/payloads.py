@@ -25,7 +25,7 @@ missing required field is refused with ``PayloadError`` (the RPC call
 fails; nothing is stored).
 
 Versions: ``DiscoveredDeployable`` 1.0 (the fields of
-``accel_backend.agent.discovery.drivers.DiscoveredDeployable``),
+``accel_backend.common.discovered.DiscoveredDeployable``),
 ``ProviderRecord`` 1.0 (``accel_backend.common.provider_records
 .ProviderRecord``), ``PoolMove`` 1.0 (``accel_backend.objects
 .pool_migration.Move``; conductor API 1.1).

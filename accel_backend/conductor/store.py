@@ -16,7 +16,7 @@ An agent does the host work (discovery, cleaning steps, health) and
 commits nothing itself: every row it needs changed goes through a
 ``HostStore`` bound to its host.  The embedded ``accel-backend`` uses one
 directly on its own database; an ``accel-backend-agent`` uses
-``accel_backend.conductor.rpc.RemoteHostStore``, whose calls the conductor
+``accel_backend.conductor.rpcapi.RemoteHostStore``, whose calls the conductor
 serves with a ``HostStore`` of the host named in the message.
 
 Every method acts on the rows of ``hostname`` only: a handle or resource

@@ -76,7 +76,7 @@ DISCOVERED_SLOT = 'slot'
 #: The IOMMU group of the device: devices of one group go to one guest.
 DISCOVERED_IOMMU_GROUP = 'iommu_group'
 #: The functions of the device's slot that go to a guest with it
-#: (``agent.discovery.iommu.FUNCTIONS_KEY``: ``"0,1"``), when several do.
+#: (``common.discovered.FUNCTIONS_KEY``: ``"0,1"``), when several do.
 DISCOVERED_FUNCTIONS = 'functions'
 
 

@@ -11,4 +11,4 @@
 # under the License.
 
 """WSGI applications for the WSGI servers operators run (uwsgi,
-mod_wsgi, gunicorn), as ``nova.wsgi`` and ``agent.placement.wsgi`` are."""
+mod_wsgi, gunicorn), as ``nova.wsgi`` and ``placement.wsgi`` are."""

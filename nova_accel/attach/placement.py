@@ -141,7 +141,7 @@ def subtract_resources(current, delta):
 
 
 class _GenerationConflict(Exception):
-    """Placement answered 409 ``agent.placement.concurrent_update``."""
+    """Placement answered 409 ``placement.concurrent_update``."""
 
 
 class AllocationEditor(object):

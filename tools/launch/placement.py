@@ -13,7 +13,7 @@
 """openstack-placement (the Python package; its console scripts and
 gunicorn from the same environment).
 
-Placement reads ``agent.placement.conf`` from ``$OS_PLACEMENT_CONFIG_DIR`` when
+Placement reads ``placement.conf`` from ``$OS_PLACEMENT_CONFIG_DIR`` when
 served as a WSGI application, and from ``--config-file`` in
 ``placement-manage``; both are given the same directory here.
 """
@@ -33,7 +33,7 @@ ADMIN_HEADERS = {'x-auth-token': 'admin',
 
 
 def config(connection, auth_strategy='noauth2', authtoken=None):
-    """``agent.placement.conf`` text: ``[api] auth_strategy`` and the database.
+    """``placement.conf`` text: ``[api] auth_strategy`` and the database.
 
     :param connection: SQLAlchemy URL of Placement's database.
     :param auth_strategy: ``noauth2`` or ``keystone``.
@@ -51,14 +51,14 @@ def config(connection, auth_strategy='noauth2', authtoken=None):
 
 
 def environment(config_dir):
-    """What the WSGI application needs to find ``agent.placement.conf`` in
+    """What the WSGI application needs to find ``placement.conf`` in
     ``config_dir`` (dict, to add to the environment)."""
     return {'OS_PLACEMENT_CONFIG_DIR': config_dir}
 
 
 def db_sync_argv(manage, config_dir):
     """``placement-manage db sync`` (``manage``: its path) on the
-    ``agent.placement.conf`` in ``config_dir``."""
+    ``placement.conf`` in ``config_dir``."""
     return [manage, '--config-file', os.path.join(config_dir,
                                                   'placement.conf'),
             'db', 'sync']

@@ -28,7 +28,7 @@ For each ``dirty`` handle of its host the cleaner
 
 Every commit goes through a ``conductor.store.HostStore`` of the host:
 the database itself in the embedded service, the conductor's RPC API in an
-``accel-backend-agent`` (``conductor.rpc.RemoteHostStore``), which holds
+``accel-backend-agent`` (``conductor.rpcapi.RemoteHostStore``), which holds
 no database credentials.  Releases wake it at once (an ``after_commit``
 hook on sessions of its store's engine that released a handle, or the
 API's ``clean`` cast to an agent); it also looks every ``[cleaning]
@@ -178,7 +178,7 @@ class Cleaner:
     """Cleans the released devices of one host.
 
     :param store: ``accel_backend.conductor.store.HostStore`` of the host,
-        or the agent's ``conductor.rpc.RemoteHostStore``.
+        or the agent's ``conductor.rpcapi.RemoteHostStore``.
     :param reporter: ``agent.placement.report.Reporter`` whose
         ``reserved_for`` reads ``store`` (``sync_reserved``), or None.
     :param conf: accel_backend ``ConfigOpts`` (``[cleaning]``,
@@ -366,7 +366,7 @@ class Cleaner:
             # Read under the reporter's lock (its ``reserved_for`` is this
             # host's store): a report that read the states before this
             # change cannot write after it.
-            self.reporter.sync_reserved(rp_uuid)
+            self.reporter.reserved.sync_reserved(rp_uuid)
         except Exception as e:
             LOG.warning('Could not update reserved units of resource '
                         'provider %s (the next report will): %s', rp_uuid,

@@ -41,8 +41,6 @@ from accel_backend.common import removal
 from accel_backend import exception
 
 LOG = logging.getLogger(__name__)
-#: Tries of a write whose generation conflicts (``retry.RETRIES``).
-RETRIES = retry.RETRIES
 
 
 class Reporter:
@@ -53,23 +51,19 @@ class Reporter:
 
     :param client: ``PlacementClient``.
     :param rp_names: candidate names of the compute node RP (list of str).
-    :param reserved_for: optional callable ``(rp_uuid) -> int or None``
-        giving the reserved units the database wants for a provider now;
-        ``set_reserved(rp, False)`` uses it.
-    :param reserved_for_many: optional callable ``(rp_uuids) -> {rp_uuid:
-        int}``, the same for several providers in one read
-        (``reserve_released``).
+    :param reserved_for: ``(rp_uuid) -> int or None`` and
+    :param reserved_for_many: ``(rp_uuids) -> {rp_uuid: int}``: optional,
+        the reserved units the database wants now (``reserved``'s).
     :param max_removal_share: largest share (0.0 to 1.0) of our providers
         one report may delete (``common.removal``).
     :param checkpoint: path of the view's checkpoint
         (``provider_tree.ProviderTreeView``), saved after each report;
         None: in memory only.
 
-    ``view`` is the ``provider_tree.ProviderTreeView`` of what Placement
-    last showed; it holds ``client``.  ``custom`` is the
-    ``custom_names.CustomNames`` of what exists.  ``reserved`` is the
-    ``reserved.ReservedUnits`` writing reserved units at once
-    (``set_reserved``, ``sync_reserved``, ``reserve_released``).
+    ``view``: the ``provider_tree.ProviderTreeView`` of what Placement
+    last showed (it holds ``client``); ``custom``: the
+    ``custom_names.CustomNames`` that exist; ``reserved``: the
+    ``reserved.ReservedUnits`` writing reserved units at once.
     """
 
     def __init__(self, client, rp_names, reserved_for=None,
@@ -98,20 +92,6 @@ class Reporter:
         always go through one client (replace ``view.client`` to change
         it)."""
         return self.view.client
-
-    # The reserved units written at once: ``reserved.ReservedUnits``'s
-    # methods, for the API handlers and the cleaner.
-    def set_reserved(self, rp_uuid, reserved):
-        """``reserved.ReservedUnits.set_reserved``."""
-        return self.reserved.set_reserved(rp_uuid, reserved)
-
-    def sync_reserved(self, rp_uuid):
-        """``reserved.ReservedUnits.sync_reserved``."""
-        return self.reserved.sync_reserved(rp_uuid)
-
-    def reserve_released(self, rp_uuids):
-        """``reserved.ReservedUnits.reserve_released``."""
-        self.reserved.reserve_released(rp_uuids)
 
     def forget(self):
         """Drop every cached view (the next report re-reads all)."""
@@ -240,13 +220,13 @@ class Reporter:
             None when the cache already shows what is wanted.
         :param done: ``(cached, response json)`` updating the cache.
         :param in_use: for inventories, ``(cached) -> body`` to send
-            instead once Placement answered ``agent.placement.inventory.inuse``
+            instead once Placement answered ``placement.inventory.inuse``
             (the body removed a resource class that has allocations):
             never retried as if it were a generation conflict.
         :returns: True when Placement shows the wanted state (or, after
             ``inventory.inuse``, the ``in_use`` body), False when the
             provider does not exist.
-        :raises PlacementError: failure, or conflicts ``RETRIES`` times.
+        :raises PlacementError: failure, or conflicts ``retry.RETRIES`` times.
         """
         url = '/resource_providers/%s/%s' % (rp_uuid, what)
         # ``stale``: the last try conflicted on the generation, so the
@@ -299,7 +279,7 @@ class Reporter:
             what is wanted.
         :returns: True when Placement shows it, False when the provider
             does not exist.
-        :raises PlacementError: failure, or conflicts ``RETRIES`` times.
+        :raises PlacementError: failure, or conflicts ``retry.RETRIES`` times.
         """
         return self._put(rp_uuid, 'inventories', make_body,
                          self._took_inventories)

@@ -166,7 +166,7 @@ def migrate(store, reporter, found, force=False):
     module docstring); nothing when it has not.
 
     :param store: ``conductor.store.HostStore`` of the host, or an
-        agent's ``conductor.rpc.RemoteHostStore`` (conductor API 1.1;
+        agent's ``conductor.rpcapi.RemoteHostStore`` (conductor API 1.1;
         below that cap it finds nothing to move).
     :param reporter: ``report.Reporter`` of the host.
     :param found: list of ``drivers.DiscoveredDeployable``.

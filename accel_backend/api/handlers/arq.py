@@ -230,7 +230,7 @@ def update(req, arq_uuid=None):
     # database.
     for data in unbound:
         svc.notifications.arq('accelerator.arq.unbind.end', data)
-    svc.reporter.reserve_released(dirty)
+    svc.reporter.reserved.reserve_released(dirty)
     svc.dispatcher.clean(released)
     if outcomes is not None:
         util.after_response(req, lambda: svc.dispatcher.bound(outcomes))
@@ -355,6 +355,6 @@ def delete(req, arq_uuid=None):
     svc = util.service(req)
     for data in deleted:
         svc.notifications.arq('accelerator.arq.delete.end', data)
-    svc.reporter.reserve_released(dirty)
+    svc.reporter.reserved.reserve_released(dirty)
     svc.dispatcher.clean(released)
     return util.response(204)

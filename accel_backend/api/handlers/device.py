@@ -67,7 +67,8 @@ def _set_status(req, device_uuid, rule, status):
         # (an agent's, over RPC; in-process ones woke at commit).
         svc.dispatcher.clean({hostname})
     for rp_uuid in rp_uuids:
-        svc.reporter.set_reserved(rp_uuid, status != device_obj.ENABLED)
+        svc.reporter.reserved.set_reserved(
+            rp_uuid, status != device_obj.ENABLED)
     return util.response(200)
 
 

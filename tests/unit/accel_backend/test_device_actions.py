@@ -120,7 +120,7 @@ class DeviceActionsTest(testtools.TestCase):
         # Placement fails after the database was written: the device is
         # disabled all the same, and the next report reserves it.
         self.useFixture(fixtures.MockPatchObject(
-            self.svc.reporter, 'set_reserved',
+            self.svc.reporter.reserved, 'set_reserved',
             side_effect=exception.PlacementError(
                 method='PUT', url='/x', status=503, body='down')))
         resp = self.action(AF, 'disable', status=502)
@@ -181,13 +181,14 @@ class DeviceActionsTest(testtools.TestCase):
 
         self.useFixture(fixtures.MockPatchObject(
             self.svc.placement, 'put', side_effect=put))
-        self.assertTrue(self.svc.reporter.set_reserved(rp_uuid(AF), True))
+        self.assertTrue(self.svc.reporter.reserved.set_reserved(
+            rp_uuid(AF), True))
         self.assertEqual([True], bumped)
         self.assertEqual([409, 200], statuses)
         self.assertEqual((1, 1), self.reserved(AF))
 
     def test_set_reserved_of_an_unknown_provider(self):
-        self.assertFalse(self.svc.reporter.set_reserved(
+        self.assertFalse(self.svc.reporter.reserved.set_reserved(
             uuidutils.generate_uuid(), True))
 
     def test_disable_when_the_provider_is_not_in_placement(self):

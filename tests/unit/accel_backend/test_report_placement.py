@@ -20,6 +20,7 @@ import fixtures
 from oslo_utils import uuidutils
 
 from accel_backend.agent.placement import report
+from accel_backend.agent.placement import retry
 from accel_backend.common import provider_records
 from accel_backend import exception
 from tests.unit.accel_backend import base
@@ -141,7 +142,7 @@ class TestGenerationConflicts(ReporterTestBase):
         self.assertIn('409', str(e))
         puts = [c for c in self.client.log if c[0] == 'PUT' and
                 c[1].endswith('/inventories')]
-        self.assertEqual(report.RETRIES, len(puts))
+        self.assertEqual(retry.RETRIES, len(puts))
         # The next period succeeds once the other writer calms down.
         self.client.before = None
         self.reporter.report([rec])

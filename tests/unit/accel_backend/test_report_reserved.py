@@ -40,7 +40,7 @@ class TestReservedLandsLast(ReporterTestBase):
         # then a release made a device dirty and the cleaner reserved it.
         stale = self.two_t4s()
         self.db[self.af.rp_uuid] = 1
-        self.assertTrue(self.reporter.sync_reserved(self.af.rp_uuid))
+        self.assertTrue(self.reporter.reserved.sync_reserved(self.af.rp_uuid))
         self.assertEqual(1, self.reserved(self.af))
         del self.client.log[:]
         self.reporter.report(stale)
@@ -54,7 +54,7 @@ class TestReservedLandsLast(ReporterTestBase):
         # Placement is behind (the cleaner's write failed); the record
         # says reserved, but the device was cleaned since: 0 is written.
         self.db[self.af.rp_uuid] = 1
-        self.reporter.sync_reserved(self.af.rp_uuid)
+        self.reporter.reserved.sync_reserved(self.af.rp_uuid)
         self.raw.put('/resource_providers/%s/inventories' % self.af.rp_uuid,
                      {'resource_provider_generation': self.rp(
                          self.af.rp_uuid)['generation'],
@@ -66,19 +66,19 @@ class TestReservedLandsLast(ReporterTestBase):
 
     def test_sync_reserved_reads_the_database_when_it_writes(self):
         self.db[self.d8.rp_uuid] = 1
-        self.assertTrue(self.reporter.sync_reserved(self.d8.rp_uuid))
+        self.assertTrue(self.reporter.reserved.sync_reserved(self.d8.rp_uuid))
         self.assertEqual((0, 1), (self.reserved(self.af),
                                   self.reserved(self.d8)))
         # Not ours (the database knows no such provider): nothing.
         del self.client.log[:]
-        self.assertFalse(self.reporter.sync_reserved(
+        self.assertFalse(self.reporter.reserved.sync_reserved(
             '6a0c2f0e-8f1b-4a37-9d55-3c1f1e0a2b77'))
         self.assertEqual([], self.client.writes())
 
     def test_without_reserved_for_sync_writes_nothing(self):
         reporter = report.Reporter(self.client, [COMPUTE])
         del self.client.log[:]
-        self.assertFalse(reporter.sync_reserved(self.af.rp_uuid))
+        self.assertFalse(reporter.reserved.sync_reserved(self.af.rp_uuid))
         self.assertEqual([], self.client.writes())
 
     def test_a_release_is_reserved_over_another_process_write(self):
@@ -86,13 +86,13 @@ class TestReservedLandsLast(ReporterTestBase):
         # host's agent cleaned it and wrote 0 since.  A new release must
         # write 1, not trust the stale view.
         self.db[self.af.rp_uuid] = 1
-        self.reporter.reserve_released([self.af.rp_uuid])
+        self.reporter.reserved.reserve_released([self.af.rp_uuid])
         self.assertEqual(1, self.reserved(self.af))
         self.raw.put('/resource_providers/%s/inventories' % self.af.rp_uuid,
                      {'resource_provider_generation': self.rp(
                          self.af.rp_uuid)['generation'],
                       'inventories': {'PGPU': {'total': 1, 'reserved': 0}}})
-        self.reporter.reserve_released([self.af.rp_uuid])
+        self.reporter.reserved.reserve_released([self.af.rp_uuid])
         self.assertEqual((1, 0), (self.reserved(self.af),
                                   self.reserved(self.d8)))
 
@@ -101,12 +101,14 @@ class TestReservedLandsLast(ReporterTestBase):
         # 1); another API process behind the same load balancer enabled
         # it since (Placement says 0).  Disabling it again here must
         # write 1, not trust the stale view.
-        self.assertTrue(self.reporter.set_reserved(self.af.rp_uuid, True))
+        self.assertTrue(self.reporter.reserved.set_reserved(
+            self.af.rp_uuid, True))
         self.assertEqual(1, self.reserved(self.af))
         self.raw.put('/resource_providers/%s/inventories' % self.af.rp_uuid,
                      {'resource_provider_generation': self.rp(
                          self.af.rp_uuid)['generation'],
                       'inventories': {'PGPU': {'total': 1, 'reserved': 0}}})
-        self.assertTrue(self.reporter.set_reserved(self.af.rp_uuid, True))
+        self.assertTrue(self.reporter.reserved.set_reserved(
+            self.af.rp_uuid, True))
         self.assertEqual((1, 0), (self.reserved(self.af),
                                   self.reserved(self.d8)))

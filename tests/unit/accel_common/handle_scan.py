@@ -29,7 +29,7 @@ WRITERS = {os.path.join('accel_common', 'handle_states.py'),
            os.path.join('accel_backend', 'objects', 'device.py')}
 #: The only claimer of handles.
 CLAIMERS = {os.path.join('accel_common', 'handle_states.py'),
-            os.path.join('accel_backend', 'binding', 'claim.py')}
+            os.path.join('accel_backend', 'conductor', 'claim.py')}
 STATE_MODULES = {'accel_common.handle_states',
                  'accel_backend.objects.device'}
 STATE_NAMES = {'AVAILABLE', 'BOUND', 'DIRTY', 'CLEANING', 'CLEAN_FAILED'}
@@ -161,7 +161,7 @@ class _Scanner(ast.NodeVisitor):
     def visit_Attribute(self, node):
         if node.attr == 'CLAIM' and isinstance(node.value, ast.Name) and \
                 node.value.id in self.modules and not self.claimer:
-            self.found.append((node.lineno, 'claims outside binding.claim'))
+            self.found.append((node.lineno, 'claims outside conductor.claim'))
         if node.attr == 'in_use' and isinstance(node.ctx, ast.Load) and \
                 not self.writer:
             self.found.append((node.lineno, 'reads in_use'))

@@ -220,13 +220,13 @@ class TestScanner(testtools.TestCase):
         self.assertEqual([], scan(write, os.path.join(
             'accel_backend', 'objects', 'device.py')))
         self.assertNotEqual([], scan(write, os.path.join(
-            'accel_backend', 'binding', 'claim.py')))
+            'accel_backend', 'conductor', 'claim.py')))
         claim = self._source('device_obj.update_values(handle_states.BOUND, '
                              'handle_states.CLAIM)')
         self.assertEqual([], scan(claim, os.path.join(
-            'accel_backend', 'binding', 'claim.py')))
+            'accel_backend', 'conductor', 'claim.py')))
         self.assertNotEqual([], scan(claim, os.path.join(
-            'accel_backend', 'audit.py')))
+            'accel_backend', 'conductor', 'audit.py')))
 
 
 class TestOneWriter(testtools.TestCase):
