@@ -53,7 +53,7 @@ class BindDispatchFailed(exception.AccelBackendError):
     :param reason: the messaging error (exception or str).
     """
     status = 503
-    code = 'accel.arq.bind_dispatch_failed'
+    code = exception.codes.ARQ_BIND_DISPATCH_FAILED
     msg_fmt = ('Could not hand the binding of ARQs %(arqs)s (host '
                '%(host)s) to a conductor: %(reason)s. They stay BindStarted '
                'and are bound when a conductor (re)starts.')

@@ -17,6 +17,8 @@ document (``{"errors": [{"status", "code", "title", "detail",
 "request_id"}]}``, as openstack/placement does) plus Cyborg's
 ``error_message`` key so Cyborg clients keep working.  ``code`` values are
 part of the API contract: clients may match on them, so never rename one.
+Every code is a constant of ``codes`` (``exception.codes.ARQ_NOT_FOUND``),
+defined there once, and each class names its constant.
 
 The classes live in topical modules (``base``, ``request``,
 ``resource``, ``discovery``, ``service``); every one is importable from
@@ -24,6 +26,7 @@ here, as ``from accel_backend import exception; exception.NotFound``.
 """
 
 from accel_backend.exception.base import AccelBackendError
+from accel_backend.exception import codes
 from accel_backend.exception.discovery import DeviceSpecError
 from accel_backend.exception.discovery import MassRemovalRefused
 from accel_backend.exception.discovery import NoInterruptRemapping
@@ -71,7 +74,7 @@ from accel_backend.exception.service import SchemaOutOfDate
 from accel_backend.exception.service import SchemaRevisionUnknown
 
 __all__ = [
-    'AccelBackendError', 'DeviceSpecError', 'MassRemovalRefused',
+    'codes', 'AccelBackendError', 'DeviceSpecError', 'MassRemovalRefused',
     'NoInterruptRemapping', 'NoIOMMU', 'NovaPCIConfigUnusable',
     'NovaPCISpecWithheld', 'SysfsRootUnavailable', 'BadRequest', 'Forbidden',
     'InvalidDeviceProfile', 'InvalidJSON', 'InvalidLimit', 'InvalidMarker',

@@ -13,6 +13,8 @@
 """The base of every accel_backend exception: an HTTP status, a stable
 code and a message formatted from keyword arguments."""
 
+from accel_backend.exception import codes
+
 
 class AccelBackendError(Exception):
     """Base class.
@@ -23,7 +25,7 @@ class AccelBackendError(Exception):
     """
 
     status = 500
-    code = 'accel.internal_error'
+    code = codes.INTERNAL_ERROR
     msg_fmt = 'An unexpected error occurred.'
 
     def __init__(self, detail=None, **kwargs):

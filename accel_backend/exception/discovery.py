@@ -15,12 +15,13 @@ removal guard, Nova's ``[pci] device_spec`` and the IOMMU.  Most are
 recorded as a host's status rather than raised to an API caller."""
 
 from accel_backend.exception.base import AccelBackendError
+from accel_backend.exception import codes
 
 
 class DeviceSpecError(AccelBackendError):
     """A ``[discovery] device_spec`` entry is malformed (config error)."""
 
-    code = 'accel.config.device_spec'
+    code = codes.CONFIG_DEVICE_SPEC
     msg_fmt = 'Invalid device_spec %(spec)r: %(reason)s'
 
 
@@ -28,7 +29,7 @@ class SysfsRootUnavailable(AccelBackendError):
     """Discovery refuses to act on a sysfs root it cannot read: an absent
     root would look like a host without devices and remove them all."""
     status = 503
-    code = 'accel.discovery.root_unavailable'
+    code = codes.DISCOVERY_ROOT_UNAVAILABLE
     msg_fmt = ('Cannot read the PCI devices under %(root)s (%(reason)s): '
                'check [discovery] sysfs_root; nothing was discovered, '
                'reported or removed')
@@ -38,7 +39,7 @@ class MassRemovalRefused(AccelBackendError):
     """One discovery or report pass would remove more than
     ``[discovery] max_removal_share`` of a host's devices."""
     status = 409
-    code = 'accel.discovery.mass_removal_refused'
+    code = codes.DISCOVERY_MASS_REMOVAL_REFUSED
     msg_fmt = ('Refusing to remove %(removing)d of the %(total)d '
                '%(what)s of host %(host)s in one pass (more than '
                '[discovery] max_removal_share = %(share)s); kept: '
@@ -52,7 +53,7 @@ class NovaPCIConfigUnusable(AccelBackendError):
     which devices Nova's PCI passthrough claims, so it refuses to guess
     (it would offer them twice)."""
     status = 503
-    code = 'accel.discovery.nova_pci_unusable'
+    code = codes.DISCOVERY_NOVA_PCI_UNUSABLE
     msg_fmt = ('Nova\'s [pci] device_spec cannot be used (%(reason)s): '
                'fix %(source)s; accel_backend will not guess which devices '
                'Nova claims')
@@ -64,7 +65,7 @@ class NovaPCISpecWithheld(AccelBackendError):
     are reported.  Recorded as the host's status, never raised to a
     caller."""
     status = 503
-    code = 'accel.discovery.nova_pci_withheld'
+    code = codes.DISCOVERY_NOVA_PCI_WITHHELD
     msg_fmt = ('%(problems)s; fix Nova\'s [pci] device_spec (the devices '
                'of these ids stay withheld until it parses)')
 
@@ -74,7 +75,7 @@ class NoIOMMU(AccelBackendError):
     host's IOMMU is off, vfio-pci cannot assign them, and they are
     reported unhealthy.  Recorded as the host's status, never raised."""
     status = 503
-    code = 'accel.discovery.no_iommu'
+    code = codes.DISCOVERY_NO_IOMMU
     msg_fmt = ('%(addresses)s: no IOMMU group (the IOMMU is off: enable '
                'VT-d or AMD-Vi in the firmware and intel_iommu=on or '
                'amd_iommu=on on the kernel command line); not offered')
@@ -88,7 +89,7 @@ class NoInterruptRemapping(AccelBackendError):
     host; they are reported unhealthy.  Recorded as the host's status,
     never raised."""
     status = 503
-    code = 'accel.discovery.no_interrupt_remapping'
+    code = codes.DISCOVERY_NO_INTERRUPT_REMAPPING
     msg_fmt = ('%(addresses)s: no interrupt remapping (%(cause)s): VFIO '
                'refuses to assign them, or lets a guest inject interrupts '
                'with allow_unsafe_interrupts; not offered')

@@ -15,6 +15,7 @@ policy, malformed bodies and parameters, microversions, methods and
 sizes (401, 400, 403, 405, 406, 413)."""
 
 from accel_backend.exception.base import AccelBackendError
+from accel_backend.exception import codes
 
 
 class Unauthorized(AccelBackendError):
@@ -26,7 +27,7 @@ class Unauthorized(AccelBackendError):
     :param reason: what is missing (str).
     """
     status = 401
-    code = 'accel.unauthorized'
+    code = codes.UNAUTHORIZED
     msg_fmt = 'Authentication required: %(reason)s'
 
 
@@ -36,7 +37,7 @@ class BadRequest(AccelBackendError):
     :param reason: what is wrong (str).
     """
     status = 400
-    code = 'accel.bad_request'
+    code = codes.BAD_REQUEST
     msg_fmt = 'Bad request: %(reason)s'
 
 
@@ -47,7 +48,7 @@ class InvalidJSON(BadRequest):
 
     :param reason: the decoder's or the check's message (str).
     """
-    code = 'accel.invalid_json'
+    code = codes.INVALID_JSON
     msg_fmt = 'Request body is not valid JSON: %(reason)s'
 
 
@@ -57,7 +58,7 @@ class SchemaValidationError(BadRequest):
 
     :param reason: the failing path and jsonschema's message (str).
     """
-    code = 'accel.schema_validation'
+    code = codes.SCHEMA_VALIDATION
     msg_fmt = 'Request body or query failed validation: %(reason)s'
 
 
@@ -68,7 +69,7 @@ class InvalidDeviceProfile(BadRequest):
 
     :param reason: the broken rule (str).
     """
-    code = 'accel.device_profile.invalid'
+    code = codes.DEVICE_PROFILE_INVALID
     msg_fmt = 'Invalid device profile: %(reason)s'
 
 
@@ -79,7 +80,7 @@ class InvalidPatch(BadRequest):
     :param uuid: the ARQ's UUID (str).
     :param reason: what is wrong (str).
     """
-    code = 'accel.arq.invalid_patch'
+    code = codes.ARQ_INVALID_PATCH
     msg_fmt = 'Invalid JSON-patch for ARQ %(uuid)s: %(reason)s'
 
 
@@ -89,7 +90,7 @@ class InvalidUUID(BadRequest):
 
     :param value: what was sent.
     """
-    code = 'accel.invalid_uuid'
+    code = codes.INVALID_UUID
     msg_fmt = '%(value)r is not a valid UUID.'
 
 
@@ -99,7 +100,7 @@ class InvalidLimit(BadRequest):
     :param value: what was sent (str).
     :param max: ``db.paging.MAX_LIMIT`` (int).
     """
-    code = 'accel.invalid_limit'
+    code = codes.INVALID_LIMIT
     msg_fmt = 'limit must be an integer from 0 to %(max)d, not %(value)r.'
 
 
@@ -109,7 +110,7 @@ class InvalidMarker(BadRequest):
 
     :param marker: what was sent (str).
     """
-    code = 'accel.invalid_marker'
+    code = codes.INVALID_MARKER
     msg_fmt = 'Marker %(marker)r does not name an item of this collection.'
 
 
@@ -117,7 +118,7 @@ class Forbidden(AccelBackendError):
     """Policy denies the operation (``accel_backend.api.policy``)."""
 
     status = 403
-    code = 'accel.policy.forbidden'
+    code = codes.POLICY_FORBIDDEN
     msg_fmt = 'Policy does not allow %(action)s to be performed.'
 
 
@@ -128,7 +129,7 @@ class RequestTooLarge(AccelBackendError):
     :param limit: that size in bytes (int).
     """
     status = 413
-    code = 'accel.request_too_large'
+    code = codes.REQUEST_TOO_LARGE
     msg_fmt = 'Request body is larger than %(limit)d bytes.'
 
 
@@ -141,7 +142,7 @@ class NotAcceptable(AccelBackendError):
     :param max: highest supported version (str).
     """
     status = 406
-    code = 'accel.microversion.not_acceptable'
+    code = codes.MICROVERSION_NOT_ACCEPTABLE
     msg_fmt = ('Version %(version)s is not supported by the API. Minimum is '
                '%(min)s and maximum is %(max)s.')
 
@@ -154,5 +155,5 @@ class MethodNotAllowed(AccelBackendError):
     :param path: the request's path (str).
     """
     status = 405
-    code = 'accel.method_not_allowed'
+    code = codes.METHOD_NOT_ALLOWED
     msg_fmt = 'Method %(method)s is not allowed on %(path)s.'

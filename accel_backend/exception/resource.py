@@ -14,6 +14,7 @@
 conflicting with their state (409), and ARQs still binding (423)."""
 
 from accel_backend.exception.base import AccelBackendError
+from accel_backend.exception import codes
 
 
 class NotFound(AccelBackendError):
@@ -24,7 +25,7 @@ class NotFound(AccelBackendError):
     :param ident: its identifier or the path (str).
     """
     status = 404
-    code = 'accel.not_found'
+    code = codes.NOT_FOUND
     msg_fmt = '%(kind)s %(ident)s could not be found.'
 
 
@@ -33,7 +34,7 @@ class DeviceProfileNotFound(NotFound):
 
     :param ident: the UUID or name (str).
     """
-    code = 'accel.device_profile.not_found'
+    code = codes.DEVICE_PROFILE_NOT_FOUND
     msg_fmt = 'Device profile %(ident)s could not be found.'
 
 
@@ -42,7 +43,7 @@ class ARQNotFound(NotFound):
 
     :param ident: the UUID (str).
     """
-    code = 'accel.arq.not_found'
+    code = codes.ARQ_NOT_FOUND
     msg_fmt = 'Accelerator request %(ident)s could not be found.'
 
 
@@ -51,7 +52,7 @@ class DeviceNotFound(NotFound):
 
     :param ident: the UUID (str).
     """
-    code = 'accel.device.not_found'
+    code = codes.DEVICE_NOT_FOUND
     msg_fmt = 'Device %(ident)s could not be found.'
 
 
@@ -60,7 +61,7 @@ class DeployableNotFound(NotFound):
 
     :param ident: the UUID (str) or id (int).
     """
-    code = 'accel.deployable.not_found'
+    code = codes.DEPLOYABLE_NOT_FOUND
     msg_fmt = 'Deployable %(ident)s could not be found.'
 
 
@@ -69,7 +70,7 @@ class AttributeNotFound(NotFound):
 
     :param ident: the UUID (str).
     """
-    code = 'accel.attribute.not_found'
+    code = codes.ATTRIBUTE_NOT_FOUND
     msg_fmt = 'Attribute %(ident)s could not be found.'
 
 
@@ -78,7 +79,7 @@ class Conflict(AccelBackendError):
     every 409 (raised through its subclasses, with their ``msg_fmt``).
     """
     status = 409
-    code = 'accel.conflict'
+    code = codes.CONFLICT
 
 
 class DeviceProfileExists(Conflict):
@@ -87,7 +88,7 @@ class DeviceProfileExists(Conflict):
 
     :param name: the name (str).
     """
-    code = 'accel.device_profile.duplicate'
+    code = codes.DEVICE_PROFILE_DUPLICATE
     msg_fmt = 'A device profile named %(name)s already exists.'
 
 
@@ -97,7 +98,7 @@ class DeviceProfileUUIDExists(Conflict):
 
     :param uuid: the UUID (str).
     """
-    code = 'accel.device_profile.duplicate_uuid'
+    code = codes.DEVICE_PROFILE_DUPLICATE_UUID
     msg_fmt = 'A device profile with UUID %(uuid)s already exists.'
 
 
@@ -108,7 +109,7 @@ class DeviceProfileInUse(Conflict):
     :param name: the profile's name (str).
     :param count: how many ARQs refer to it (int).
     """
-    code = 'accel.device_profile.in_use'
+    code = codes.DEVICE_PROFILE_IN_USE
     msg_fmt = ('Device profile %(name)s is used by %(count)d accelerator '
                'requests.')
 
@@ -120,7 +121,7 @@ class AttributeExists(Conflict):
     :param deployable: the deployable's UUID (str).
     :param key: the key (str).
     """
-    code = 'accel.attribute.duplicate'
+    code = codes.ATTRIBUTE_DUPLICATE
     msg_fmt = 'Deployable %(deployable)s already has an attribute %(key)r.'
 
 
@@ -130,7 +131,7 @@ class DeviceMissing(Conflict):
 
     :param uuid: the device's UUID (str).
     """
-    code = 'accel.device.missing'
+    code = codes.DEVICE_MISSING
     msg_fmt = ('Device %(uuid)s is no longer present on its host; it cannot '
                'be enabled.')
 
@@ -143,7 +144,7 @@ class DeployableProgramUnsupported(Conflict):
     :param uuid: the deployable's UUID (str).
     :param driver: its ``driver_name`` (str).
     """
-    code = 'accel.deployable.program_unsupported'
+    code = codes.DEPLOYABLE_PROGRAM_UNSUPPORTED
     msg_fmt = ('Deployable %(uuid)s (driver %(driver)s) cannot be '
                'programmed: no loaded driver supports programming it.')
 
@@ -158,7 +159,7 @@ class ARQInvalidState(Conflict):
     :param op: the operation (str, ``'bind'``).
     :param allowed: the states that would allow it (str, comma-separated).
     """
-    code = 'accel.arq.invalid_state'
+    code = codes.ARQ_INVALID_STATE
     msg_fmt = ('Accelerator request %(uuid)s is in state %(state)s; '
                '%(op)s needs one of %(allowed)s.')
 
@@ -167,6 +168,6 @@ class ARQsUnresolved(AccelBackendError):
     """Cyborg's answer when resolved ARQs are asked for too early."""
 
     status = 423
-    code = 'accel.arq.unresolved'
+    code = codes.ARQ_UNRESOLVED
     msg_fmt = ('Accelerator requests of instance %(instance)s are still '
                'binding.')

@@ -14,6 +14,7 @@
 Placement, the database schema and options, and the Cyborg import."""
 
 from accel_backend.exception.base import AccelBackendError
+from accel_backend.exception import codes
 
 
 class PlacementError(AccelBackendError):
@@ -27,7 +28,7 @@ class PlacementError(AccelBackendError):
     :param body: Placement's answer, 500 characters at most (str).
     """
     status = 502
-    code = 'accel.placement.error'
+    code = codes.PLACEMENT_ERROR
     msg_fmt = 'Placement call %(method)s %(url)s failed: %(status)s %(body)s'
 
 
@@ -39,7 +40,7 @@ class ComputeNodeProviderNotFound(AccelBackendError):
     :param names: the names tried (list of str).
     """
     status = 503
-    code = 'accel.placement.compute_node_not_found'
+    code = codes.PLACEMENT_COMPUTE_NODE_NOT_FOUND
     msg_fmt = ('No resource provider named any of %(names)s in Placement: '
                'is nova-compute running on this host?')
 
@@ -48,7 +49,7 @@ class SchemaOutOfDate(AccelBackendError):
     """The database schema is not at the revision this code needs; the
     process refuses to start rather than run on it."""
     status = 503
-    code = 'accel.database.schema_out_of_date'
+    code = codes.DATABASE_SCHEMA_OUT_OF_DATE
     msg_fmt = ('the database schema is at revision %(current)s, this '
                'release needs %(head)s: run accel-backend-manage db sync '
                '(db expand while processes of the previous release run)')
@@ -59,7 +60,7 @@ class SchemaContractedAhead(AccelBackendError):
     (``accel_backend.db.migration``): they may have dropped what this
     release uses, so its processes refuse to run on the database."""
     status = 503
-    code = 'accel.database.schema_contracted_ahead'
+    code = codes.DATABASE_SCHEMA_CONTRACTED_AHEAD
     msg_fmt = ('the database schema is at revision %(current)s, contracted '
                'beyond this release\'s %(head)s by a later release: this '
                'release\'s processes cannot run on it, upgrade them')
@@ -69,7 +70,7 @@ class SchemaRevisionUnknown(AccelBackendError):
     """The database holds an alembic revision that neither this code nor
     a later release of it can have written."""
     status = 503
-    code = 'accel.database.schema_revision_unknown'
+    code = codes.DATABASE_SCHEMA_REVISION_UNKNOWN
     msg_fmt = ('the database schema is at revision %(revision)s, which '
                'this release does not know: is [database] connection the '
                'database of accel-backend?')
@@ -80,7 +81,7 @@ class DatabaseOptionUnsupported(AccelBackendError):
     honour is set (``accel_backend.db.api``): refused at start rather
     than silently ignored."""
 
-    code = 'accel.config.database'
+    code = codes.CONFIG_DATABASE
     msg_fmt = ('[database] %(option)s is not supported: %(reason)s; unset '
                'it')
 
@@ -90,7 +91,7 @@ class CyborgImportRefused(AccelBackendError):
     still writing, or the source is no Cyborg 17 database
     (``accel_backend.cyborg_import``)."""
 
-    code = 'accel.cyborg_import.refused'
+    code = codes.CYBORG_IMPORT_REFUSED
     msg_fmt = 'Cyborg import refused: %(reason)s'
 
 
@@ -103,7 +104,7 @@ class NotThisHost(AccelBackendError):
     :param ident: the row's UUID (str).
     """
     status = 403
-    code = 'accel.conductor.not_this_host'
+    code = codes.CONDUCTOR_NOT_THIS_HOST
     msg_fmt = ('refused: the agent of host %(host)s may not change '
                '%(kind)s %(ident)s, which belongs to another host')
 
@@ -117,7 +118,7 @@ class ConductorUnavailable(AccelBackendError):
     :param reason: the messaging error (exception or str).
     """
     status = 503
-    code = 'accel.conductor.unavailable'
+    code = codes.CONDUCTOR_UNAVAILABLE
     msg_fmt = 'the conductor did not answer %(method)s: %(reason)s'
 
 
@@ -132,6 +133,6 @@ class PoolMigrationIncomplete(AccelBackendError):
     :param reason: what failed (exception or str).
     """
     status = 503
-    code = 'accel.discovery.pool_migration_incomplete'
+    code = codes.DISCOVERY_POOL_MIGRATION_INCOMPLETE
     msg_fmt = ('host %(host)s is migrating to pooled providers, not '
                'finished yet: %(reason)s')
