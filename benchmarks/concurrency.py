@@ -38,7 +38,10 @@ import sqlalchemy as sa
 from accel_common import arq_states
 from benchmarks import common
 from tools import fixtures as tools_fixtures
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import accel_client
 from tools.fixtures import databases
+from tools.fixtures import sysfs as sysfs_fx
 
 DEVICES = 50
 BINDS = 200
@@ -102,13 +105,13 @@ def _measure(env, devices, binds, name, connection):
     """One database's race: ``binds`` ARQs of a one-GPU profile bound at
     once over ``devices`` single-GPU providers of an ``accel-backend`` on
     ``connection`` (None: a SQLite file); the result dict of ``measure``."""
-    sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-' + name),
-                              devices)
-    backend = common.accel_backend(
+    sysfs = sysfs_fx.make_sysfs(os.path.join(env.workdir, 'sysfs-' + name),
+                                devices)
+    backend = accel_fx.start_reporting(
         env.workdir, env.placement, env.stub, name, sysfs, devices,
         connection=connection)
     try:
-        client = common.AccelClient(backend.root)
+        client = accel_client.AccelClient(backend.root)
         rps = sorted(d['rp_uuid'] for d in client.deployables())
         client.create_profile('conc-gpu', [{'resources:PGPU': '1'}])
         arqs = [client.create_arqs('conc-gpu')[1][0]['uuid']
@@ -132,7 +135,7 @@ def _race(env, backend, rps, arqs, devices):
     # A fresh client (new TCP connection) per request: cheroot keeps
     # only a few idle keep-alive connections, so connections opened
     # before the race would be reset.
-    clients = [common.AccelClient(backend.root) for _ in range(binds)]
+    clients = [accel_client.AccelClient(backend.root) for _ in range(binds)]
     mark = env.stub.mark()
     start = {}
     barrier = threading.Barrier(
@@ -156,7 +159,7 @@ def _race(env, backend, rps, arqs, devices):
                 return
             except requests.ConnectionError as e:
                 resets.append(str(e))
-                clients[i] = common.AccelClient(backend.root)
+                clients[i] = accel_client.AccelClient(backend.root)
                 time.sleep(0.1 * 2 ** attempt)
             except Exception as e:
                 errors.append(str(e))

@@ -55,7 +55,10 @@ import requests
 from benchmarks import common
 from benchmarks import weigher
 from tools import fixtures as tools_fixtures
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import accel_client
 from tools.fixtures import placement as placement_fx
+from tools.fixtures import sysfs as sysfs_fx
 from tools.launch import placement as launch_placement
 
 DEVICES = 16
@@ -107,7 +110,8 @@ class Placement:
         ``allocations`` for a new consumer; returns seconds."""
         return self._call('PUT', '/allocations/%s' % consumer, {
             'allocations': allocations, 'consumer_generation': None,
-            'project_id': common.PROJECT_ID, 'user_id': common.USER_ID},
+            'project_id': accel_client.PROJECT_ID,
+            'user_id': accel_client.USER_ID},
             ok=(204,))[0]
 
     def release(self, consumer):
@@ -179,7 +183,7 @@ def measure_cloud(env, others, trials):
     """
     sysfs = os.path.join(env.workdir, 'sysfs-flow')
     if not os.path.isdir(sysfs):
-        common.make_sysfs(sysfs, DEVICES)
+        sysfs_fx.make_sysfs(sysfs, DEVICES)
     name = 'flow-%d' % others
     placement_server = tools_fixtures.start(placement_fx.PlacementServer(
         os.path.join(env.workdir, name + '-placement')))
@@ -189,8 +193,8 @@ def measure_cloud(env, others, trials):
         # from 1.
         weigher.populate(placement_server.database, others,
                          random.Random(7), traits=TRAITS)
-        backend = common.accel_backend(env.workdir, placement_server,
-                                       env.stub, name, sysfs, DEVICES)
+        backend = accel_fx.start_reporting(env.workdir, placement_server,
+                                           env.stub, name, sysfs, DEVICES)
         root = placement_server.request(
             'GET', '/resource_providers?name=%s' % backend.host
         )['resource_providers'][0]
@@ -199,7 +203,7 @@ def measure_cloud(env, others, trials):
             {'resource_provider_generation': root['generation'],
              'inventories': {'VCPU': {'total': 64},
                              'MEMORY_MB': {'total': 262144}}})
-        client = common.AccelClient(backend.root)
+        client = accel_client.AccelClient(backend.root)
         client.create_profile('flow-gpu', [{
             'resources:PGPU': '1', 'trait:CUSTOM_NVIDIA_T4': 'required'}])
         placement = Placement(placement_server.endpoint)

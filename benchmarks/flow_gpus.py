@@ -36,7 +36,7 @@ Per layout (``LAYOUTS``) and cloud (``CLOUDS``: accel-backend's compute node
 alone, and with 100 more hosts of 8 GPUs written into Placement's database
 in the same layout, ``benchmarks.sched.populate``): a real Placement
 (gunicorn, SQLite) and a real ``accel-backend`` process of its own over 8
-recorded-layout GPUs on one NUMA node (``benchmarks.common.make_sysfs``),
+recorded-layout GPUs on one NUMA node (``tools.fixtures.sysfs.make_sysfs``),
 pooled by the device spec's ``"pool": true`` or not.  Samples of 1 and 8
 GPUs alternate after one warm-up each; where a warm-up timed out, the
 samples run on fresh servers.  After each trial, not timed: the
@@ -62,7 +62,10 @@ from benchmarks import common
 from benchmarks import flow
 from benchmarks import sched
 from tools import fixtures as tools_fixtures
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import accel_client
 from tools.fixtures import placement as placement_fx
+from tools.fixtures import sysfs as sysfs_fx
 
 LAYOUTS = ('pooled', 'per_device')
 CLOUDS = (0, 100)
@@ -98,8 +101,8 @@ class Host:
         :raises AssertionError: a server does not start in time.
         """
         work = os.path.join(self.env.workdir, self.name)
-        sysfs = common.make_sysfs(os.path.join(work, 'sysfs'),
-                                  GPUS_PER_HOST, numa_nodes=1)
+        sysfs = sysfs_fx.make_sysfs(os.path.join(work, 'sysfs'),
+                                    GPUS_PER_HOST, numa_nodes=1)
         self.placement = tools_fixtures.start(placement_fx.PlacementServer(
             os.path.join(work, 'placement')))
         # Before accel-backend reports: the rows are written with ids
@@ -108,10 +111,10 @@ class Host:
             sched.populate(self.placement.database, self.others,
                            self.layout)
         pooled = self.layout == 'pooled'
-        self.backend = common.accel_backend(
+        self.backend = accel_fx.start_reporting(
             work, self.placement, self.env.stub, self.name, sysfs,
             devices=1 if pooled else GPUS_PER_HOST,
-            spec=dict(common.GPU_SPEC, pool=pooled))
+            spec=dict(sysfs_fx.GPU_SPEC, pool=pooled))
         self.root = self.placement.request(
             'GET', '/resource_providers?name=%s' % self.name
         )['resource_providers'][0]['uuid']
@@ -129,7 +132,7 @@ class Host:
             'PUT', '/resource_providers/%s/traits' % self.root,
             {'resource_provider_generation': rp['generation'],
              'traits': [sched.ROOT_TRAIT]})
-        self.client = common.AccelClient(self.backend.root)
+        self.client = accel_client.AccelClient(self.backend.root)
         for n in GPUS:
             self.client.create_profile(self.profile(n),
                                        sched.device_profile(self.layout, n))

@@ -60,7 +60,6 @@ import fixtures
 import sqlalchemy as sa
 
 from accel_backend import conf as accel_conf
-from benchmarks import common
 from benchmarks import growth_binds as binds
 from benchmarks import growth_probes as probes
 from tests.functional.fixtures import accel_nodes
@@ -70,6 +69,7 @@ from tools.fixtures import nova_stub
 from tools.fixtures import placement as placement_fx
 from tools.fixtures import process
 from tools.fixtures import rabbitmq
+from tools.fixtures import sysfs as sysfs_fx
 from tools import launch
 
 SIZES = (1, 10, 25, 50)
@@ -77,7 +77,7 @@ DEVICES = 8
 #: How the 8 devices of a host are reported: ``pooled``, the fake driver
 #: (one deployable and provider of ``FPGA`` total 8, 8 attach handles);
 #: ``per_device``, ``generic_pci`` over a recorded tree of 8 T4-like GPUs
-#: (``benchmarks.common.make_sysfs``: 8 providers of ``PGPU`` total 1).
+#: (``tools.fixtures.sysfs.make_sysfs``: 8 providers of ``PGPU`` total 1).
 #: ``rc``, ``trait``: the device profile's group; ``per_rp``: devices per
 #: provider.
 LAYOUTS = {
@@ -143,8 +143,8 @@ class Cloud(fixtures.Fixture):
         tmp = self.useFixture(fixtures.TempDir()).path
         self.conf = accel_nodes.MultiNodeConf(
             database, url, self.placement, self.nova,
-            sysfs_root=common.make_sysfs(os.path.join(tmp, 'sys'), DEVICES),
-            spec=common.GPU_SPEC, api_workers=API_THREADS,
+            sysfs_root=sysfs_fx.make_sysfs(os.path.join(tmp, 'sys'), DEVICES),
+            spec=sysfs_fx.GPU_SPEC, api_workers=API_THREADS,
             options={'discovery': {'enabled_drivers': self.shape['drivers'],
                                    'fake_total': DEVICES,
                                    'report_interval': 0},

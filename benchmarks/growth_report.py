@@ -27,7 +27,7 @@ import sys
 
 from benchmarks import common
 from benchmarks import report
-from benchmarks import run
+from tools import machine
 
 #: Kubernetes DRA's published scheduler_perf figures (external reference,
 #: a different system): 500 nodes x 10 devices, 5,000 claims.
@@ -351,7 +351,7 @@ def write(results, name, seconds, argv):
     Markdown's path."""
     now = datetime.datetime.now(datetime.timezone.utc)
     meta = {'date': now.strftime('%Y-%m-%d %H:%M UTC'),
-            'machine': run.machine_info(), 'versions': run.versions(),
+            'machine': machine.machine_info(), 'versions': machine.versions(),
             'total_seconds': seconds,
             'command': ' '.join(['python -m benchmarks.growth'] +
                                 list(argv if argv is not None

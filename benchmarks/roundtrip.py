@@ -37,7 +37,10 @@ import sqlalchemy as sa
 from benchmarks import common
 from benchmarks import stats
 from tools import fixtures as tools_fixtures
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import accel_client
 from tools.fixtures import databases
+from tools.fixtures import sysfs as sysfs_fx
 
 SIZES = (1, 10, 100)
 TRIALS = {1: 100, 10: 40, 100: 12}
@@ -74,12 +77,12 @@ def measure_backend(env, label, connection, floor_factory):
     sizes = QUICK_SIZES if env.quick else SIZES
     sysfs = os.path.join(env.workdir, 'sysfs-%d' % devices)
     if not os.path.isdir(sysfs):
-        common.make_sysfs(sysfs, devices)
-    backend = common.accel_backend(
+        sysfs_fx.make_sysfs(sysfs, devices)
+    backend = accel_fx.start_reporting(
         env.workdir, env.placement, env.stub, 'rt-%s' % label, sysfs,
         devices, connection=connection)
     try:
-        client = common.AccelClient(backend.root)
+        client = accel_client.AccelClient(backend.root)
         rps = sorted(d['rp_uuid'] for d in client.deployables())
         trials = QUICK_TRIALS if env.quick else TRIALS
         out = {'sizes': {}, 'devices': devices, 'patch_to_event': {}}

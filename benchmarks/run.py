@@ -59,9 +59,7 @@ import copy
 import datetime
 import json
 import os
-import platform
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -73,6 +71,7 @@ from benchmarks import stats
 from tools import fixtures as tools_fixtures
 from tools.fixtures import nova_stub
 from tools.fixtures import placement as placement_fx
+from tools import machine
 
 RESULTS_DIR = os.path.join(common.REPO, 'benchmarks', 'results')
 MEASURES = ('boot', 'roundtrip', 'upstream', 'concurrency', 'scale',
@@ -96,65 +95,6 @@ class Env:
     def log(self, msg):
         print('[%6.1fs] %s' % (time.monotonic() - self.t0, msg),
               file=sys.stderr, flush=True)
-
-
-def machine_info():
-    cpu = platform.processor() or ''
-    try:
-        with open('/proc/cpuinfo') as f:
-            for line in f:
-                if line.startswith('model name'):
-                    cpu = line.split(':', 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = ''
-    try:
-        with open('/proc/meminfo') as f:
-            kb = int(f.readline().split()[1])
-            mem = '%.1f GiB' % (kb / 1024 / 1024)
-    except (OSError, ValueError, IndexError):
-        pass
-    return {'hostname': socket.gethostname(), 'cpu': cpu,
-            'cores': os.cpu_count(), 'memory': mem,
-            'kernel': platform.release(),
-            'os': _os_release()}
-
-
-def _os_release():
-    try:
-        with open('/etc/os-release') as f:
-            for line in f:
-                if line.startswith('PRETTY_NAME='):
-                    return line.split('=', 1)[1].strip().strip('"')
-    except OSError:
-        pass
-    return platform.platform()
-
-
-def versions():
-    from importlib import metadata
-    out = {'python': platform.python_version(),
-           'sqlite': common.sqlite_version()}
-    for dist in ('nova', 'openstack-placement', 'nova-accel', 'SQLAlchemy',
-                 'cheroot', 'gunicorn'):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = 'not installed'
-    try:
-        out['git'] = subprocess.check_output(
-            ['git', 'rev-parse', '--short', 'HEAD'], cwd=common.REPO,
-            text=True).strip()
-        dirty = subprocess.call(['git', 'diff', '--quiet', 'HEAD', '--',
-                                 'accel_backend', 'nova_accel'],
-                                cwd=common.REPO)
-        if dirty:
-            out['git'] += ' (+ uncommitted changes in accel_backend/'
-            out['git'] += 'nova_accel)'
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return out
 
 
 #: Boots per flavor, and per flavor in one round of a harness (full,
@@ -250,7 +190,7 @@ def busy_above(info):
     """The 1-minute load average above which the machine counts as busy:
     half its cores (1.0 on the 2-core benchmark machine).
 
-    :param info: ``machine_info()`` (``cores``).
+    :param info: ``tools.machine.machine_info()`` (``cores``).
     """
     try:
         return int(info['cores']) / 2.0
@@ -355,8 +295,8 @@ def main(argv=None):
 
     started = datetime.datetime.now(datetime.timezone.utc)
     workdir = tempfile.mkdtemp(prefix='nova-accel-bench-')
-    env = Env(workdir, args.quick, versions())
-    info = machine_info()
+    env = Env(workdir, args.quick, machine.versions())
+    info = machine.machine_info()
     env.log('work directory %s; %s, %s cores; %s'
             % (workdir, info['cpu'], info['cores'],
                'QUICK mode' if args.quick else 'full mode'))

@@ -35,6 +35,9 @@ import sqlalchemy as sa
 from accel_common import arq_states
 from accel_common import handle_states
 from benchmarks import common
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import accel_client
+from tools.fixtures import sysfs as sysfs_fx
 from tools.launch import accel_backend as launch_accel
 
 HOSTS, DEVICES_PER_HOST = 1000, 8
@@ -53,11 +56,11 @@ def _populate_devices(db, models, hosts):
         host = 'node-%04d' % h
         for d in range(DEVICES_PER_HOST):
             did += 1
-            addr = common.gpu_address(d)
+            addr = sysfs_fx.gpu_address(d)
             rp = str(uuid.uuid4())
             devices.append({'id': did, 'uuid': str(uuid.uuid4()),
-                            'type': 'GPU', 'vendor': common.GPU_VENDOR,
-                            'model': common.GPU_PRODUCT, 'hostname': host,
+                            'type': 'GPU', 'vendor': sysfs_fx.GPU_VENDOR,
+                            'model': sysfs_fx.GPU_PRODUCT, 'hostname': host,
                             'address': addr, 'status': 'enabled',
                             'std_board_info': {'class': '030200'},
                             'created_at': now})
@@ -97,7 +100,7 @@ def _add_arqs(db, models, dp, rps, start, stop, instances):
                'device_profile_name': dp['name'],
                'device_profile_group_id': 0,
                'device_profile_group': {'resources:PGPU': '1'},
-               'project_id': common.PROJECT_ID, 'created_at': now}
+               'project_id': accel_client.PROJECT_ID, 'created_at': now}
         if i < len(rps):
             host, rp, hid = rps[i]
             inst = str(uuid.uuid4())
@@ -134,14 +137,14 @@ def measure_db(env):
     reps = QUICK_REPS if env.quick else REPS
     empty = os.path.join(env.workdir, 'sysfs-empty')
     os.makedirs(empty, exist_ok=True)
-    backend = common.accel_backend(
+    backend = accel_fx.start_reporting(
         env.workdir, env.placement, env.stub, 'scale', empty)
     db = db_api.Database(backend.connection)
     try:
         t0 = time.perf_counter()
         rps = _populate_devices(db, models, hosts)
         fill_s = time.perf_counter() - t0
-        client = common.AccelClient(backend.root)
+        client = accel_client.AccelClient(backend.root)
         _, r = client.create_profile('scale-gpu', [{'resources:PGPU': '1'}])
         with db.transaction() as s:
             dp_row = s.execute(sa.select(models.DeviceProfile.id,
@@ -196,14 +199,14 @@ def measure_agent(env):
 
     d = os.path.join(env.workdir, 'agent')
     count = QUICK_AGENT_DEVICES if env.quick else AGENT_DEVICES
-    sysfs = common.make_sysfs(os.path.join(d, 'sysfs'), count)
+    sysfs = sysfs_fx.make_sysfs(os.path.join(d, 'sysfs'), count)
     host = 'agent-node'
     env.placement.create_provider(host)
     path = os.path.join(d, 'accel-backend.conf')
     with open(path, 'w') as f:
         f.write(launch_accel.config(
             env.placement.endpoint, env.stub.endpoint, sysfs,
-            [common.GPU_SPEC], DEFAULT={'host': host, 'state_path': d}))
+            [sysfs_fx.GPU_SPEC], DEFAULT={'host': host, 'state_path': d}))
     conf = conf_mod.new_conf(config_files=[path])
     svc = service_mod.Service(conf)
     try:

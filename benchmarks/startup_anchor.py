@@ -66,8 +66,6 @@ import psutil
 from benchmarks import common
 from benchmarks import growth_probes as probes
 from benchmarks import report
-from benchmarks import run
-from benchmarks import upstream
 from tests.reliability import fixtures as rel_fixtures
 from tools import fixtures as tools_fixtures
 from tools.fixtures import accel_backend as accel_fx
@@ -76,6 +74,7 @@ from tools.fixtures import nova_stub
 from tools.fixtures import placement as placement_fx
 from tools.fixtures import rabbitmq
 from tools.launch import cyborg as launch_cyborg
+from tools import machine
 
 #: Seconds between the periodic reports of both sides.
 PERIOD = 10
@@ -282,8 +281,8 @@ def measure(rounds, workdir):
     """Every round of both sides (list of dicts)."""
     log = os.path.join(workdir, 'upstream-setup.log')
     env = {'workdir': workdir, 'venv': os.path.dirname(os.path.dirname(
-        upstream.ensure_venv(log)))}
-    upstream.ensure_rabbitmq(log)
+        cyborg_fx.ensure_venv(log)))}
+    rabbitmq.ensure_installed(log)
     out = []
     with contextlib.ExitStack() as stack:
         for name, fx in (('placement', placement_fx.PlacementServer(
@@ -315,7 +314,7 @@ def main(argv=None):
         return _write_md(args.render[:-len('.json')], data)
     now = datetime.datetime.now(datetime.timezone.utc)
     meta = {'date': now.strftime('%Y-%m-%d %H:%M UTC'),
-            'machine': run.machine_info(), 'versions': run.versions(),
+            'machine': machine.machine_info(), 'versions': machine.versions(),
             'rounds': args.rounds,
             'command': 'python -m benchmarks.startup_anchor --rounds %d'
             % args.rounds}

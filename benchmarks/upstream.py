@@ -68,13 +68,12 @@ import uuid
 from accel_common import arq_states
 from benchmarks import common
 from benchmarks import stats
-from tools import fixtures as tools_fixtures
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import accel_client
 from tools.fixtures import cyborg as cyborg_fx
-from tools.fixtures import process
 from tools.fixtures import rabbitmq
-from tools.launch import ComponentMissing
+from tools.fixtures import sysfs as sysfs_fx
 from tools.launch import cyborg as launch_cyborg
-from tools.launch import rabbitmq as launch_rabbit
 
 #: Trials per service; each headline measure gets half of them (``_trial``).
 TRIALS = int(os.environ.get("BENCH_UPSTREAM_TRIALS", 100))
@@ -92,54 +91,6 @@ BARE_LABEL = ('bare PATCH (both answer once the binding is committed; ours '
               'sends the event after answering, Cyborg before)')
 OPS = HEADLINE + OTHER + BARE
 FLOOR_SAMPLES = 200
-
-
-def ensure_venv(log):
-    """Create the Cyborg venv unless a usable one is cached
-    (``tools.launch.cyborg``); returns its python."""
-    with open(log, 'ab') as fh:
-        return launch_cyborg.ensure_venv(common.PY, log=fh)
-
-
-def ensure_rabbitmq(log):
-    """Install the Debian package ``rabbitmq-server`` when its programs
-    are missing (``tools.launch.rabbitmq``).
-
-    :raises AssertionError: ``apt-get install`` failed.
-    :raises ComponentMissing: still missing afterwards.
-    """
-    try:
-        launch_rabbit.program('rabbitmq-server')
-    except ComponentMissing:
-        with open(log, 'a') as fh:
-            fh.write(process.run(
-                ['apt-get', 'install', '-y', 'rabbitmq-server'],
-                env=dict(os.environ, DEBIAN_FRONTEND='noninteractive'),
-                timeout=600).stdout)
-        launch_rabbit.program('rabbitmq-server')
-
-
-def start_cyborg(workdir, py, placement, stub, stack):
-    """RabbitMQ and Cyborg 17 (``tools.fixtures``), its agent reporting
-    its fake device to ``placement`` under a compute node provider of its
-    own, its events going to ``stub``; ``stack`` (a
-    ``contextlib.ExitStack``) stops them.
-
-    :param py: the Python of Cyborg's venv (``ensure_venv``).
-    :returns: ``(cyborg, rp_uuid)``: the started
-        ``tools.fixtures.cyborg.CyborgServices`` and its device's
-        provider.
-    :raises AssertionError: a service does not start or report in time.
-    """
-    rabbit = tools_fixtures.start(rabbitmq.RabbitMQServer())
-    stack.callback(rabbit.cleanUp)
-    root = placement.create_provider(launch_cyborg.HOST)
-    cyborg = tools_fixtures.start(cyborg_fx.CyborgServices(
-        placement.endpoint, stub.endpoint, rabbit.url, workdir=workdir,
-        venv=os.path.dirname(os.path.dirname(py))))
-    stack.callback(cyborg.cleanUp)
-    return cyborg, cyborg.wait_reported(placement, root,
-                                        common.ACCEL_HEADERS)
 
 
 def _trial(client, stub, host, rp_uuid, groups, prefix, i):
@@ -253,8 +204,8 @@ def measure(env):
     """
     log = os.path.join(env.workdir, 'upstream-setup.log')
     try:
-        py = ensure_venv(log)
-        ensure_rabbitmq(log)
+        py = cyborg_fx.ensure_venv(log)
+        rabbitmq.ensure_installed(log)
     except Exception as e:
         return {'not_measured': 'installing upstream Cyborg or RabbitMQ '
                 'failed: %s' % e}
@@ -310,15 +261,15 @@ def _start_sides(env, py, stack):
         profile groups)}`` for ``'accel_backend'`` and ``'cyborg'``, and
         accel_backend's client.
     """
-    cyborg, cy_rp = start_cyborg(env.workdir, py, env.placement,
-                                 env.stub, stack)
-    sysfs = common.make_sysfs(os.path.join(env.workdir, 'sysfs-up'), 16)
-    backend = common.accel_backend(
+    cyborg, cy_rp = cyborg_fx.start_with_broker(
+        env.workdir, py, env.placement, env.stub, stack)
+    sysfs = sysfs_fx.make_sysfs(os.path.join(env.workdir, 'sysfs-up'), 16)
+    backend = accel_fx.start_reporting(
         env.workdir, env.placement, env.stub, 'up-accel', sysfs, 16)
     stack.callback(backend.cleanUp)
-    ac = common.AccelClient(backend.root)
+    ac = accel_client.AccelClient(backend.root)
     ac_rp = sorted(d['rp_uuid'] for d in ac.deployables())[0]
-    cc = common.AccelClient(cyborg.url)
+    cc = accel_client.AccelClient(cyborg.url)
     sides = {
         'accel_backend': (ac, backend.host, ac_rp,
                           [{'resources:PGPU': '1',
@@ -356,8 +307,8 @@ def _results(env, samples, first, raw):
         'accel_backend: `accel-backend` (cheroot, 8 threads) over 16 '
         'recorded GPUs, SQLite. Both report to the same Placement and '
         'send events to the same Nova stub; one client class '
-        '(`benchmarks.common.AccelClient`, same headers) drives both; '
-        'the services take turns by blocks of %d trials (ABAB...; '
+        '(`tools.fixtures.accel_client.AccelClient`, same headers) drives '
+        'both; the services take turns by blocks of %d trials (ABAB...; '
         'in turns of one, each service\'s trial ran in the state the '
         'other\'s left: see `benchmarks/upstream.py`); the floor\'s '
         'primitives are sampled after each accel_backend block.'

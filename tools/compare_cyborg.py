@@ -17,8 +17,9 @@ and write what each answered to ``doc/cyborg-deviations.md``.
     tox -e compare-cyborg
 
 The services are the fixtures of ``tools.fixtures``, started as the
-benchmark suite starts them (``benchmarks.common`` and
-``benchmarks.upstream``, which say how upstream is run):
+benchmark suite starts them (``tools.fixtures.accel_backend.start_reporting``
+and ``tools.fixtures.cyborg.start_with_broker``; ``benchmarks.upstream``
+says how upstream is run):
 one Placement server, one Nova stub, RabbitMQ, Cyborg 17 (API under
 gunicorn without keystone, conductor, agent with the fake driver, SQLite)
 and an ``accel-backend`` process over two recorded GPUs (noauth).
@@ -60,23 +61,26 @@ import requests
 
 from accel_common import arq_states
 from accel_common import placement_errors
-from benchmarks import common
-from benchmarks import run as bench_run
-from benchmarks import upstream
 from tools import compare_cyborg_cases as cases
 from tools import compare_cyborg_doc as doc
 from tools import fixtures as tools_fixtures
+from tools.fixtures import accel_backend as accel_fx
+from tools.fixtures import accel_client
+from tools.fixtures import cyborg as cyborg_fx
 from tools.fixtures import nova_stub
 from tools.fixtures import placement as placement_fx
+from tools.fixtures import rabbitmq
+from tools.fixtures import sysfs as sysfs_fx
 from tools.launch import cyborg as launch_cyborg
+from tools import machine
 
-DOC = os.path.join(common.REPO, 'doc', 'cyborg-deviations.md')
+DOC = os.path.join(machine.REPO, 'doc', 'cyborg-deviations.md')
 
 CYBORG_HEADERS = {
     'X-Roles': 'admin,member,reader',
     'X-Service-Roles': 'service',
-    'X-User-Id': common.USER_ID,
-    'X-Project-Id': common.PROJECT_ID,
+    'X-User-Id': accel_client.USER_ID,
+    'X-Project-Id': accel_client.PROJECT_ID,
     'Content-Type': 'application/json',
     'Accept': 'application/json',
 }
@@ -251,16 +255,16 @@ def start_services(workdir, log, stack):
     Cyborg is left out (and the reason is in ``notes``) when it cannot be
     started."""
     notes = []
-    vers = bench_run.versions()
+    vers = machine.versions()
     placement = tools_fixtures.start(placement_fx.PlacementServer(workdir))
     stack.callback(placement.cleanUp)
     stub = tools_fixtures.start(nova_stub.NovaStub())
     stack.callback(stub.cleanUp)
-    sysfs = common.make_sysfs(os.path.join(workdir, 'sysfs'), 2)
-    backend = common.accel_backend(workdir, placement, stub, 'cmp-accel',
-                                   sysfs, 2, api_workers=4)
+    sysfs = sysfs_fx.make_sysfs(os.path.join(workdir, 'sysfs'), 2)
+    backend = accel_fx.start_reporting(workdir, placement, stub,
+                                       'cmp-accel', sysfs, 2, api_workers=4)
     stack.callback(backend.cleanUp)
-    ac = common.AccelClient(backend.root)
+    ac = accel_client.AccelClient(backend.root)
     dep = sorted(ac.deployables(), key=lambda d: d['name'])[0]
     dev = ac.call('GET', '/v2/devices')[1].json()['devices'][0]['uuid']
     sides = [Side('accel_backend', backend.root, ACCEL_HEADERS, {
@@ -268,8 +272,8 @@ def start_services(workdir, log, stack):
         'rp': dep['rp_uuid'], 'dep': dep['uuid'], 'dev': dev})]
     log('accel-backend up at %s' % backend.root)
     try:
-        py = upstream.ensure_venv(os.path.join(workdir, 'setup.log'))
-        upstream.ensure_rabbitmq(os.path.join(workdir, 'setup.log'))
+        py = cyborg_fx.ensure_venv(os.path.join(workdir, 'setup.log'))
+        rabbitmq.ensure_installed(os.path.join(workdir, 'setup.log'))
         vers['cyborg'] = subprocess.check_output(
             [py, '-c', 'import importlib.metadata as m; '
              'print(m.version("openstack-cyborg"))'], text=True).strip()
@@ -279,9 +283,9 @@ def start_services(workdir, log, stack):
                 text=True).strip()
         except (OSError, subprocess.CalledProcessError):
             pass
-        cyborg, rp = upstream.start_cyborg(workdir, py, placement, stub,
-                                           stack)
-        cc = common.AccelClient(cyborg.url)
+        cyborg, rp = cyborg_fx.start_with_broker(workdir, py, placement,
+                                                 stub, stack)
+        cc = accel_client.AccelClient(cyborg.url)
         cdep = [d for d in cc.deployables() if d.get('rp_uuid') == rp][0]
         cdev = cc.call('GET', '/v2/devices')[1].json()['devices'][0]['uuid']
         sides.insert(0, Side('cyborg', cyborg.url, CYBORG_HEADERS, {

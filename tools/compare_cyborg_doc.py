@@ -23,11 +23,11 @@ both in ``tools.compare_cyborg_why``).
 import json
 import os
 
-from benchmarks import run as bench_run
 from tools.compare_cyborg_cases import RAW
 from tools.compare_cyborg_why import DELIBERATE
 from tools.compare_cyborg_why import GAPS
 from tools.compare_cyborg_why import JUSTIFICATIONS
+from tools import machine
 
 
 def classify(c, a):
@@ -66,7 +66,7 @@ def write_doc(path, results, sides, vers, notes, started, elapsed):
     :param results: ``[(case, cyborg answer, our answer, flag, short)]``
         in the order the cases were sent.
     :param sides: the ``Side`` objects that ran (Cyborg may be missing).
-    :param vers: ``{component: version}`` (``benchmarks.run.versions()``
+    :param vers: ``{component: version}`` (``tools.machine.versions()``
         plus ``cyborg`` and ``rabbitmq`` when Cyborg started).
     :param notes: sentences shown in bold before the summary.
     :param started: the run's start, an aware UTC ``datetime``.
@@ -102,7 +102,7 @@ def write_doc(path, results, sides, vers, notes, started, elapsed):
 def _run_md(vers, started, elapsed):
     """The title, how the document was made and the run's table (lines);
     ``write_doc``'s arguments."""
-    info = bench_run.machine_info()
+    info = machine.machine_info()
     lines = [
         '# accel_backend vs upstream Cyborg 17: answers to bad input',
         '',
