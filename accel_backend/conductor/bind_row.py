@@ -12,7 +12,7 @@
 
 """ARQs locked for binding, read and written as rows of SQLAlchemy Core.
 
-A bind PATCH of the embedded service and an agent's binder read the ARQs
+A bind PATCH and a conductor's binder read the ARQs
 they bind here (``lock``), change them through the rules of
 ``accel_backend.objects.arq`` (``start_binding``, ``transition``) and
 write what a binding changes back in one ``UPDATE`` (``write``).
@@ -33,7 +33,7 @@ _WRITE_BINDING = (
     sa.update(_ARQS)
     .where(_ARQS.c.id == sa.bindparam('row_id'))
     .values({c: sa.bindparam('new_' + c) for c in _BINDING}))
-#: The locked read of the ARQs a bind PATCH (or an agent) binds: Core
+#: The locked read of the ARQs a bind PATCH (or a conductor) binds: Core
 #: rows, in id order (the one lock order), ``FOR UPDATE``.
 _LOCK_FOR_BIND = (sa.select(_ARQS).where(_ARQS.c.uuid.in_(_UUIDS))
                   .order_by(_ARQS.c.id).with_for_update())

@@ -16,10 +16,11 @@ The embedded service (``[binding] mode = inline``) binds in the PATCH's own
 transaction (``bind_locked``, then ``finish`` after the commit): the ARQs
 go ``BindStarted`` -> ``Bound`` (or ``BindFailed``) with a
 ``pending_event`` in one commit, with no worker hand-off and no second
-read of the rows.  Where agents bind, ``PATCH /v2/accelerator_requests``
-records ``BindStarted`` (committed) and the agent's ``Binder.submit``
-hands the UUIDs to a worker thread, which claims and commits the outcome
-(``bind_many``).  Events are then delivered to Nova with retries and
+read of the rows.  Otherwise ``PATCH /v2/accelerator_requests`` records
+``BindStarted`` (committed) and a conductor's ``Binder.submit`` hands
+the UUIDs to a worker thread, which claims and commits the outcome
+(``bind_many``).  The whole flow, step by step, is in
+``conductor.dispatcher``.  Events are then delivered to Nova with retries and
 exponential backoff; each accepted event clears ``pending_event``.
 ``resume()`` at start finishes whatever a previous process left
 half-done, so a crash loses nothing.
@@ -64,10 +65,10 @@ class Binder:
         given to ``events``.
     :param retry_timeout: seconds after which an event is given up (int);
         given to ``events``.
-    :param host: the host this binder works for (an agent's ``[DEFAULT]
-        host``): ``resume`` takes only that host's ARQs and ARQs of other
-        hosts are never bound here.  None (embedded ``[binding] mode =
-        local``): every host's.
+    :param host: the one host this binder works for: ``resume`` takes
+        only that host's ARQs and ARQs of other hosts are never bound
+        here.  None (the embedded service and the conductor): every
+        host's.
     :param notifications: ``accel_backend.notifications.Notifications``
         told about each outcome after its commit, or None.
     :param inline_events: how many callers of ``finish`` (API threads
@@ -199,7 +200,7 @@ class Binder:
     def bind_locked(self, session, arqs, started_at=None):
         """Bind ARQs in the caller's transaction: the embedded service
         binds a PATCH's ARQs in the PATCH's own transaction
-        (``conductor.dispatcher.LocalDispatcher.bind_locked``), so
+        (``conductor.dispatcher.bind_in_transaction``), so
         ``BindStarted`` and the outcome are committed together and no
         worker has to lock and read them again.
 
@@ -295,7 +296,7 @@ class Binder:
             if arq.state != arq_states.BIND_STARTED:
                 continue
             if self.host is not None and arq.hostname != self.host:
-                LOG.warning('ARQ %s is for host %s, not this agent\'s (%s); '
+                LOG.warning('ARQ %s is for host %s, not this binder\'s (%s); '
                             'not binding it', arq.uuid, arq.hostname,
                             self.host)
                 continue

@@ -22,7 +22,7 @@ from accel_backend.api.policies import arq as arq_policy
 from accel_backend.api import policy
 from accel_backend.api.schemas import arq as schema
 from accel_backend.api import util
-from accel_backend.conductor import bind_row
+from accel_backend.conductor import dispatcher
 from accel_backend import exception
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
@@ -204,16 +204,24 @@ def update(req, arq_uuid=None):
     ``remove``) -> 202.  The binding ends with the
     ``accelerator-request-bound`` event to Nova.
 
-    The embedded service (``[binding] mode = inline``) binds in the PATCH's
-    own transaction: the 202 says the ARQs are ``Bound`` or ``BindFailed``
+    The bind flow, step by step, is ``conductor.dispatcher``'s: this
+    handler validates the PATCH, runs its steps 1 to 3 in one transaction
+    (``_update_locked``) and step 4 after the commit.  The embedded
+    service (``[binding] mode = inline``) binds in the PATCH's own
+    transaction: the 202 says the ARQs are ``Bound`` or ``BindFailed``
     (committed), and the events follow.  Otherwise the transaction
-    commits ``BindStarted`` and the agent of each host binds after the
-    202 (``conductor.dispatcher``).  The transaction runs again after a
-    database deadlock (``Database.write``).
+    commits ``BindStarted`` and a conductor binds after the 202: the
+    embedded service itself (``mode = agents``), or the conductor
+    ``accel-backend-api`` casts them to.  The transaction runs again
+    after a database deadlock (``Database.write``).
 
     ``PATCH /{arq_uuid}`` with the same body (keyed by that one ARQ) is
     how openstacksdk, and so ``openstack accelerator arq bind/unbind``,
-    sends it."""
+    sends it.
+
+    :raises BindDispatchFailed: 503, the cast to a conductor could not be
+        sent (the ARQs stay ``BindStarted``).
+    """
     ctx = util.context(req)
     policies = _PerProject(ctx)
     policies.check_own(arq_policy.UPDATE)
@@ -225,35 +233,33 @@ def update(req, arq_uuid=None):
     svc = util.service(req)
     started, released, dirty, unbound, outcomes = svc.db.write(
         _update_locked, ctx, policies, svc.dispatcher, binds, unbinds)
-    # After commit: the events (in-transaction binding), or the binder
-    # (the agent of each host over RPC) must find BindStarted in the
-    # database.
+    # After commit: what a binder must find in the database is there
+    # (Bound with its pending event, or BindStarted).
     for data in unbound:
         svc.notifications.arq('accelerator.arq.unbind.end', data)
     svc.reporter.reserved.reserve_released(dirty)
     svc.dispatcher.clean(released)
-    if outcomes is not None:
-        util.after_response(req, lambda: svc.dispatcher.bound(outcomes))
-    else:
-        svc.dispatcher.bind(started, request_id=ctx.request_id)
+    dispatcher.hand_over(svc.dispatcher, started, outcomes, ctx.request_id,
+                         lambda fn: util.after_response(req, fn))
     return util.response(202)
 
 
-def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
+def _update_locked(session, ctx, policies, disp, binds, unbinds):
     """The transaction of ``update``: ``(started {hostname: [arq_uuid]},
     released hostnames, resource providers of the handles left dirty,
     unbind notification payloads, outcomes of an in-transaction binding
-    or None)``."""
-    started = {}
+    or None)``.
+
+    :param disp: the service's ``conductor.dispatcher.Dispatcher``.
+    """
     released = set()
     gave_back = []
     unbound = []
-    # One lock order for every multi-ARQ request (no deadlocks), and
-    # one read of them all, as rows: a binding changes and writes them
-    # (``conductor.bind_row.BindRow``).  An unbind releases the device through
-    # the ORM objects, read again (already locked).
-    locked = {a.uuid: a for a in bind_row.lock(
-        session, set(binds) | set(unbinds))}
+    # Step 1: one lock order for every multi-ARQ request (no deadlocks),
+    # and one read of them all, as rows: a binding changes and writes
+    # them (``conductor.bind_row.BindRow``).  An unbind releases the
+    # device through the ORM objects, read again (already locked).
+    locked = dispatcher.lock(session, set(binds) | set(unbinds))
     to_unbind = {}
     handles = []
     if unbinds:
@@ -271,13 +277,8 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
         policies.check(arq_policy.UPDATE, arq)
         return arq
 
-    for arq_uuid, fields in binds.items():
-        arq = visible(arq_uuid)
-        if arq_obj.start_binding(session, arq, fields['hostname'],
-                                 fields['device_rp_uuid'],
-                                 fields['instance_uuid'],
-                                 fields.get('project_id')):
-            started.setdefault(fields['hostname'], []).append(arq_uuid)
+    # Step 2: BindStarted.
+    started, moved = dispatcher.start(session, binds, visible)
     for arq_uuid in unbinds:
         visible(arq_uuid)
         arq = to_unbind[arq_uuid]
@@ -291,13 +292,8 @@ def _update_locked(session, ctx, policies, dispatcher, binds, unbinds):
         if data is not None:
             data['state'] = arq.state
             unbound.append(data)
-    outcomes = None
-    moved = [locked[u] for uuids in started.values() for u in uuids]
-    if moved and dispatcher.binds_in_transaction:
-        outcomes = dispatcher.bind_locked(session, moved)
-    elif moved:
-        # BindStarted, for the agent of each host (after the commit).
-        bind_row.write(session, moved)
+    # Step 3: bound here (inline), or BindStarted written for a binder.
+    outcomes = dispatcher.bind_in_transaction(session, disp, moved)
     return (started, released, device_obj.dirty_providers(gave_back),
             unbound, outcomes)
 

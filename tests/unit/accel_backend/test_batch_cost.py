@@ -28,12 +28,23 @@ import sqlalchemy as sa
 import webob
 
 from accel_backend.conductor import claim
+from accel_backend.conductor import dispatcher as dispatcher_mod
 from accel_backend.db import models
 from accel_backend.objects import device_profile as dp_obj
 from tests.unit.accel_backend import test_lifecycle as lifecycle
 
 NOVA = dict(lifecycle.V23, **{'X-Service-Token': 'nova',
                               'Content-Type': 'application/json'})
+
+
+class _Held:
+    """A binder that only keeps what it is given (``submit``)."""
+
+    def __init__(self, into):
+        self.into = into
+
+    def submit(self, arq_uuids):
+        self.into.extend(arq_uuids)
 
 
 class PatchTestBase(lifecycle.ServiceTestBase):
@@ -91,15 +102,14 @@ class PatchTestBase(lifecycle.ServiceTestBase):
         patch = self.bind_patch([a['uuid'] for a in arqs], gpus, instance)
         queued = []
         if not in_transaction:
-            # As RpcDispatcher: BindStarted committed, the binding held
-            # until the PATCH request has been counted.
-            self.svc.dispatcher.binds_in_transaction = False
-            self.svc.dispatcher.bind = (
-                lambda started, request_id=None: queued.append(started))
+            # As accel-backend-api: BindStarted committed, then handed to
+            # a binder; this one (given to the dispatcher's constructor)
+            # holds them until the PATCH request has been counted.
+            self.svc.dispatcher = dispatcher_mod.LocalDispatcher(
+                _Held(queued), in_transaction=False)
         request = self.counted(lambda: self.request(
             'PATCH', '/v2/accelerator_requests', patch, status=202))
-        uuids = [u for started in queued for us in started.values()
-                 for u in us]
+        uuids = list(queued)
         self.assertEqual(sorted(patch) if queued else [], sorted(uuids))
         bind = self.counted(
             lambda: self.svc.binder.bind_many(uuids)) if uuids else 0

@@ -50,11 +50,15 @@ class RecordingBinder:
 
     def __init__(self):
         self.submitted = []
+        self.finished = []
         self.lock = threading.Lock()
 
     def submit(self, uuids):
         with self.lock:
             self.submitted.extend(uuids)
+
+    def finish(self, outcomes):
+        self.finished.append(outcomes)
 
     def got(self):
         with self.lock:
@@ -146,6 +150,43 @@ class TestLocalDispatcher(testtools.TestCase):
         disp.agent_api = mock.Mock()
         disp.clean({'node1', 'node2', None})
         disp.agent_api.clean.assert_called_once_with('node2')
+
+
+class TestBindFlow(testtools.TestCase):
+    """Step 4 of the bind flow (``dispatcher.hand_over``) with a stand-in
+    binder given to the ``Dispatcher`` constructor."""
+
+    def test_bound_in_the_transaction_finished_after_the_answer(self):
+        binder = RecordingBinder()
+        later = []
+        dispatcher_mod.hand_over(dispatcher_mod.LocalDispatcher(binder),
+                                 {'node1': ['a1']}, ['outcome'], 'req-1',
+                                 later.append)
+        # Nothing before the answer is sent, and nothing submitted.
+        self.assertEqual([], binder.finished)
+        self.assertEqual(1, len(later))
+        later[0]()
+        self.assertEqual([['outcome']], binder.finished)
+        self.assertEqual([], binder.got())
+
+    def test_started_goes_to_the_binder_at_once_host_by_host(self):
+        binder = RecordingBinder()
+        disp = dispatcher_mod.LocalDispatcher(binder, in_transaction=False)
+        dispatcher_mod.hand_over(disp, {'node2': ['b1'], 'node1': ['a1']},
+                                 None, 'req-1', self.fail)
+        self.assertEqual(['a1', 'b1'], binder.got())
+        self.assertEqual([], binder.finished)
+
+    def test_a_dispatcher_takes_a_binder_or_a_conductor(self):
+        self.assertRaises(ValueError, dispatcher_mod.Dispatcher)
+        self.assertRaises(ValueError, dispatcher_mod.Dispatcher,
+                          binder=RecordingBinder(),
+                          conductor_api=mock.Mock())
+
+    def test_only_a_binder_binds_in_the_transaction(self):
+        disp = dispatcher_mod.Dispatcher(conductor_api=mock.Mock(),
+                                         in_transaction=True)
+        self.assertFalse(disp.binds_in_transaction)
 
 
 class TestHostScopedBinder(binder_fixtures.BinderTestBase):
