@@ -78,13 +78,13 @@ def command_trees():
     subcommands."""
     from accel_backend.cmd import manage
     from accel_backend.cmd import status as status_mod
-    from nova_accel.cmd import attach
+    from nova_accel.cmd import hotplug
     from oslo_upgradecheck import upgradecheck
     status = _Recorder()
     upgradecheck.register_cli_options(status, status_mod.Checks(None))
     return {'accel-backend-manage': _tree_of(manage.add_commands),
             'accel-backend-status': _tree_of(status.opt.handler),
-            'nova-accel': _tree_of(attach.command_opt.handler)}
+            'nova-accel': _tree_of(hotplug.command_opt.handler)}
 
 
 def console_scripts():

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Errors of Nova's side of ARQ binding (:mod:`nova_accel.compute`).
+"""Errors of Nova's side of ARQ binding (:mod:`nova_accel.arq_binding`).
 
 Both subclass :class:`nova.exception.NovaException`, so when one escapes
 from a compute driver during a build Nova's compute manager records it as
@@ -34,7 +34,7 @@ def _join(uuids):
 class ARQBindingTimeout(nova_exception.NovaException):
     """The accelerator requests of an instance were not bound in time.
 
-    Raised by :func:`nova_accel.compute.waiter.wait_for_bound_arqs` when no
+    Raised by :func:`nova_accel.arq_binding.waiter.wait_for_bound_arqs` when no
     ``accelerator-request-bound`` event arrived for every ARQ within
     ``timeout`` seconds (Nova's ``[DEFAULT] arq_binding_timeout``).
 

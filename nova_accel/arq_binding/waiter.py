@@ -31,7 +31,7 @@ from nova import exception as nova_exception
 from oslo_log import log as logging
 
 from accel_common import arq_states
-from nova_accel.compute import exception
+from nova_accel.arq_binding import exception
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF

@@ -37,11 +37,30 @@ Nova installs it too, and there it says so instead of a traceback).
 """
 
 import sys
-import types
 
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
+
+# ``pip install nova-accel`` installs the console script on hosts without
+# Nova too, and the command runs with the Python of the Nova services
+# (Nova is not a requirement of the distribution; Nova 34's
+# nova/cmd/manage.py reads the same nova.conf and databases).  So Nova,
+# and the modules of ours that import it, are imported here or not at
+# all: ``main`` reports a failed import in one line, not a traceback.
+try:
+    import nova.conf
+    from nova import config as nova_config
+    from nova import context as nova_context
+    from nova import objects as nova_objects
+    from nova import rpc as nova_rpc
+
+    from nova_accel.hotplug import exception
+    from nova_accel.hotplug import rpc as hotplug_rpc
+except ImportError as exc:
+    NOVA_IMPORT_ERROR = exc
+else:
+    NOVA_IMPORT_ERROR = None
 
 LOG = logging.getLogger(__name__)
 
@@ -78,35 +97,11 @@ NOVA_MISSING = ('nova-accel: this Python cannot import Nova (%s); run it '
                 'runs\n')
 
 
-def _import_nova():
-    """Nova's modules the command runs on, imported when it runs.
-
-    The module imports no Nova at import time (``nova_accel.attach.rpc``
-    and ``nova_accel.attach.exception`` import Nova too), so that the
-    console script, which ``pip install nova-accel`` also installs on a
-    host without Nova, can say that Nova is missing instead of ending in
-    a traceback.  Nova is not a requirement of the distribution: the
-    command uses the Nova it is installed beside (Nova 34,
-    ``nova/cmd/manage.py`` reads the same ``nova.conf`` and databases).
-
-    :returns: a namespace: ``conf`` (``nova.conf``), ``config``,
-        ``context``, ``objects``, ``rpc`` (Nova's modules of those names),
-        ``hotplug_rpc`` (``nova_accel.attach.rpc``), ``hotplug_exception``
-        (``nova_accel.attach.exception``).
-    :raises ImportError: Nova, or a module Nova imports, cannot be
-        imported.
-    """
-    import nova.conf
-    from nova import config
-    from nova import context
-    from nova import objects
-    from nova import rpc
-
-    from nova_accel.attach import exception
-    from nova_accel.attach import rpc as hotplug_rpc
-    return types.SimpleNamespace(
-        conf=nova.conf, config=config, context=context, objects=objects,
-        rpc=rpc, hotplug_rpc=hotplug_rpc, hotplug_exception=exception)
+def _require_nova():
+    """:raises ImportError: this Python could not import Nova (or a
+        module Nova imports) when this module was imported."""
+    if NOVA_IMPORT_ERROR is not None:
+        raise NOVA_IMPORT_ERROR
 
 
 def run(command, server, device_profile, timeout=None, context=None,
@@ -117,13 +112,13 @@ def run(command, server, device_profile, timeout=None, context=None,
     :returns: the exit status.
     :raises ImportError: Nova cannot be imported (``main`` checks first).
     """
-    mods = _import_nova()
-    ctxt = context or mods.context.get_admin_context()
-    api = mods.hotplug_rpc.HotplugAPI()
+    _require_nova()
+    ctxt = context or nova_context.get_admin_context()
+    api = hotplug_rpc.HotplugAPI()
     method = getattr(api, COMMANDS[command])
     try:
         result = method(ctxt, server, device_profile, timeout=timeout)
-    except mods.hotplug_exception.HotplugError as exc:
+    except exception.HotplugError as exc:
         err.write('%s failed: %s\n' % (command, exc))
         return 1
     except Exception as exc:
@@ -148,21 +143,20 @@ def main(argv=None):
         the options are Nova's).
     """
     argv = sys.argv if argv is None else argv
-    try:
-        mods = _import_nova()
-    except ImportError as exc:
-        sys.stderr.write(NOVA_MISSING % ' '.join(str(exc).split()))
+    if NOVA_IMPORT_ERROR is not None:
+        sys.stderr.write(NOVA_MISSING % ' '.join(
+            str(NOVA_IMPORT_ERROR).split()))
         return 2
-    conf = mods.conf.CONF
+    conf = nova.conf.CONF
     conf.register_cli_opt(command_opt)
-    mods.config.parse_args(argv, prog='nova-accel')
+    nova_config.parse_args(argv, prog='nova-accel')
     logging.setup(conf, 'nova')
-    mods.objects.register_all()
+    nova_objects.register_all()
     try:
         return run(conf.command.name, conf.command.server,
                    conf.command.device_profile, timeout=conf.command.timeout)
     finally:
-        mods.rpc.cleanup()
+        nova_rpc.cleanup()
 
 
 if __name__ == '__main__':

@@ -21,8 +21,10 @@ Nova has no such operation; nova_accel adds it without touching Nova:
   allocation edits;
 * :mod:`.rpc`: the RPC server the compute drivers run on Nova's message
   bus and the client the ``nova-accel`` command uses;
-* :mod:`.driver`: driver mixins (RPC server life cycle, hot-plugged devices
-  kept across hard reboot/rebuild, ARQs deleted with the instance);
+* :mod:`nova_accel.virt.hotplug_mixins` (not here: the drivers depend on
+  this package, never the reverse): driver mixins (RPC server life cycle,
+  hot-plugged devices kept across hard reboot/rebuild, ARQs deleted with
+  the instance);
 * :mod:`.state`: hot-plugged ARQs recorded in the instance's
   system_metadata.
 """

@@ -29,8 +29,8 @@ from keystoneauth1 import service_token
 import nova.conf
 from nova import service_auth
 
-from nova_accel.attach import exception
 from nova_accel.cyborg_client import AcceleratorClient
+from nova_accel.hotplug import exception
 
 CONF = nova.conf.CONF
 SERVICE_USER_GROUP = 'service_user'

@@ -10,11 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Errors of accelerator hot-plug (:mod:`nova_accel.attach`).
+"""Errors of accelerator hot-plug (:mod:`nova_accel.hotplug`).
 
 They subclass ``nova.exception.NovaException`` so that their message is
 formatted the Nova way; over RPC they reach the caller as
-``oslo_messaging.RemoteError`` and :mod:`nova_accel.attach.rpc` turns them
+``oslo_messaging.RemoteError`` and :mod:`nova_accel.hotplug.rpc` turns them
 back into :class:`HotplugError` with the same message.
 """
 

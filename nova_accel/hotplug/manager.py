@@ -13,7 +13,7 @@
 """Hot-add and hot-remove accelerators to a running instance.
 
 The pipeline, run on the instance's compute host (see
-:mod:`nova_accel.attach.rpc` for how a request gets there):
+:mod:`nova_accel.hotplug.rpc` for how a request gets there):
 
 attach
     load the instance (ACTIVE, on this host, no task running) ->
@@ -40,7 +40,7 @@ takes for reboot, delete, ...), so no Nova operation runs on the instance
 in the middle of a hot-plug.
 
 The driver passed in is seen through a narrow interface (hot-plug is a
-capability of the driver, :mod:`nova_accel.virt.attach_mixins`; this package
+capability of the driver, :mod:`nova_accel.virt.hotplug_mixins`; this package
 imports nothing of :mod:`nova_accel.virt`): ``virtapi``
 (``wait_for_instance_event``, ``reportclient``),
 ``accel_plug(instance, arqs) -> [hostdev XML]`` and
@@ -57,13 +57,13 @@ from oslo_log import log as logging
 from oslo_utils import excutils
 
 from accel_common import arq_states
-from nova_accel.attach import clients
-from nova_accel.attach import exception
-from nova_accel.attach import placement
-from nova_accel.attach import state
-from nova_accel.compute import waiter
+from nova_accel.arq_binding import waiter
 from nova_accel.cyborg_client import match_arqs_to_providers
 from nova_accel.cyborg_client import requester_id
+from nova_accel.hotplug import clients
+from nova_accel.hotplug import exception
+from nova_accel.hotplug import placement
+from nova_accel.hotplug import state
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -79,7 +79,7 @@ class HotplugManager(object):
     :param driver: the compute driver (see the module docstring).
     :param host: this compute service's host name (``CONF.host``).
     :param accel_client_factory: ``f(context) -> AcceleratorClient``;
-        defaults to :func:`nova_accel.attach.clients.accel_client`.
+        defaults to :func:`nova_accel.hotplug.clients.accel_client`.
     """
 
     def __init__(self, driver, host, accel_client_factory=None):

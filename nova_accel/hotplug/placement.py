@@ -35,7 +35,7 @@ from oslo_log import log as logging
 import tenacity
 
 from accel_common import placement_errors
-from nova_accel.attach import exception
+from nova_accel.hotplug import exception
 
 LOG = logging.getLogger(__name__)
 

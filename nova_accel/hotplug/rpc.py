@@ -21,7 +21,7 @@ compute that runs the instance.  Methods (version 1.0):
 * ``attach_accelerators(ctxt, instance_uuid, device_profile)``
 * ``detach_accelerators(ctxt, instance_uuid, device_profile)``
 
-Both return a dict (see :class:`nova_accel.attach.manager.HotplugManager`)
+Both return a dict (see :class:`nova_accel.hotplug.manager.HotplugManager`)
 and are synchronous: the caller waits up to its timeout.
 """
 
@@ -34,8 +34,8 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from accel_common import rpc_server
-from nova_accel.attach import exception
 import nova_accel.conf
+from nova_accel.hotplug import exception
 
 LOG = logging.getLogger(__name__)
 CONF = nova_accel.conf.CONF

@@ -12,21 +12,13 @@
 
 """Nova compute drivers of nova_accel.
 
-``LibvirtDriver`` and ``FakeDriver`` are imported lazily (PEP 562) so that
-``nova_accel.virt.hostdev`` can be used without loading Nova's libvirt
-driver.  The drivers depend on :mod:`nova_accel.attach` (through
-:mod:`nova_accel.virt.attach_mixins`) and :mod:`nova_accel.compute`; neither
-imports this package.
+Nova loads them through the shim ``nova.virt.accel``
+(``[DEFAULT] compute_driver = accel.LibvirtDriver`` or
+``accel.FakeDriver``, written by :mod:`nova_accel.driver_shim`), which
+imports :mod:`nova_accel.virt.libvirt.driver` and
+:mod:`nova_accel.virt.fake` themselves.  This package imports neither, so
+that :mod:`nova_accel.virt.hostdev` is used without loading Nova's libvirt
+driver.  The drivers depend on :mod:`nova_accel.hotplug` (through
+:mod:`nova_accel.virt.hotplug_mixins`) and :mod:`nova_accel.arq_binding`;
+neither imports this package.
 """
-
-__all__ = ['LibvirtDriver', 'FakeDriver']
-
-
-def __getattr__(name):
-    if name == 'LibvirtDriver':
-        from nova_accel.virt.libvirt.driver import LibvirtDriver
-        return LibvirtDriver
-    if name == 'FakeDriver':
-        from nova_accel.virt.fake import FakeDriver
-        return FakeDriver
-    raise AttributeError('module %r has no attribute %r' % (__name__, name))

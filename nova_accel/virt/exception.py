@@ -13,7 +13,7 @@
 """Typed exceptions raised by the ``nova_accel.virt`` package.
 
 The binding errors (``ARQBindingTimeout``, ``ARQBindingFailed``) are
-:mod:`nova_accel.compute.exception`'s.
+:mod:`nova_accel.arq_binding.exception`'s.
 
 It subclasses :class:`nova.exception.NovaException`, so when it
 escapes from a compute driver during a build Nova's compute manager records

@@ -29,14 +29,14 @@ check what a real guest would have received.
 from nova.virt import fake as nova_fake
 from oslo_log import log as logging
 
-from nova_accel.compute import waiter
-from nova_accel.virt import attach_mixins
+from nova_accel.arq_binding import waiter
 from nova_accel.virt import hostdev
+from nova_accel.virt import hotplug_mixins
 
 LOG = logging.getLogger(__name__)
 
 
-class FakeDriver(attach_mixins.FakeHotplugMixin, nova_fake.SmallFakeDriver):
+class FakeDriver(hotplug_mixins.FakeHotplugMixin, nova_fake.SmallFakeDriver):
     """``SmallFakeDriver`` plus composed accelerator hostdevs per instance.
 
     :ivar guest_hostdevs: dict ``{instance_uuid (str): [hostdev XML (str)]}``

@@ -14,10 +14,10 @@
 requests, plug ARQs' devices into running guests and keep hot-plugged
 accelerators across the instance's life.
 
-The layers: this module (the driver) depends on :mod:`nova_accel.attach`
+The layers: this module (the driver) depends on :mod:`nova_accel.hotplug`
 (the pipeline: Placement, ARQs, system_metadata, RPC), never the reverse.
 The pipeline sees the driver only through the narrow interface of
-:class:`nova_accel.attach.manager.HotplugManager`: ``virtapi``,
+:class:`nova_accel.hotplug.manager.HotplugManager`: ``virtapi``,
 ``accel_plug(instance, arqs)`` and ``accel_unplug(instance, arqs)``, which
 :class:`HotplugDriverMixin` implements over the guest operations each
 driver adds (``accel_attach_hostdev``/``accel_detach_hostdev`` of one
@@ -27,7 +27,7 @@ Nova 34 only asks the accelerator service for an instance's ARQs, and only
 deletes them, when the flavor has ``accel:device_profile``
 (``ComputeManager._get_accel_info``, ``compute.utils.delete_arqs_if_needed``).
 Hot-plugged ARQs are recorded in the instance's system_metadata
-(:mod:`nova_accel.attach.state`), and these mixins make the driver:
+(:mod:`nova_accel.hotplug.state`), and these mixins make the driver:
 
 * start/stop the hot-plug RPC server in ``init_host``/``cleanup_host``;
 * add the instance's hot-plugged, ``Bound`` ARQs of this node to
@@ -54,10 +54,10 @@ from oslo_utils import excutils
 
 from accel_common import arq_states
 from accel_common import pci
-from nova_accel.attach import clients
-from nova_accel.attach import manager as hotplug_manager
-from nova_accel.attach import rpc
-from nova_accel.attach import state
+from nova_accel.hotplug import clients
+from nova_accel.hotplug import manager as hotplug_manager
+from nova_accel.hotplug import rpc
+from nova_accel.hotplug import state
 from nova_accel.virt import hostdev
 
 LOG = logging.getLogger(__name__)

@@ -10,11 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Hot-add / hot-remove accelerators to a running server (nova_accel.attach).
+"""Hot-add / hot-remove accelerators to a running server (nova_accel.hotplug).
 
 Nova 34's harness (real API, conductor, scheduler, compute with the
 bundle's libvirt driver on fake libvirt, real Placement) with accel_backend
-in-process.  Requests go through :class:`nova_accel.attach.rpc.HotplugAPI`
+in-process.  Requests go through :class:`nova_accel.hotplug.rpc.HotplugAPI`
 (what the ``nova-accel`` command calls) over Nova's fake message bus, with
 an anonymous admin context as the command sends; the compute then talks to
 accel_backend with the ``[service_user]`` credentials.
@@ -26,8 +26,8 @@ from nova import context as nova_context
 from nova import service_auth
 from nova.tests.functional.api import client
 
-from nova_accel.attach import exception as hp_exc
-from nova_accel.attach import rpc as hotplug_rpc
+from nova_accel.hotplug import exception as hp_exc
+from nova_accel.hotplug import rpc as hotplug_rpc
 from tests.functional import base
 from tests.functional.base import hostdev_addresses
 
@@ -243,7 +243,7 @@ class HotplugTest(HotplugTestBase):
         import io
         import json
 
-        from nova_accel.cmd import attach as cmd
+        from nova_accel.cmd import hotplug as cmd
 
         server = self.boot_plain()
         before = self.allocations(server['id'])

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The ``nova-accel`` console script (``nova_accel.cmd.attach:main``) in a
+"""The ``nova-accel`` console script (``nova_accel.cmd.hotplug:main``) in a
 fresh interpreter, with and without Nova.
 
 ``pip install nova-accel`` installs it on every host, Nova or not: where
@@ -18,7 +18,7 @@ Nova cannot be imported it exits 2 with one line that says so, never a
 traceback (tests/install/test_bare_install.py runs the installed script
 in a venv without Nova); with Nova it parses Nova's command line.  The
 commands themselves run against real Nova in tests/functional/
-test_attach.py.
+test_hotplug.py.
 """
 
 import os
@@ -35,8 +35,8 @@ MAIN = '''
 import sys
 if sys.argv.pop(1) == 'without-nova':
     sys.modules['nova'] = None
-from nova_accel.cmd import attach
-sys.exit(attach.main(['nova-accel'] + sys.argv[1:]))
+from nova_accel.cmd import hotplug
+sys.exit(hotplug.main(['nova-accel'] + sys.argv[1:]))
 '''
 
 

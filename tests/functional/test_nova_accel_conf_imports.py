@@ -67,7 +67,7 @@ class FreshInterpreterTest(testtools.TestCase):
     def test_each_reader_alone(self):
         readers = sorted(_module_name(rel) for rel in scan.option_readers())
         self.assertIn('nova_accel.scheduler.weighers', readers)
-        self.assertIn('nova_accel.attach.rpc', readers)
+        self.assertIn('nova_accel.hotplug.rpc', readers)
         expected = self.expected()
         for name in readers:
             self.assertEqual(expected,

@@ -149,9 +149,9 @@ class TestImportGraph(testtools.TestCase):
         self.assertEqual([], cycles)
 
     def test_hotplug_below_the_drivers(self):
-        self.assertIn('nova_accel.attach', self.graph['nova_accel.virt'])
+        self.assertIn('nova_accel.hotplug', self.graph['nova_accel.virt'])
         self.assertEqual(
-            [], sorted(p for p in self.graph['nova_accel.attach']
+            [], sorted(p for p in self.graph['nova_accel.hotplug']
                        if p.startswith('nova_accel.virt')))
 
     def test_halves_apart(self):

@@ -61,7 +61,7 @@ _DOTTED = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$')
 #: ``(path from the repository root, attribute)``: private names of
 #: another library used where it offers no public way, each with why.
 ALLOWED = {
-    ('nova_accel/virt/attach_mixins.py', '_hard_reboot'):
+    ('nova_accel/virt/hotplug_mixins.py', '_hard_reboot'):
         # LibvirtHotplugMixin overrides LibvirtDriver._hard_reboot and
         # calls Nova's: nova 34's resume_state_on_host_boot (nova/virt/
         # libvirt/driver.py) rebuilds the domain through _hard_reboot

@@ -82,10 +82,6 @@ KNOWN_LAZY = {
     ('accel_backend.cmd.manage', 'accel_backend.objects.host_status'),
     ('accel_backend.cmd.manage', 'accel_backend.service'),
     ('accel_backend.cmd.runner', 'accel_backend.conf'),
-    ('nova_accel.cmd.attach', 'nova_accel.attach.exception'),
-    ('nova_accel.cmd.attach', 'nova_accel.attach.rpc'),
-    ('nova_accel.virt', 'nova_accel.virt.fake.FakeDriver'),
-    ('nova_accel.virt', 'nova_accel.virt.libvirt.driver.LibvirtDriver'),
 }
 
 #: Most levels of the package graph of accel_backend (a package and the

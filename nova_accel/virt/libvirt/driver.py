@@ -27,16 +27,16 @@ so that :mod:`nova_accel.virt.hostdev` (validated addresses, ignored handle
 types from ``[nova_accel] ignored_attach_handle_types``) writes those
 elements.  Hot-adding accelerators to a running guest, and keeping them
 across hard reboots, rebuilds and delete, comes from
-:class:`nova_accel.virt.attach_mixins.LibvirtHotplugMixin`.
+:class:`nova_accel.virt.hotplug_mixins.LibvirtHotplugMixin`.
 """
 
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_log import log as logging
 
-from nova_accel.compute import waiter
+from nova_accel.arq_binding import waiter
 import nova_accel.conf
-from nova_accel.virt import attach_mixins
 from nova_accel.virt import hostdev
+from nova_accel.virt import hotplug_mixins
 from nova_accel.virt.libvirt import numa
 from nova_accel.virt.libvirt import slots
 
@@ -44,7 +44,7 @@ LOG = logging.getLogger(__name__)
 CONF = nova_accel.conf.CONF
 
 
-class LibvirtDriver(attach_mixins.LibvirtHotplugMixin,
+class LibvirtDriver(hotplug_mixins.LibvirtHotplugMixin,
                     libvirt_driver.LibvirtDriver):
     """``nova.virt.libvirt.LibvirtDriver`` composing accelerator hostdevs.
 
@@ -63,7 +63,7 @@ class LibvirtDriver(attach_mixins.LibvirtHotplugMixin,
         ``Bound``.
 
         :raises ARQBindingFailed: an ARQ failed to bind (see
-            :func:`nova_accel.compute.waiter.require_bound`).
+            :func:`nova_accel.arq_binding.waiter.require_bound`).
         """
         waiter.require_bound(instance.uuid, accel_info)
         return super().spawn(context, instance, image_meta, injected_files,

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Tests for nova_accel.compute.waiter.wait_for_bound_arqs."""
+"""Tests for nova_accel.arq_binding.waiter.wait_for_bound_arqs."""
 
 import contextlib
 import threading
@@ -21,8 +21,8 @@ from nova.compute import manager as compute_manager
 from nova import exception as nova_exception
 from nova import objects
 
-from nova_accel.compute import exception
-from nova_accel.compute import waiter as binding
+from nova_accel.arq_binding import exception
+from nova_accel.arq_binding import waiter as binding
 from tests.unit.virt import base
 
 INSTANCE_UUID = 'f1e2d3c4-b5a6-4978-8a9b-0c1d2e3f4a5b'

@@ -18,9 +18,9 @@ from nova import context as nova_context
 from oslo_config import fixture as config_fixture
 import testtools
 
-from nova_accel.attach import clients
 from nova_accel.cyborg_client import client as client_mod
 from nova_accel.cyborg_client import transport
+from nova_accel.hotplug import clients
 
 
 class TestOneSession(testtools.TestCase):

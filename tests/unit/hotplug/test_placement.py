@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""nova_accel.attach.placement against a real Placement.
+"""nova_accel.hotplug.placement against a real Placement.
 
 openstack-placement's fixture serves Placement in-process (wsgi-intercept,
 in-memory database, noauth2: token ``admin``).  The client under test gets
@@ -21,9 +21,9 @@ from keystoneauth1 import session as ks_session
 from oslo_utils import uuidutils
 import testtools
 
-from nova_accel.attach import exception
-from nova_accel.attach import placement
 from nova_accel.cyborg_client import request_groups
+from nova_accel.hotplug import exception
+from nova_accel.hotplug import placement
 from tests import placement_fixture
 
 PROJECT = uuidutils.generate_uuid()

@@ -16,7 +16,7 @@ import types
 
 import testtools
 
-from nova_accel.attach import state
+from nova_accel.hotplug import state
 
 
 def instance(**sysmeta):

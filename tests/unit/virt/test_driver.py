@@ -156,12 +156,6 @@ class FakeDriverTest(base.TestCase, base.LibvirtSchemaMixin):
 
 class ShimTest(base.TestCase):
 
-    def test_lazy_package_exports(self):
-        import nova_accel.virt as virt
-        self.assertIs(driver.LibvirtDriver, virt.LibvirtDriver)
-        self.assertIs(fake.FakeDriver, virt.FakeDriver)
-        self.assertRaises(AttributeError, getattr, virt, 'Nope')
-
     def test_nova_virt_accel(self):
         # nova.virt.accel is importable once the bundle is installed
         # (pip install), and also from the source tree's nova/ directory

@@ -23,9 +23,9 @@ from nova import exception as nova_exception
 from nova.virt import fake as nova_fake
 import testtools
 
-from nova_accel.attach import state
-from nova_accel.virt import attach_mixins
+from nova_accel.hotplug import state
 from nova_accel.virt import fake
+from nova_accel.virt import hotplug_mixins
 from tests.unit.virt import base
 
 NODE = 'node1'
@@ -54,7 +54,7 @@ class MixinTest(testtools.TestCase):
         self.drv = fake.FakeDriver(nova_fake.FakeVirtAPI())
         self.client = mock.Mock()
         self.useFixture(fixtures.MockPatch(
-            'nova_accel.attach.clients.accel_client',
+            'nova_accel.hotplug.clients.accel_client',
             return_value=self.client))
 
     def test_plain_instance_never_asks_the_accelerator_service(self):
@@ -119,7 +119,7 @@ class MixinTest(testtools.TestCase):
 
     def test_rpc_server_life_cycle(self):
         server = mock.Mock()
-        with mock.patch('nova_accel.attach.rpc.start_server',
+        with mock.patch('nova_accel.hotplug.rpc.start_server',
                         return_value=server) as start:
             self.drv.init_host('host1')
         start.assert_called_once()
@@ -147,7 +147,7 @@ class _Base(object):
         return 'moved'
 
 
-class _Libvirt(attach_mixins.LibvirtHotplugMixin, _Base):
+class _Libvirt(hotplug_mixins.LibvirtHotplugMixin, _Base):
     pass
 
 
