@@ -50,6 +50,7 @@ from accel_backend.agent.placement import report
 from accel_backend.agent.placement import reshape
 from accel_backend.agent import rpc as agent_rpc
 from accel_backend.api import deploy
+from accel_backend.common import host_states
 from accel_backend.common import provider_records
 from accel_backend.conductor import audit
 from accel_backend.conductor import audit_hosts
@@ -67,7 +68,6 @@ from accel_backend import exception
 from accel_backend import metrics
 from accel_backend import notifications
 from accel_backend.objects import deployable as deployable_obj
-from accel_backend.objects import host_status
 from accel_backend import periodic
 from accel_backend import transports
 
@@ -249,25 +249,25 @@ class Service:
             it (``refused`` for a misconfiguration, else ``failing``).
         """
         with metrics.timed(metrics.DISCOVERY_SECONDS, host=self.conf.host,
-                           outcome=host_status.OK) as labels:
+                           outcome=host_states.OK) as labels:
             try:
                 reported = self.discover_and_report(force=force,
                                                     report=report)
             except (exception.SysfsRootUnavailable,
                     exception.MassRemovalRefused) as e:
-                labels['outcome'] = host_status.REFUSED
-                self._record(host_status.REFUSED, e)
+                labels['outcome'] = host_states.REFUSED
+                self._record(host_states.REFUSED, e)
                 raise
             except exception.PoolMigrationIncomplete as e:
-                labels['outcome'] = host_status.FAILING
-                self._record(host_status.MIGRATING, e)
+                labels['outcome'] = host_states.FAILING
+                self._record(host_states.MIGRATING, e)
                 raise
             except Exception as e:
-                labels['outcome'] = host_status.FAILING
-                self._record(host_status.FAILING, e)
+                labels['outcome'] = host_states.FAILING
+                self._record(host_states.FAILING, e)
                 raise
         withheld = drivers_mod.degraded(self.drivers)
-        self._record(host_status.DEGRADED if withheld else host_status.OK,
+        self._record(host_states.DEGRADED if withheld else host_states.OK,
                      withheld)
         return reported
 

@@ -42,6 +42,7 @@ from oslo_middleware import healthcheck
 from oslo_middleware.healthcheck import pluginbase
 import sqlalchemy as sa
 
+from accel_backend.common import host_states
 from accel_backend.conductor import nova_orphans
 from accel_backend.objects import host_status
 
@@ -149,7 +150,7 @@ class DiscoveryCheck(_ServiceCheck):
                         for r in host_status.list_(session)]
         except Exception as e:
             return _db_failure(e, 'host status unreadable')
-        bad = [r for r in rows if r['state'] != host_status.OK]
+        bad = [r for r in rows if r['state'] != host_states.OK]
         if not bad:
             return pluginbase.HealthcheckResult(
                 available=True, reason='discovery OK on %d hosts' %

@@ -56,12 +56,20 @@ import time
 from alembic import util as alembic_util
 from oslo_config import cfg
 
+from accel_backend.agent.placement import client as pclient
 from accel_backend import cmd
+from accel_backend.common import host_states
+from accel_backend.conductor import audit
+from accel_backend.conductor import nova_notifier
+from accel_backend.conductor import nova_orphans
 from accel_backend import conf as conf_mod
 from accel_backend import cyborg_import
 from accel_backend.db import api as db_api
 from accel_backend.db import migration
 from accel_backend import exception
+from accel_backend import notifications
+from accel_backend.objects import host_status
+from accel_backend import service as service_mod
 
 
 def _db_upgrade(conf, branches, done):
@@ -113,7 +121,6 @@ def _discovery_sync(conf):
     # The agent's role: discovery, no API, no schema change.  Stored in
     # the database where the file names one, else (a compute node's file,
     # without [database]) through a conductor, as the agent stores.
-    from accel_backend import service as service_mod
     named = conf.get_location('connection', 'database').location != \
         cfg.Locations.opt_default
     svc = service_mod.Service(conf, role=service_mod.AGENT,
@@ -134,7 +141,6 @@ def _discovery_sync(conf):
 
 
 def _discovery_status(conf):
-    from accel_backend.objects import host_status
     db = db_api.Database(conf.database.connection)
     try:
         with db.transaction() as session:
@@ -145,15 +151,10 @@ def _discovery_status(conf):
     for r in rows:
         print('%s\t%s\t%s\t%s' % (r['host'], r['state'], r['updated_at'],
                                   r['reason'] or ''))
-    return 0 if all(r['state'] == host_status.OK for r in rows) else 1
+    return 0 if all(r['state'] == host_states.OK for r in rows) else 1
 
 
 def _audit_deleted_instances(conf):
-    from accel_backend.agent.placement import client as pclient
-    from accel_backend.conductor import audit
-    from accel_backend.conductor import nova_notifier
-    from accel_backend.conductor import nova_orphans
-    from accel_backend import notifications
     host = conf.host
     grace = conf.category.grace_period
     if grace is None:

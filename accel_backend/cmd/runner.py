@@ -61,6 +61,7 @@ from oslo_log import log as logging
 from oslo_service import service
 
 from accel_backend.conductor import store as store_mod
+from accel_backend import conf as conf_mod
 from accel_backend import exception
 from accel_backend import service as service_mod
 
@@ -202,7 +203,6 @@ def main(argv, role, program):
     :param program: the program's name (logs, the started line).
     :returns: the exit status (int): 1 when the service refused to start.
     """
-    from accel_backend import conf as conf_mod
     conf = conf_mod.new_conf(sys.argv[1:] if argv is None else argv)
     logging.setup(conf, program)
     svc = build_or_refuse(conf, role, program)

@@ -51,6 +51,7 @@ import sqlalchemy as sa
 
 from accel_backend.api import policy
 from accel_backend import cmd
+from accel_backend.common import host_states
 from accel_backend.conductor import nova_notifier
 from accel_backend.conductor import nova_orphans
 from accel_backend import conf as conf_mod
@@ -168,7 +169,7 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_discovery(self):
         bad = self._read(lambda session: [
             host_status.to_dict(r) for r in host_status.list_(session)
-            if r.state != host_status.OK])
+            if r.state != host_states.OK])
         if bad is None:
             return Result(Code.WARNING, 'Cannot read the hosts\' discovery '
                           'status: is the schema up to date?')

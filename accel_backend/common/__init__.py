@@ -13,7 +13,8 @@
 """What the agent reports and the conductor stores, as pure rules that
 both read: pools of identical functions (``pooling``), AER health
 verdicts (``aer``), HGX boards (``hgx``), the refusal of a mass
-removal (``removal``) and the records of resource providers
-(``provider_records``).  Nothing here reads sysfs, the database or the
-network.
+removal (``removal``), the records of resource providers
+(``provider_records``), the UUIDs and names of a host's rows (``ids``)
+and the states of a host's last discovery pass (``host_states``).
+Nothing here reads sysfs, the database or the network.
 """

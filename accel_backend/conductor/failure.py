@@ -24,10 +24,10 @@ import collections
 
 import sqlalchemy as sa
 
+from accel_backend.common import host_states
 from accel_backend.db import models
 from accel_backend import metrics
 from accel_backend.objects import device as device_obj
-from accel_backend.objects import host_status
 from accel_common import handle_states
 
 #: No device of the ARQ's host stands behind its ``device_rp_uuid`` (a
@@ -67,7 +67,7 @@ def diagnose(session, keys):
     Two SELECTs whatever the number of keys, run only when a claim left
     ARQs without a handle.  A device with several problems gets the first
     of ``REASONS`` that applies; any key of a host being migrated into
-    pools (``objects.host_status.MIGRATING``) gets ``HOST_MIGRATING``.
+    pools (``common.host_states.MIGRATING``) gets ``HOST_MIGRATING``.
 
     :param session: a ``Session`` (the binder's transaction).
     :param keys: iterable of ``(rp_uuid, hostname)`` (str, str).
@@ -94,7 +94,7 @@ def diagnose(session, keys):
     migrating = set(session.scalars(
         sa.select(models.HostStatus.hostname).where(
             models.HostStatus.hostname.in_(sorted({h for _, h in keys})),
-            models.HostStatus.state == host_status.MIGRATING)))
+            models.HostStatus.state == host_states.MIGRATING)))
     return {key: HOST_MIGRATING if key[1] in migrating
             else _reason(found.get(key)) for key in keys}
 

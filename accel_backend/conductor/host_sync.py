@@ -15,11 +15,11 @@ discovery found on it.
 
 ``sync`` inserts, updates and deletes the devices, deployables, attach
 handles and attributes of one host in the caller's transaction.  Every
-UUID is derived from (host, PCI address, ...) with ``device.stable_uuid``,
-so rows and resource providers keep their identity across restarts and
-re-discovery.  A device or deployable that vanished while one of its
-attach handles is in use is kept (the device as ``missing``) until it is
-released.
+UUID is derived from (host, PCI address, ...) with
+``common.ids.stable_uuid``, so rows and resource providers keep their
+identity across restarts and re-discovery.  A device or deployable
+that vanished while one of its attach handles is in use is kept (the
+device as ``missing``) until it is released.
 """
 
 from oslo_log import log as logging
@@ -29,6 +29,7 @@ from sqlalchemy import orm
 from accel_backend.common import aer
 from accel_backend.common import discovered
 from accel_backend.common import hgx
+from accel_backend.common import ids
 from accel_backend.common import removal
 from accel_backend.db import models
 from accel_backend.objects import attribute as attribute_obj
@@ -37,15 +38,6 @@ from accel_backend.objects import pool_members
 from accel_common import handle_states
 
 LOG = logging.getLogger(__name__)
-
-
-def deployable_ids(hostname, address, subname):
-    """``(deployable UUID, resource provider UUID, name)`` (str) of the
-    deployable ``subname`` (None for a device's only one) of the device
-    at ``address`` on ``hostname``."""
-    parts = (hostname, address) + ((subname,) if subname else ())
-    return (device_obj.stable_uuid('deployable', *parts),
-            device_obj.stable_uuid('rp', *parts), '_'.join(parts))
 
 
 def sync(session, hostname, discovered, max_removal_share=1.0,
@@ -101,7 +93,7 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
         dev = existing.pop(address, None)
         if dev is None:
             dev = models.Device(
-                uuid=device_obj.stable_uuid('device', hostname, address),
+                uuid=ids.stable_uuid('device', hostname, address),
                 hostname=hostname, address=address,
                 status=device_obj.ENABLED)
             session.add(dev)
@@ -240,8 +232,8 @@ def _sync_deployables(dev, hostname, items, taken=frozenset()):
     present = []
     deps = {d.uuid: d for d in dev.deployables}
     for item in items:
-        dep_uuid, rp_uuid, name = deployable_ids(hostname, dev.address,
-                                                 item.subname)
+        dep_uuid, rp_uuid, name = ids.deployable_ids(hostname, dev.address,
+                                                     item.subname)
         dep = deps.pop(dep_uuid, None)
         if dep is None:
             dep = models.Deployable(uuid=dep_uuid, rp_uuid=rp_uuid,
@@ -267,7 +259,7 @@ def _sync_deployables(dev, hostname, items, taken=frozenset()):
             dep, attribute_obj.discovered(
                 dep.resource_class, dep.traits, board.get('slot'),
                 board.get('iommu_group'), board.get(discovered.FUNCTIONS_KEY)),
-            lambda key, d=dep: device_obj.stable_uuid(
+            lambda key, d=dep: ids.stable_uuid(
                 'attribute', d.uuid, key))
         present.append(dep)
     for dep in deps.values():
@@ -318,7 +310,7 @@ def _sync_handles(dep, hostname, handles, withheld=(), taken=frozenset()):
               for h in dep.attach_handles}
     for attach_type, info in handles:
         key = _handle_key(attach_type, info)
-        handle_uuid = device_obj.stable_uuid(
+        handle_uuid = ids.stable_uuid(
             'handle', hostname, attach_type,
             *['%s=%s' % kv for kv in key[1]])
         found = by_key.pop(key, None)

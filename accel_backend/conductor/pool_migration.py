@@ -17,7 +17,7 @@ still has as per-device deployables, the host's rows are migrated
 rather than replaced: ``moves`` says what moves where (read only), and
 ``move`` does it in the caller's transaction, after Placement was
 reshaped (``agent.placement.reshape``).  The pool device and deployable are
-created with the UUIDs ``conductor.host_sync`` derives for them, every
+created with the UUIDs ``common.ids`` derives for them, every
 attach handle of the old deployables is moved under the pool deployable
 in whatever state it is (its UUID derives from the host and the PCI
 address, ``conductor.host_sync._sync_handles``, so it stays the same), each
@@ -34,8 +34,8 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from accel_backend.common import hgx
+from accel_backend.common import ids
 from accel_backend.common import pooling
-from accel_backend.conductor import host_sync
 from accel_backend.db import models
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import pool_members
@@ -109,9 +109,9 @@ def replaced_providers(hostname, found):
     :param hostname: the host (str).
     :param found: list of ``drivers.DiscoveredDeployable``.
     """
-    replaced = {host_sync.deployable_ids(hostname, m['address'], None)[1]
+    replaced = {ids.deployable_ids(hostname, m['address'], None)[1]
                 for item in _pooled(found) for m in item.members}
-    replaced |= {host_sync.deployable_ids(
+    replaced |= {ids.deployable_ids(
         hostname, pooling.device_address(name), name)[1]
         for item in _pooled(found) for name in former_pools(item)}
     for item in found:
@@ -128,12 +128,12 @@ def _replaced_by_board(hostname, item):
     unit = board.get(hgx.UNIT_KEY)
     if not unit:
         return set()
-    found = {host_sync.deployable_ids(hostname, a, None)[1] for a in unit}
+    found = {ids.deployable_ids(hostname, a, None)[1] for a in unit}
     pool = dataclasses.replace(item, pool=pooling.DEFAULT_TAG)
     for nodes in [{n} for n in board.get('numa_nodes', ())] + [
             {None}, {0, 1}]:
         name = pooling.pool_name(pool, nodes)
-        found.add(host_sync.deployable_ids(
+        found.add(ids.deployable_ids(
             hostname, pooling.device_address(name), name)[1])
     return found
 
@@ -169,7 +169,7 @@ def moves(session, hostname, found):
         if not old:
             continue
         result.append(Move(
-            pool_rp_uuid=host_sync.deployable_ids(
+            pool_rp_uuid=ids.deployable_ids(
                 hostname, item.address, item.subname)[1],
             subname=item.subname, resource_class=item.resource_class,
             traits=tuple(sorted(item.traits)), total=len(item.members),
@@ -180,14 +180,14 @@ def moves(session, hostname, found):
 def _pool_deployable(session, hostname, item, aer_recovery_passes):
     """The pool device and deployable of ``item``, created when missing
     with what ``host_sync`` gives them (it completes them after)."""
-    dep_uuid, rp_uuid, _ = host_sync.deployable_ids(hostname, item.address,
-                                                    item.subname)
+    dep_uuid, rp_uuid, _ = ids.deployable_ids(hostname, item.address,
+                                              item.subname)
     dep = session.scalar(sa.select(models.Deployable).where(
         models.Deployable.uuid == dep_uuid))
     if dep is not None:
         return dep
     dev = models.Device(
-        uuid=device_obj.stable_uuid('device', hostname, item.address),
+        uuid=ids.stable_uuid('device', hostname, item.address),
         hostname=hostname, address=item.address, type=item.device_type,
         vendor=item.vendor_id, model=item.model, status=device_obj.ENABLED,
         health=device_obj.HEALTHY)

@@ -64,11 +64,11 @@ the permissions the install guide lists.
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
+from accel_backend.common import host_states
 from accel_backend.conductor import payloads
 from accel_backend.conductor import rpcapi
 from accel_backend.conductor import store as store_mod
 from accel_backend import exception
-from accel_backend.objects import host_status
 from accel_common import rpc_server
 
 LOG = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class ConductorEndpoint:
         leaving ``migrating`` gets its waiting binds done."""
         store = self.store_for(host)
         before = store.record_status(state, reason=reason, code=code)
-        if before == host_status.MIGRATING and state != before:
+        if before == host_states.MIGRATING and state != before:
             self._bind_waiting(store)
 
     @messaging.expected_exceptions(exception.AccelBackendError,

@@ -28,6 +28,7 @@ re-report a device of host B.
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from accel_backend.common import host_states
 from accel_backend.common import pooling
 from accel_backend.common import provider_records
 from accel_backend.conductor import host_sync
@@ -77,8 +78,18 @@ class HostStore:
     @property
     def engine(self):
         """The SQLAlchemy engine: cleaners of this process are woken by
-        its commits of releases (``accel_backend.agent.cleaning``)."""
+        its commits of releases (``watch_releases``)."""
         return self.db.engine
+
+    def watch_releases(self, callback):
+        """Call ``callback()`` after each commit on ``engine`` that
+        released an attach handle (``objects.device.on_release``): the
+        embedded service's ``agent.cleaning.Cleaner.kick``."""
+        device_obj.on_release(self.db.engine, callback)
+
+    def unwatch_releases(self, callback):
+        """Undo ``watch_releases(callback)``."""
+        device_obj.forget_release(self.db.engine, callback)
 
     # -- discovery -----------------------------------------------------
 
@@ -280,7 +291,7 @@ def record_refusal(conf, error, agent=False, transport=None):
         else:
             db = db_api.Database(conf.database.connection)
             store = HostStore(db, conf.host)
-        store.record_status(host_status.REFUSED, reason=str(error),
+        store.record_status(host_states.REFUSED, reason=str(error),
                             code=code)
     except Exception as e:
         LOG.warning('Cannot record the refusal of host %s: %s', conf.host, e)

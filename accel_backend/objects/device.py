@@ -21,15 +21,17 @@ the cleaning states between tenants), each checked by the state table
 ``accel_common.handle_states``; claiming is ``conductor.claim``.
 Writing a host's rows from discovery is ``conductor.host_sync``;
 deployables (resource providers, reserved units) are
-``objects.deployable``.  ``stable_uuid`` derives every UUID of a
-host's rows from (host, PCI address, ...) so they stay the same across
-restarts and re-discovery.
+``objects.deployable``.  ``common.ids.stable_uuid`` derives every UUID
+of a host's rows from (host, PCI address, ...) so they stay the same
+across restarts and re-discovery.
 """
 
-import uuid
+import threading
 
 from oslo_log import log as logging
 import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy import orm
 
 from accel_backend.common import discovered
 from accel_backend.db import lookup
@@ -37,8 +39,6 @@ from accel_backend.db import models
 from accel_backend import exception
 from accel_backend import utils
 from accel_common import handle_states
-
-_NS = uuid.UUID('6f0e3d42-3c1b-4f8e-9a57-1d1c4c0a2b7e')
 
 #: Device statuses.  ``maintaining`` is what Cyborg 17's
 #: ``POST /v2/devices/{uuid}/disable`` stores (and shows from 2.3);
@@ -62,15 +62,56 @@ UNHEALTHY = discovered.UNHEALTHY
 #: dirty, cleaning or clean_failed are reserved in Placement
 #: (``objects.deployable.reserved_units``).
 #: ``session.info`` key listing handle ids released in the transaction
-#: (the cleaner wakes up on commit).
+#: (``release_handle``, ``retry_clean_failed``): its commit runs the
+#: engine's ``on_release`` callbacks.
 RELEASED_KEY = 'accel_backend.released_handles'
 
 LOG = logging.getLogger(__name__)
+_ON_RELEASE = {}
+_ON_RELEASE_LOCK = threading.Lock()
 
 
-def stable_uuid(*parts):
-    """Deterministic UUID (str) of the given strings."""
-    return str(uuid.uuid5(_NS, '/'.join(parts)))
+def on_release(engine, callback):
+    """Call ``callback()`` after each commit, on a session bound to
+    ``engine``, of a transaction that released an attach handle (made it
+    ``dirty``): how the embedded service's cleaner
+    (``agent.cleaning.Cleaner.kick``, through
+    ``conductor.store.HostStore.watch_releases``) wakes up at once.
+
+    :param engine: ``sqlalchemy.engine.Engine`` (``Database.engine``).
+    :param callback: callable without arguments, run in the committing
+        thread after the commit; it must not block.
+    """
+    with _ON_RELEASE_LOCK:
+        _ON_RELEASE.setdefault(engine, []).append(callback)
+
+
+def forget_release(engine, callback):
+    """Undo ``on_release(engine, callback)``; nothing when it was not
+    registered."""
+    with _ON_RELEASE_LOCK:
+        mine = _ON_RELEASE.get(engine, [])
+        if callback in mine:
+            mine.remove(callback)
+        if not mine:
+            _ON_RELEASE.pop(engine, None)
+
+
+def _after_commit(session):
+    if not session.info.pop(RELEASED_KEY, None):
+        return
+    with _ON_RELEASE_LOCK:
+        callbacks = list(_ON_RELEASE.get(session.get_bind(), ()))
+    for callback in callbacks:
+        callback()
+
+
+def _after_rollback(session):
+    session.info.pop(RELEASED_KEY, None)
+
+
+event.listen(orm.Session, 'after_commit', _after_commit)
+event.listen(orm.Session, 'after_rollback', _after_rollback)
 
 
 def handle_in_use(handle):

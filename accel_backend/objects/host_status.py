@@ -15,35 +15,19 @@
 Written by the agent (or the embedded service) after every pass and when
 it refuses to start; read by the API's ``/healthcheck``
 (``accel_backend.api.health``) and ``accel-backend-manage discovery
-status``.
+status``.  The states are ``accel_backend.common.host_states``.
 """
 
 import sqlalchemy as sa
 
 from accel_backend.db import models
 
-OK = 'ok'
-#: A misconfiguration (sysfs root, Nova's ``[pci] device_spec``, a mass
-#: removal): nothing was reported or removed.
-REFUSED = 'refused'
-#: Anything else that failed (Placement unreachable...): retried.
-FAILING = 'failing'
-#: The pass was reported, but a misconfiguration made discovery withhold
-#: devices (a Nova ``[pci] device_spec`` value that does not parse: the
-#: ids it names are left to Nova).
-DEGRADED = 'degraded'
-#: Pooling was turned on and the host's per-device providers are being
-#: migrated into pools (``agent.placement.reshape``): binds that find no
-#: attach handle on it wait, ``BindStarted``, until a pass finishes the
-#: migration (``conductor.failure.HOST_MIGRATING``).
-MIGRATING = 'migrating'
-
 
 def record(session, hostname, state, reason=None, code=None):
     """Set the status of ``hostname`` (one row per host, upserted).
 
-    :param state: ``OK``, ``DEGRADED``, ``REFUSED``, ``FAILING`` or
-        ``MIGRATING``.
+    :param state: one of ``common.host_states`` (str): ``OK``,
+        ``DEGRADED``, ``REFUSED``, ``FAILING`` or ``MIGRATING``.
     :param reason: the error message (str) or None.
     :param code: the error's stable code (``AccelBackendError.code``) or
         None.

@@ -34,6 +34,7 @@ from oslo_log import log as logging
 from accel_backend.common import aer
 from accel_backend.common import discovered
 from accel_backend.common import hgx
+from accel_backend.common import ids
 from accel_backend.common import pooling
 from accel_backend.objects import device as device_obj
 
@@ -97,8 +98,7 @@ def judge(dev, hostname, members, aer_recovery_passes, health_changes):
                      m['address'], dev.address, hostname)
         if health_changes is not None and previous:
             health_changes.append(dict(
-                uuid=device_obj.stable_uuid('device', hostname,
-                                            m['address']),
+                uuid=ids.stable_uuid('device', hostname, m['address']),
                 hostname=hostname, address=m['address'], type=dev.type,
                 vendor=dev.vendor, model=dev.model, status=dev.status,
                 health=health, health_reason=reason,

@@ -37,9 +37,9 @@ import os
 import fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 
+from accel_backend.common import ids
 from accel_backend.conductor import rpc as conductor_rpc
 from accel_backend import conf as accel_conf
-from accel_backend.objects import device as device_obj
 from accel_backend import service as accel_service
 from accel_backend import transports
 from wsgi_intercept import interceptor
@@ -59,7 +59,7 @@ class EvacuateTest(base.AccelServersTestBase):
         super().setUp()
         self.start_compute(hostname='compute2')
         self.agent2 = self._start_agent('compute2')
-        self.rps = {h: {a: device_obj.stable_uuid('rp', h, a)
+        self.rps = {h: {a: ids.stable_uuid('rp', h, a)
                         for a in ADDRESSES} for h in ('compute1', 'compute2')}
         self.create_device_profile('gpu', [{'resources:PGPU': '1'}])
 

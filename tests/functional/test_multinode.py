@@ -52,12 +52,12 @@ import kombu
 import sqlalchemy as sa
 import testtools
 
+from accel_backend.common import ids
 from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend import conf as accel_conf
 from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import exception
-from accel_backend.objects import device as device_obj
 from accel_backend import transports
 from tests.functional.fixtures import accel_nodes
 from tests import waiting
@@ -84,7 +84,7 @@ def compute_permissions():
 
 
 def rp_uuid(host, address):
-    return device_obj.stable_uuid('rp', host, address)
+    return ids.stable_uuid('rp', host, address)
 
 
 class TestMultiNode(testtools.TestCase):
@@ -193,7 +193,7 @@ class TestMultiNode(testtools.TestCase):
         """An administrator disables and enables a free device through
         an API process, which has no host store: Placement reserves it
         all, then nothing."""
-        device = device_obj.stable_uuid('device', 'node2', ADDRESSES[0])
+        device = ids.stable_uuid('device', 'node2', ADDRESSES[0])
         self.assertEqual([0], self.reserved('node2', ADDRESSES[0]))
         self.apis[0].request('POST', '/v2/devices/%s/disable' % device)
         self.assertEqual([1], self.reserved('node2', ADDRESSES[0]))
@@ -216,7 +216,7 @@ class TestMultiNode(testtools.TestCase):
             return devs if len(devs) == 4 else None
         devices = self.wait_for('4 devices', all_devices)
         self.assertEqual(
-            sorted((h, device_obj.stable_uuid('device', h, a))
+            sorted((h, ids.stable_uuid('device', h, a))
                    for h in HOSTS for a in ADDRESSES),
             sorted((d['hostname'], d['uuid']) for d in devices))
         for host in HOSTS:

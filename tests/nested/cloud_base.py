@@ -20,7 +20,7 @@ import time
 
 import testtools
 
-from accel_backend.objects import device as device_obj
+from accel_backend.common import ids
 from nova_accel_tempest_plugin import guest_console
 from tools.aio import __main__ as aio_main
 from tools.aio import cloud as cloud_mod
@@ -148,7 +148,7 @@ class RealGuestTestBase(testtools.TestCase):
         """The status (microversion 2.3) of L1's device at PCI
         ``address`` (its UUID is derived from host and address)."""
         return self.api('GET', 'accel', '/v2/devices/%s' % (
-            device_obj.stable_uuid('device', nested.L1_HOST, address)),
+            ids.stable_uuid('device', nested.L1_HOST, address)),
             headers={'OpenStack-API-Version': 'accelerator 2.3'})['status']
 
     def arqs(self, server):

@@ -59,30 +59,11 @@ RULES = {
 }
 
 #: Crossings of ``RULES`` the code still has: ``(importer, imported)``.
-KNOWN_CROSSINGS = {
-    # The cleaner of the embedded service is woken by the commit of a
-    # release: it reads the session key ``objects.device`` sets.
-    ('accel_backend.agent.cleaning.worker', 'accel_backend.objects.device'),
-    # The Placement half of a pool migration names the rows it moves with
-    # the conductor's helpers and writes the host's migration state.
-    ('accel_backend.agent.placement.reshape',
-     'accel_backend.conductor.host_sync'),
-    ('accel_backend.agent.placement.reshape',
-     'accel_backend.objects.host_status'),
-}
+KNOWN_CROSSINGS = set()
 
 #: Imports of our own modules inside functions:
 #: ``(module, imported module)``.
-KNOWN_LAZY = {
-    ('accel_backend.cmd.manage', 'accel_backend.agent.placement.client'),
-    ('accel_backend.cmd.manage', 'accel_backend.conductor.audit'),
-    ('accel_backend.cmd.manage', 'accel_backend.conductor.nova_notifier'),
-    ('accel_backend.cmd.manage', 'accel_backend.conductor.nova_orphans'),
-    ('accel_backend.cmd.manage', 'accel_backend.notifications'),
-    ('accel_backend.cmd.manage', 'accel_backend.objects.host_status'),
-    ('accel_backend.cmd.manage', 'accel_backend.service'),
-    ('accel_backend.cmd.runner', 'accel_backend.conf'),
-}
+KNOWN_LAZY = set()
 
 #: Most levels of the package graph of accel_backend (a package and the
 #: packages it imports, down to one that imports none of ours).

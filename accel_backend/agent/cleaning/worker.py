@@ -29,8 +29,8 @@ For each ``dirty`` handle of its host the cleaner
 Every commit goes through a ``conductor.store.HostStore`` of the host:
 the database itself in the embedded service, the conductor's RPC API in an
 ``accel-backend-agent`` (``conductor.rpcapi.RemoteHostStore``), which holds
-no database credentials.  Releases wake it at once (an ``after_commit``
-hook on sessions of its store's engine that released a handle, or the
+no database credentials.  Releases wake it at once (the commit of a
+release on its store's engine, ``HostStore.watch_releases``, or the
 API's ``clean`` cast to an agent); it also looks every ``[cleaning]
 poll_interval`` seconds, and ``start()`` resumes ``dirty`` and
 ``cleaning`` handles left by a previous process.  Placement failures are
@@ -44,37 +44,15 @@ import subprocess
 import threading
 
 from oslo_log import log as logging
-from sqlalchemy import event
-from sqlalchemy import orm
 
 from accel_backend.agent.discovery import nvidia_vfio
 from accel_backend.agent.discovery import sysfs
 from accel_backend.common import hgx
 from accel_backend import metrics
-from accel_backend.objects import device as device_obj
 from accel_backend import utils
 from accel_common import pci
 
 LOG = logging.getLogger(__name__)
-_CLEANERS = {}
-_CLEANERS_LOCK = threading.Lock()
-
-
-def _after_commit(session):
-    if not session.info.pop(device_obj.RELEASED_KEY, None):
-        return
-    with _CLEANERS_LOCK:
-        cleaners = list(_CLEANERS.get(session.get_bind(), ()))
-    for cleaner in cleaners:
-        cleaner.kick()
-
-
-def _after_rollback(session):
-    session.info.pop(device_obj.RELEASED_KEY, None)
-
-
-event.listen(orm.Session, 'after_commit', _after_commit)
-event.listen(orm.Session, 'after_rollback', _after_rollback)
 
 
 class CleaningError(Exception):
@@ -212,8 +190,8 @@ class Cleaner:
         # (wait_idle).
         self._lock = threading.Condition()
         if store.engine is not None:
-            with _CLEANERS_LOCK:
-                _CLEANERS.setdefault(store.engine, []).append(self)
+            # The embedded service: its releases' commits wake it.
+            store.watch_releases(self.kick)
 
     # -- control ------------------------------------------------------
 
@@ -237,12 +215,8 @@ class Cleaner:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._pool.shutdown(wait=True)
-        with _CLEANERS_LOCK:
-            mine = _CLEANERS.get(self.store.engine, [])
-            if self in mine:
-                mine.remove(self)
-            if not mine:
-                _CLEANERS.pop(self.store.engine, None)
+        if self.store.engine is not None:
+            self.store.unwatch_releases(self.kick)
 
     def _loop(self):
         while not self._stop.is_set():

@@ -17,7 +17,7 @@
 database still has as per-device deployables
 (``conductor.pool_migration.moves``):
 
-1. the host is recorded ``migrating`` (``objects.host_status``), so that
+1. the host is recorded ``migrating`` (``common.host_states``), so that
    a bind that finds no handle on it meanwhile (one on the pool provider
    before the database has it) is kept ``BindStarted`` rather than
    failed (``conductor.failure.HOST_MIGRATING``), and bound by ``finished``;
@@ -51,11 +51,11 @@ that waited.
 from oslo_log import log as logging
 
 from accel_backend.agent.placement import retry
+from accel_backend.common import host_states
+from accel_backend.common import ids
 from accel_backend.common import pooling
 from accel_backend.common import provider_records
-from accel_backend.conductor import host_sync
 from accel_backend import exception
-from accel_backend.objects import host_status
 
 LOG = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ def migrate(store, reporter, found, force=False):
         host=store.hostname, reason='started')
     # Persisted before anything is changed: binds on the host are
     # refused from now on.
-    store.record_status(host_status.MIGRATING, reason=str(error),
+    store.record_status(host_states.MIGRATING, reason=str(error),
                         code=error.code)
     try:
         reshape(reporter, moves)
@@ -213,7 +213,7 @@ def finished(store, binder):
     :param binder: ``conductor.binder.Binder`` of this process, or None.
     """
     try:
-        store.record_status(host_status.OK)
+        store.record_status(host_states.OK)
         if binder is not None:
             binder.resume()
     except Exception as e:
@@ -237,7 +237,7 @@ def spanning_in_use(client, hostname):
     :raises PlacementError: (from the callable) Placement failed.
     """
     def keep(name):
-        rp_uuid = host_sync.deployable_ids(
+        rp_uuid = ids.deployable_ids(
             hostname, pooling.device_address(name), name)[1]
         resp = client.get('/resource_providers/%s/usages' % rp_uuid,
                           ok=(200, 404))

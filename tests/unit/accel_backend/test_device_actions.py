@@ -25,6 +25,7 @@ import testtools
 import webob
 
 from accel_backend.agent.placement import client as pclient
+from accel_backend.common import ids
 from accel_backend.conductor import claim
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
@@ -39,11 +40,11 @@ ADMIN = {'X-Auth-Token': 'admin'}
 
 
 def rp_uuid(address):
-    return device_obj.stable_uuid('rp', COMPUTE, address)
+    return ids.stable_uuid('rp', COMPUTE, address)
 
 
 def device_uuid(address):
-    return device_obj.stable_uuid('device', COMPUTE, address)
+    return ids.stable_uuid('device', COMPUTE, address)
 
 
 class DeviceActionsTest(testtools.TestCase):

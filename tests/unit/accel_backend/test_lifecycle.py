@@ -26,9 +26,9 @@ import sqlalchemy as sa
 import webob
 
 from accel_backend.agent.placement import client as pclient
+from accel_backend.common import ids
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import device as device_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_backend import service as service_mod
 from accel_common import arq_states
@@ -48,11 +48,11 @@ NOVA = dict(V23, **{'X-Service-Token': 'admin'})
 
 def rp_uuid(address, subname=None):
     parts = (COMPUTE, address) + ((subname,) if subname else ())
-    return device_obj.stable_uuid('rp', *parts)
+    return ids.stable_uuid('rp', *parts)
 
 
 def device_uuid(address):
-    return device_obj.stable_uuid('device', COMPUTE, address)
+    return ids.stable_uuid('device', COMPUTE, address)
 
 
 class ServiceTestBase(placement_fixture.PlacementTestCase):

@@ -22,13 +22,13 @@ import fixtures
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
+from accel_backend.common import host_states
 from accel_backend.conductor import failure
 from accel_backend.conductor import pool_migration
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
-from accel_backend.objects import host_status
 from accel_common import arq_states
 from tests.unit.accel_backend import test_pooled
 
@@ -122,7 +122,7 @@ class PoolMigrationTest(MigrationBase):
         # functions, still offered.
         svc.report_pass()
         pool = self.check_migrated(svc)
-        self.assertEqual(host_status.OK, self.status(svc))
+        self.assertEqual(host_states.OK, self.status(svc))
         # A new bind on the pool gets another GPU.
         (other,) = self.handles_of(svc, self.bind_group(svc, POOL0, 1))
         self.assertNotEqual(self.handle[3], other)
@@ -143,7 +143,7 @@ class PoolMigrationTest(MigrationBase):
         self.useFixture(fixtures.MockPatchObject(
             pool_migration, 'move', side_effect=crash_once))
         self.assertRaises(exception.PoolMigrationIncomplete, svc.report_pass)
-        self.assertEqual(host_status.MIGRATING, self.status(svc))
+        self.assertEqual(host_states.MIGRATING, self.status(svc))
         # Placement is pooled already, the database not yet.
         pool = self.providers()[POOL0]['uuid']
         self.assertEqual({pool: {'PGPU': 1}}, self.allocations())
@@ -163,7 +163,7 @@ class PoolMigrationTest(MigrationBase):
         svc.report_pass()
         self.assertEqual(2, len(calls))
         self.check_migrated(svc)
-        self.assertEqual(host_status.OK, self.status(svc))
+        self.assertEqual(host_states.OK, self.status(svc))
 
         # ... and is bound once the migration is done, to another GPU.
         def bound():
@@ -178,7 +178,7 @@ class PoolMigrationTest(MigrationBase):
         for address in ('0000:9a:00.0', '0000:ab:00.0', '0000:ba:00.0'):
             shutil.rmtree(os.path.join(self.root, address))
         self.assertRaises(exception.MassRemovalRefused, svc.report_pass)
-        self.assertEqual(host_status.REFUSED, self.status(svc))
+        self.assertEqual(host_states.REFUSED, self.status(svc))
         # Nothing changed: 8 per-device providers, the guest's allocation
         # and ARQ where they were.
         self.assertEqual(8, len(self.providers()))

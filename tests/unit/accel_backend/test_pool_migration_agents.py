@@ -18,9 +18,9 @@ oslo.messaging's ``fake://`` transport; the guest of
 
 from oslo_utils import uuidutils
 
+from accel_backend.common import host_states
 from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend.objects import arq as arq_obj
-from accel_backend.objects import host_status
 from accel_backend import service as service_mod
 from accel_backend import transports
 from accel_common import arq_states
@@ -67,7 +67,7 @@ class AgentPoolMigrationTest(test_pool_migration.MigrationBase):
         agent = self.split()
         agent.report_pass()
         pool = self.check_migrated(self.conductor)
-        self.assertEqual(host_status.OK, self.status(self.conductor))
+        self.assertEqual(host_states.OK, self.status(self.conductor))
         # The conductor binds on the pool, another GPU than the guest's.
         (other,) = self.handles_of(self.conductor, self.bind_group(
             self.conductor, POOL0, 1))
@@ -79,7 +79,7 @@ class AgentPoolMigrationTest(test_pool_migration.MigrationBase):
         agent = self.split()
         self.assertNotIn(POOL0, self.providers())
         # A bind the binder held: BindStarted while the host migrates.
-        agent.store.record_status(host_status.MIGRATING)
+        agent.store.record_status(host_states.MIGRATING)
         with self.conductor.db.transaction() as session:
             (held,) = arq_obj.create(session, 'one', project_id='p1')
             held = held.uuid
@@ -90,8 +90,8 @@ class AgentPoolMigrationTest(test_pool_migration.MigrationBase):
                                   COMPUTE, pool, uuidutils.generate_uuid())
         # Recorded migrating again, then out of it: the conductor binds
         # what waited.
-        agent.store.record_status(host_status.MIGRATING)
-        agent.store.record_status(host_status.OK)
+        agent.store.record_status(host_states.MIGRATING)
+        agent.store.record_status(host_states.OK)
 
         def bound():
             with self.conductor.db.transaction() as session:

@@ -23,9 +23,9 @@ from oslo_utils import uuidutils
 
 from accel_backend.agent.placement import client as pclient
 from accel_backend.agent.placement import report
+from accel_backend.common import ids
 from accel_backend.common import provider_records
 from accel_backend import exception
-from accel_backend.objects import device as device_obj
 from tests import placement_fixture
 from tests.unit.accel_backend import base
 
@@ -130,7 +130,7 @@ class ReporterTestBase(placement_fixture.PlacementTestCase):
         traits = set(traits) | {'OWNER_CYBORG', 'CUSTOM_PCI_VENDOR_10DE',
                                 'CUSTOM_PCI_PRODUCT_10DE_1EB8'}
         return provider_records.ProviderRecord(
-            rp_uuid=device_obj.stable_uuid('rp', host, address),
+            rp_uuid=ids.stable_uuid('rp', host, address),
             address=address, resource_class=rc, total=total,
             traits=tuple(sorted(traits)), reserved=reserved)
 

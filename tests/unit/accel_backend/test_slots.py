@@ -23,8 +23,8 @@ import testtools
 import webob
 
 from accel_backend.agent.discovery import drivers
+from accel_backend.common import ids
 from accel_backend.conductor import host_sync
-from accel_backend.objects import device as device_obj
 from accel_backend import service as service_mod
 from tests.unit.accel_backend import base
 
@@ -56,16 +56,15 @@ class SlotTest(testtools.TestCase):
         return json.loads(resp.text)
 
     def test_device_show_and_attribute(self):
-        uuid = device_obj.stable_uuid('device', HOST, '0000:ca:00.0')
+        uuid = ids.stable_uuid('device', HOST, '0000:ca:00.0')
         dev = self.get('/v2/devices/%s' % uuid)
         self.assertEqual('CPU2 SLOT4', dev['std_board_info']['slot'])
-        deployable = device_obj.stable_uuid('deployable', HOST,
-                                            '0000:ca:00.0')
+        deployable = ids.stable_uuid('deployable', HOST, '0000:ca:00.0')
         attrs = self.get('/v2/attributes?deployable_id=%s&key=slot'
                          % deployable)['attributes']
         self.assertEqual(['CPU2 SLOT4'], [a['value'] for a in attrs])
         # A device in no slot publishes none.
-        nothing = device_obj.stable_uuid('deployable', HOST, '0000:e3:00.0')
+        nothing = ids.stable_uuid('deployable', HOST, '0000:e3:00.0')
         self.assertEqual([], self.get(
             '/v2/attributes?deployable_id=%s&key=slot' % nothing)[
                 'attributes'])

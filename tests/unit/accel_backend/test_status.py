@@ -26,6 +26,7 @@ import webob
 
 from accel_backend.cmd import runner
 from accel_backend.cmd import status
+from accel_backend.common import host_states
 from accel_backend.db import api as db_api
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
@@ -135,7 +136,7 @@ class UpgradeCheckTest(testtools.TestCase):
 
     def test_refused_discovery(self):
         with self.db.transaction() as session:
-            host_status.record(session, 'compute2', host_status.REFUSED,
+            host_status.record(session, 'compute2', host_states.REFUSED,
                                reason='bad root')
         code, checks = self.run_check()
         self.assertEqual(upgradecheck.Code.WARNING, code)
@@ -262,7 +263,7 @@ class HealthPerRoleTest(testtools.TestCase):
         db = db_api.Database(db_url)
         db.sync()
         with db.transaction() as session:
-            host_status.record(session, 'compute7', host_status.REFUSED,
+            host_status.record(session, 'compute7', host_states.REFUSED,
                                reason='bad sysfs root')
         db.dispose()
         kw = {}
