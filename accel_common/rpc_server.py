@@ -11,12 +11,54 @@
 # under the License.
 
 """oslo.messaging RPC helpers shared by both halves (accel_backend's agent
-and conductor, nova_accel's compute-side hot-plug endpoint): stopping a
-server, checking an ``[upgrade_levels]`` version cap."""
+and conductor, nova_accel's compute-side hot-plug endpoint): starting and
+stopping a server, building a client, checking an ``[upgrade_levels]``
+version cap."""
 
 from oslo_log import log as logging
+import oslo_messaging as messaging
 
 LOG = logging.getLogger(__name__)
+
+
+def start(transport, exchange, topic, host, endpoints, what):
+    """Serve ``topic`` in ``exchange`` as server ``host`` with the
+    threading executor (oslo.messaging's ``get_rpc_server``).
+
+    :param transport: an RPC transport.
+    :param exchange: the exchange (str), given in the ``Target`` so that
+        nothing global changes.
+    :param topic: the topic (str); ``host`` (str) the server name.
+    :param endpoints: list of endpoint objects.
+    :param what: the server's purpose, for the log (str).
+    :returns: the started ``MessageHandlingServer``.
+    """
+    target = messaging.Target(exchange=exchange, topic=topic, server=host)
+    server = messaging.get_rpc_server(transport, target, endpoints,
+                                      executor='threading')
+    server.start()
+    LOG.info('Serving the %s RPC API on topic %s, server %s', what, topic,
+             host)
+    return server
+
+
+def client(transport, exchange, topic, namespace, version, version_cap,
+           option):
+    """An RPC client of ``topic`` whose sends are capped at
+    ``version_cap`` (oslo.messaging's ``get_rpc_client``).
+
+    :param exchange: the exchange (str); ``namespace`` (str) the API's.
+    :param version: the newest version this release speaks (str ``M.N``).
+    :param version_cap: the ``[upgrade_levels]`` cap (str) or None.
+    :param option: the cap's option name, for the refusal.
+    :raises ValueError: ``version_cap`` is above ``version``
+        (``check_version_cap``).
+    """
+    check_version_cap(version_cap, version, option)
+    target = messaging.Target(exchange=exchange, topic=topic,
+                              namespace=namespace, version=version)
+    return messaging.get_rpc_client(transport, target,
+                                    version_cap=version_cap)
 
 
 def stop(server, what):

@@ -83,14 +83,8 @@ class AgentEndpoint:
 def start_server(transport, topic, host, binder, cleaner=None):
     """Serve ``topic`` as server ``host`` (threading executor); returns
     the started RPC server."""
-    target = messaging.Target(exchange=rpcapi.EXCHANGE, topic=topic,
-                              server=host)
-    server = messaging.get_rpc_server(
-        transport, target, [AgentEndpoint(binder, cleaner)],
-        executor='threading')
-    server.start()
-    LOG.info('Serving binding requests on topic %s, server %s', topic, host)
-    return server
+    return rpc_server.start(transport, rpcapi.EXCHANGE, topic, host,
+                            [AgentEndpoint(binder, cleaner)], 'agent')
 
 
 def stop_server(server):

@@ -21,7 +21,6 @@ both sides read them, as Nova keeps its services' clients in
 """
 
 from oslo_log import log as logging
-import oslo_messaging as messaging
 
 from accel_common import rpc_server
 
@@ -48,12 +47,9 @@ class AgentAPI:
     """
 
     def __init__(self, transport, topic, retry=2, version_cap=None):
-        rpc_server.check_version_cap(version_cap, VERSION,
-                                     '[upgrade_levels] agent')
-        target = messaging.Target(exchange=EXCHANGE, topic=topic,
-                                  namespace=NAMESPACE, version=VERSION)
-        self.client = messaging.get_rpc_client(transport, target,
-                                               version_cap=version_cap)
+        self.client = rpc_server.client(
+            transport, EXCHANGE, topic, NAMESPACE, VERSION, version_cap,
+            '[upgrade_levels] agent')
         self.retry = retry
         if version_cap:
             LOG.info('Agent RPC capped at version %s ([upgrade_levels] '

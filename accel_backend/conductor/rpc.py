@@ -163,14 +163,9 @@ def start_server(transport, topic, host, store_for, binder):
     """Serve ``topic`` (as server ``host``; any conductor answers a
     message sent to the topic) with the threading executor; returns the
     started RPC server."""
-    target = messaging.Target(exchange=rpcapi.EXCHANGE, topic=topic,
-                              server=host)
-    server = messaging.get_rpc_server(
-        transport, target, [ConductorEndpoint(store_for, binder)],
-        executor='threading')
-    server.start()
-    LOG.info('Serving the conductor API on topic %s', topic)
-    return server
+    return rpc_server.start(transport, rpcapi.EXCHANGE, topic, host,
+                            [ConductorEndpoint(store_for, binder)],
+                            'conductor')
 
 
 def stop_server(server):

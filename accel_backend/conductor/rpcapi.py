@@ -54,12 +54,9 @@ class ConductorAPI:
 
     def __init__(self, transport, topic, timeout=60, retry=2,
                  version_cap=None):
-        rpc_server.check_version_cap(version_cap, VERSION,
-                                     '[upgrade_levels] conductor')
-        target = messaging.Target(exchange=EXCHANGE, topic=topic,
-                                  namespace=NAMESPACE, version=VERSION)
-        self.client = messaging.get_rpc_client(transport, target,
-                                               version_cap=version_cap)
+        self.client = rpc_server.client(
+            transport, EXCHANGE, topic, NAMESPACE, VERSION, version_cap,
+            '[upgrade_levels] conductor')
         self.timeout = timeout
         self.retry = retry
 

@@ -196,28 +196,31 @@ BINDING_OPTS = [
                                    'own transaction (one commit; the 202 '
                                    'means Bound or BindFailed) and sends '
                                    'the events from its own threads'),
-                        ('agents', 'ARQs of other hosts are cast over '
-                                   'oslo.messaging (``[DEFAULT] '
-                                   'transport_url``) to the '
-                                   '``accel-backend-agent`` of their host; '
-                                   'the ``accel-backend`` process serves '
-                                   'its own host as an agent'),
+                        ('agents', 'the embedded ``accel-backend`` binds '
+                                   'after the PATCH\'s commit, as the '
+                                   'conductor of other hosts\' '
+                                   '``accel-backend-agent`` (it serves '
+                                   'their database work and wakes their '
+                                   'cleaners over oslo.messaging, '
+                                   '``[DEFAULT] transport_url``) and the '
+                                   'agent of its own host'),
                         ('local', 'deprecated name of ``inline``'),
                         ('rpc', 'deprecated name of ``agents``')],
-               help='How the embedded ``accel-backend`` hands bind requests '
-                    'over (``accel_backend.conductor.dispatcher``). '
-                    '``accel-backend-api`` always casts to the agents and '
-                    '``accel-backend-agent`` always serves the casts. The '
-                    'values ``local`` and ``rpc`` of earlier releases are '
-                    'deprecated names of ``inline`` and ``agents``.'),
+               help='How the embedded ``accel-backend`` binds '
+                    '(``accel_backend.conductor.dispatcher``). '
+                    '``accel-backend-api`` always casts bind requests to '
+                    'an ``accel-backend-conductor``, which binds them. '
+                    'The values ``local`` and ``rpc`` of earlier releases '
+                    'are deprecated names of ``inline`` and ``agents``.'),
     cfg.StrOpt('agent_topic', default='accel-agent',
                help='oslo.messaging topic the agents serve (server = '
                     '``[DEFAULT] host``).'),
     cfg.IntOpt('cast_retry', default=2, min=0,
-               help='Reconnection attempts of a bind cast to an agent '
-                    'before the PATCH fails with 503 (the ARQs stay '
-                    'BindStarted: the agent resumes them when it starts, '
-                    'the audit re-queues them after ``[audit] '
+               help='Reconnection attempts of a cast (a bind request to '
+                    'a conductor, a cleaning wake-up to an agent) before '
+                    'it fails; a bind PATCH then fails with 503 (the ARQs '
+                    'stay BindStarted: a conductor resumes them when it '
+                    'starts, the audit re-queues them after ``[audit] '
                     'grace_period``).'),
 ]
 
