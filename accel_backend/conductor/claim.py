@@ -37,6 +37,7 @@ import collections
 
 import sqlalchemy as sa
 
+from accel_backend.common import discovered
 from accel_backend.db import models
 from accel_backend.objects import device as device_obj
 from accel_common import handle_states
@@ -77,7 +78,7 @@ _FREE_HANDLES = (
     .where(_DEPLOYABLES.c.rp_uuid.in_(sa.bindparam('rps', expanding=True)),
            _DEVICES.c.hostname.in_(sa.bindparam('hosts', expanding=True)),
            _DEVICES.c.status == device_obj.ENABLED,
-           _DEVICES.c.health == device_obj.HEALTHY,
+           _DEVICES.c.health == discovered.HEALTHY,
            _FREE_ROW)
     .order_by(_HANDLES.c.id))
 
@@ -103,7 +104,7 @@ def _free_of_provider(*columns):
         .where(_DEPLOYABLES.c.rp_uuid == sa.bindparam('rp'),
                _DEVICES.c.hostname == sa.bindparam('host'),
                _DEVICES.c.status == device_obj.ENABLED,
-               _DEVICES.c.health == device_obj.HEALTHY,
+               _DEVICES.c.health == discovered.HEALTHY,
                _FREE_ROW)
         .order_by(_HANDLES.c.id))
 

@@ -24,6 +24,7 @@ import collections
 
 import sqlalchemy as sa
 
+from accel_backend.common import discovered
 from accel_backend.common import host_states
 from accel_backend.db import models
 from accel_backend import metrics
@@ -107,7 +108,7 @@ def _reason(rows):
         return DEVICE_MISSING
     if status == device_obj.MAINTAINING:
         return DEVICE_MAINTAINING
-    if health != device_obj.HEALTHY:
+    if health != discovered.HEALTHY:
         return DEVICE_UNHEALTHY
     # Out of service states are never in use (accel_common.handle_states).
     if any(state in handle_states.OUT_OF_SERVICE_STATES

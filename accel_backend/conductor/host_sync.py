@@ -197,7 +197,7 @@ def _update_device(dev, hostname, items, health_changes,
     if dev.status == device_obj.MISSING:
         dev.status = device_obj.ENABLED
     reasons = [i.health_reason for i in items
-               if i.health != device_obj.HEALTHY] + [
+               if i.health != discovered.HEALTHY] + [
                    r for r in (aer_reason,) if r]
     _set_health(dev, hostname, reasons, health_changes)
 
@@ -205,8 +205,8 @@ def _update_device(dev, hostname, items, health_changes,
 def _set_health(dev, hostname, reasons, health_changes):
     """Store the health verdict (``reasons``: why unhealthy, empty when
     healthy), logging and collecting a change for ``health_changes``."""
-    health = device_obj.UNHEALTHY if reasons else device_obj.HEALTHY
-    if health != dev.health and health == device_obj.UNHEALTHY:
+    health = discovered.UNHEALTHY if reasons else discovered.HEALTHY
+    if health != dev.health and health == discovered.UNHEALTHY:
         LOG.warning('Device %s on %s is unhealthy: %s', dev.address,
                     hostname, reasons[0])
     elif health != dev.health and dev.health is not None:

@@ -33,6 +33,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from accel_backend.common import discovered
 from accel_backend.common import hgx
 from accel_backend.common import ids
 from accel_backend.common import pooling
@@ -190,7 +191,7 @@ def _pool_deployable(session, hostname, item, aer_recovery_passes):
         uuid=ids.stable_uuid('device', hostname, item.address),
         hostname=hostname, address=item.address, type=item.device_type,
         vendor=item.vendor_id, model=item.model, status=device_obj.ENABLED,
-        health=device_obj.HEALTHY)
+        health=discovered.HEALTHY)
     # The members are recorded now, so that host_sync's mass-removal
     # guard counts the pool's functions, as for any pool device.
     dev.std_board_info = dict(item.std_board_info or {}, members=(

@@ -24,6 +24,7 @@ states are those of ``objects.device``.
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from accel_backend.common import discovered
 from accel_backend.common import pooling
 from accel_backend.db import lookup
 from accel_backend.db import models
@@ -73,7 +74,7 @@ def reserved_units(dep):
     """
     total = dep.num_accelerators or 0
     dev = dep.device
-    if dev.status != device_obj.ENABLED or dev.health == device_obj.UNHEALTHY:
+    if dev.status != device_obj.ENABLED or dev.health == discovered.UNHEALTHY:
         return total
     handles = dep.attach_handles
     return max(0, min(total, total - len(handles) + sum(

@@ -49,11 +49,6 @@ ENABLED = 'enabled'
 MAINTAINING = 'maintaining'
 MISSING = 'missing'
 
-#: Device health, the discovery driver's verdict, defined with the record
-#: drivers return (``accel_backend.agent.discovery.drivers``).
-HEALTHY = discovered.HEALTHY
-UNHEALTHY = discovered.UNHEALTHY
-
 #: Attach handle states, defined with their transitions in
 #: ``accel_common.handle_states`` (its module text has the diagram):
 #: available -> bound -> dirty -> cleaning -> available | clean_failed.
@@ -334,8 +329,8 @@ def status_of(dev):
     """
     if dev.status != ENABLED:
         return dev.status, None
-    if dev.health == UNHEALTHY:
-        return UNHEALTHY, dev.health_reason
+    if dev.health == discovered.UNHEALTHY:
+        return discovered.UNHEALTHY, dev.health_reason
     handles = [h for dep in dev.deployables for h in dep.attach_handles]
     for state in (handle_states.CLEAN_FAILED, handle_states.CLEANING,
                   handle_states.DIRTY):

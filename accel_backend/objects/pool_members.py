@@ -36,7 +36,6 @@ from accel_backend.common import discovered
 from accel_backend.common import hgx
 from accel_backend.common import ids
 from accel_backend.common import pooling
-from accel_backend.objects import device as device_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -78,11 +77,11 @@ def judge(dev, hostname, members, aer_recovery_passes, health_changes):
         old = before.get(m['address'])
         board = dict(m['std_board_info'])
         reasons = [r for r in (
-            m['health_reason'] if m['health'] != device_obj.HEALTHY
+            m['health_reason'] if m['health'] != discovered.HEALTHY
             else None,
             aer.verdict(old and old['std_board_info'], board,
                         aer_recovery_passes)) if r]
-        health = device_obj.UNHEALTHY if reasons else device_obj.HEALTHY
+        health = discovered.UNHEALTHY if reasons else discovered.HEALTHY
         reason = reasons[0] if reasons else None
         record[m['address']] = {'health': health, 'health_reason': reason,
                                 'std_board_info': board,
@@ -90,7 +89,7 @@ def judge(dev, hostname, members, aer_recovery_passes, health_changes):
         previous = old and old['health']
         if previous == health and old['health_reason'] == reason:
             continue
-        if health == device_obj.UNHEALTHY:
+        if health == discovered.UNHEALTHY:
             LOG.warning('Device %s of pool %s on %s is unhealthy: %s',
                         m['address'], dev.address, hostname, reason)
         elif previous:
@@ -115,7 +114,7 @@ def split(dev):
     for address in sorted(members):
         m = members[address]
         attach_type, info = m['handle']
-        if m['health'] == device_obj.HEALTHY:
+        if m['health'] == discovered.HEALTHY:
             offered.append((attach_type, info))
         else:
             withheld.add(handle_key(attach_type, info))

@@ -25,10 +25,9 @@ them (openstack/nova 34.0.0, ``nova/scheduler/client/report.py``,
 ``PlacementError`` (status 409) is raised as it is.
 
 Every retry of ``agent.placement.report``, ``agent.placement.reserved``
-(through
-the reporter), ``agent.placement.reshape`` and
-``agent.placement.provider_tree``
-goes through ``retrying``, which builds the ``tenacity.Retrying``.
+(through the reporter), ``agent.placement.reshape`` and
+``agent.placement.provider_tree`` goes through ``retrying``, which builds
+the ``tenacity.Retrying``.
 """
 
 import tenacity
