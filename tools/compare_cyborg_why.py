@@ -193,4 +193,13 @@ Keystone) passes everything else.
    token nor `X-Roles` is 401 (Cyborg without Keystone reads identity
    headers only).  Local use only: whoever reaches the API chooses their
    roles.
+8. **Microversion 2.4 is accel_backend's own** (2.0 to 2.3 are Cyborg
+   17's, which answer exactly as before): `GET
+   /v2/deployables/free_by_numa_node` lists, for every pool spanning NUMA
+   nodes, the free units of each node (policy
+   `accelerator:deployable:get_free_by_numa_node`, service role or
+   administrator).  Nova's scheduler filter `AcceleratorNumaFitFilter`
+   reads it; Cyborg 17 has no pools spanning nodes.  A client that asks
+   `latest` gets 2.4; upstream clients and cyborg-tempest-plugin send 2.0
+   to 2.3 or no header.
 """

@@ -60,6 +60,10 @@ ROUTES = {
     '/v2/devices/{device_uuid}/enable': {'POST': device.enable},
     '/v2/devices/{device_uuid}/disable': {'POST': device.disable},
     '/v2/deployables': {'GET': deployable.list_},
+    # Before the template below: at microversions before 2.4 the handler
+    # answers as ``show`` of an id that is no UUID (400), as before.
+    '/v2/deployables/free_by_numa_node': {
+        'GET': deployable.free_by_numa_node},
     '/v2/deployables/{deployable_uuid}': {'GET': deployable.show},
     '/v2/deployables/{deployable_uuid}/program': {
         'PATCH': deployable.program,

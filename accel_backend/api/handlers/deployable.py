@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``/v2/deployables``: list (``limit``/``marker`` pages), show, and
-``PATCH /{uuid}/program``.
+"""``/v2/deployables``: list (``limit``/``marker`` pages), show,
+``PATCH /{uuid}/program`` and, from microversion 2.4, the free units per
+NUMA node of the pools spanning nodes (``GET /free_by_numa_node``).
 
 Program (Cyborg: write an FPGA bitstream from a Glance image) needs a
 discovery driver that can program the deployable: a loaded driver named
@@ -27,6 +28,10 @@ from accel_backend.api.schemas import deployable as program_schema
 from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
+from accel_backend.objects import numa_free
+
+#: The microversion that serves ``GET /v2/deployables/free_by_numa_node``.
+FREE_BY_NUMA_NODE_VERSION = (2, 4)
 
 
 def list_(req):
@@ -47,6 +52,24 @@ def show(req, deployable_uuid):
     return util.show_response(req, deployable_policy.GET_ONE,
                               deployable_uuid, deployable_obj.get,
                               deployable_obj.to_dict)
+
+
+def free_by_numa_node(req):
+    """``GET /free_by_numa_node`` (microversion 2.4) -> 200
+    ``{"deployables": [{"uuid", "rp_uuid", "free_by_numa_node": {"<node>":
+    int}}]}``: the free units of each node of every pool spanning NUMA
+    nodes (``objects.numa_free``).  Before 2.4 the path is what it was,
+    ``show`` of an id that is no UUID.
+
+    :raises Forbidden: 403, neither the service role nor an administrator.
+    :raises InvalidUUID: 400, before microversion 2.4.
+    """
+    if util.version(req) < FREE_BY_NUMA_NODE_VERSION:
+        return show(req, 'free_by_numa_node')
+    util.context(req).can(deployable_policy.GET_FREE_BY_NUMA_NODE)
+    with util.service(req).db.transaction() as session:
+        pools = numa_free.spanning_pools(session)
+    return util.response(200, {'deployables': pools})
 
 
 def _programmer(svc, dep):

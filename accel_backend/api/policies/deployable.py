@@ -12,7 +12,9 @@
 
 """Policies of ``/v2/deployables``: read by administrators and project
 managers (legacy default: administrators only), programmed by
-administrators (it changes the hardware). Cyborg 17:
+administrators (it changes the hardware); the free units per NUMA node
+(accel_backend's own, microversion 2.4) are read by services and
+administrators. Cyborg 17:
 ``cyborg/policies/deployables.py``."""
 
 from oslo_policy import policy
@@ -22,6 +24,10 @@ from accel_backend.api.policies import base
 PREFIX = 'accelerator:deployable:%s'
 GET_ALL = PREFIX % 'get_all'
 GET_ONE = PREFIX % 'get_one'
+#: Free units per NUMA node of the pools spanning nodes (microversion
+#: 2.4, accel_backend only): Nova's scheduler filter reads it with Nova's
+#: ``[service_user]`` credentials (``service`` role, install guide).
+GET_FREE_BY_NUMA_NODE = PREFIX % 'get_free_by_numa_node'
 PROGRAM = PREFIX % 'program'
 
 rules = [
@@ -38,6 +44,15 @@ rules = [
                      'path': '/v2/deployables/{deployable_uuid}'}],
         scope_types=base.PROJECT_SCOPE,
         deprecated_rule=base.deprecated(GET_ONE, base.ADMIN)),
+    policy.DocumentedRuleDefault(
+        name=GET_FREE_BY_NUMA_NODE,
+        check_str='%s or %s' % (base.SERVICE, base.ADMIN),
+        description='Free units per NUMA node of the pools spanning NUMA '
+                    'nodes (microversion 2.4; read by Nova\'s scheduler '
+                    'filter AcceleratorNumaFitFilter).',
+        operations=[{'method': 'GET',
+                     'path': '/v2/deployables/free_by_numa_node'}],
+        scope_types=base.PROJECT_SCOPE),
     policy.DocumentedRuleDefault(
         name=PROGRAM, check_str=base.ADMIN,
         description='Program a deployable (e.g. an FPGA bitstream).',

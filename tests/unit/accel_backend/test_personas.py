@@ -137,6 +137,11 @@ MATRIX = [
     ('GET', '/v2/deployables/{deployable_uuid}',
      '/v2/deployables/' + UNKNOWN, None,
      expect(403, admin_a=404, manager_a=404)),
+    # Without a microversion (2.0) the 2.4 path answers as before: an id
+    # that is no UUID (test_numa_free checks 2.4).
+    ('GET', '/v2/deployables/free_by_numa_node',
+     '/v2/deployables/free_by_numa_node', None,
+     expect(403, admin_a=400, manager_a=400)),
     ('PATCH', '/v2/deployables/{deployable_uuid}/program',
      '/v2/deployables/%s/program' % UNKNOWN, [], expect(403, admin_a=400)),
     ('GET', '/v2/attributes', '/v2/attributes', None,
