@@ -33,15 +33,17 @@ board information and AER count are kept per function in its
 that is unhealthy gives no claimable attach handle, so the provider's
 ``reserved`` grows by one (``objects.deployable.reserved_units``).
 
-By default a pool is one NUMA node's (``[discovery] pool_numa_span``
-false): a two-socket server with 4 GPUs on each node has two providers
-of 4, and ``trait:CUSTOM_NUMA_NODE_0=required`` is matched exactly by
-Placement.  With ``pool_numa_span`` true a pool spans the host's NUMA
-nodes (issue 55): the same server has ONE provider of 8, so
-``resources:PGPU=8`` (or 6) in one group finds it, as Kubernetes DRA's
-``count: 8`` does; the binder picks the functions, packed onto as few
-NUMA nodes as possible, and all on one node when the request asks for
-locality (``conductor.numa_fit``).  The pool carries the NUMA trait of
+By default a pool spans the host's NUMA nodes (``[discovery]
+pool_numa_span`` true, issue 55): a two-socket server with 4 GPUs on
+each node has ONE provider of 8, so ``resources:PGPU=8`` (or 6) in one
+group finds it, as Kubernetes DRA's ``count: 8`` does; the binder picks
+the functions, packed onto as few NUMA nodes as possible, and all on one
+node when the request asks for locality (``conductor.numa_fit``), and
+Nova's scheduler filter ``AcceleratorNumaFitFilter`` skips hosts whose
+wanted node is full (``objects.numa_free``).  With ``pool_numa_span``
+false a pool is one NUMA node's: the same server has two providers of 4,
+and ``trait:CUSTOM_NUMA_NODE_0=required`` is matched exactly by
+Placement.  The pool carries the NUMA trait of
 every node it has functions on (``CUSTOM_NUMA_NODE_<N>``); each
 member's node is in its ``std_board_info["numa_node"]``.
 
@@ -153,8 +155,9 @@ def merge(found, span_numa=False, keep_spanning=None):
 
     :param found: list of ``drivers.DiscoveredDeployable``, each tagged
         one with exactly one attach handle.
-    :param span_numa: ``[discovery] pool_numa_span``: True, one pool per
-        kind spanning the NUMA nodes; False, one pool per kind and node.
+    :param span_numa: ``[discovery] pool_numa_span``: True (the option's
+        default), one pool per kind spanning the NUMA nodes; False, one
+        pool per kind and node.
     :param keep_spanning: with ``span_numa`` False, a callable given the
         name of the spanning pool (str) of a kind whose functions are on
         several nodes; when it returns True that kind stays one spanning

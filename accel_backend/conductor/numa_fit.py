@@ -28,10 +28,12 @@ binder picks the functions here, for the ARQs of one group (same
   one has enough (best fit), else the nodes with most free first.
 
 A group that cannot be satisfied so gets no handle: its ARQs fail to
-bind with ``failure.NUMA_UNFIT`` (Nova 34 then aborts the build:
-``ComputeManager._build_resources`` raises ``BuildAbortException``).
+bind with ``failure.NUMA_UNFIT`` and the build fails on the host.
 Placement cannot tell that ahead, as it has no per-node count of a pool;
-the admin guide says so.  Pools on one node and other providers are left
+Nova's scheduler filter ``nova_accel.scheduler.filters.
+AcceleratorNumaFitFilter`` can: it reads the free units per node
+(``objects.numa_free``) and skips such a host, so this failure is left
+for a race between two binds.  Pools on one node and other providers are left
 to ``conductor.claim``'s ordinary claim.
 """
 

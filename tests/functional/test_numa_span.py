@@ -11,16 +11,23 @@
 # under the License.
 
 """8-, 6-, 1- and NUMA-local 4-GPU flavors, each one request group, on a
-two-socket 8-GPU host through Nova 34's scheduler and a real Placement
+two-socket 8-GPU host through Nova 34's scheduler and a real Placement,
+with the DEFAULT configuration and ``AcceleratorNumaFitFilter`` enabled
 (issue 55, item 0).
 
 Host: ``tests.unit.accel_backend.test_pooled.write_hgx``, 8 H100, 4 on
 NUMA node 0 and 4 on node 1, pooled by a device spec: ONE provider of 8
-spanning both nodes (``common.pooling``).  Before, the host had two
-providers of 4 and the 8- and 6-GPU flavors found no valid host.
+spanning both nodes (``common.pooling``, ``[discovery] pool_numa_span``
+true by default).  Before, the host had two providers of 4 and the 8-
+and 6-GPU flavors found no valid host.  A NUMA-local group whose node is
+full ends "No valid host" in the scheduler (the filter), before any ARQ
+is made; without the filter Placement offers the host, the bind fails
+(``numa_unfit``) and the build fails on the host ("Exceeded maximum
+number of retries" with one host).
 """
 
 import fixtures
+import nova.conf
 
 from tests.functional import base
 from tests.functional import test_multi_device
@@ -29,6 +36,7 @@ from tests.unit.accel_backend import test_pooled
 from tools.launch import accel_backend as launch_accel
 
 NODE = {a: n for a, n in test_pooled.GPUS}
+FILTER = 'AcceleratorNumaFitFilter'
 
 
 class SpanningBootTest(base.AccelServersTestBase):
@@ -36,15 +44,22 @@ class SpanningBootTest(base.AccelServersTestBase):
     DEVICE_SPECS = [pooled_boot.SPEC]
     usage = pooled_boot.PooledBootTest.usage
 
+    def _setup_scheduler_service(self):
+        # The install guide's nova.conf of the scheduler.
+        self.flags(group='filter_scheduler', available_filters=[
+            'nova.scheduler.filters.all_filters',
+            'nova_accel.scheduler.filters.' + FILTER], enabled_filters=(
+            nova.conf.CONF.filter_scheduler.enabled_filters + [FILTER]))
+        return super()._setup_scheduler_service()
+
     def accel_config(self, tmpdir):
-        # PooledBootTest's, with the pool spanning the NUMA nodes.
+        # PooledBootTest's: no [discovery] pool_numa_span, the default.
         return launch_accel.config(
             self.placement_fixture.endpoint, self.api_fixture.base_url,
             self.SYSFS_ROOT, self.DEVICE_SPECS,
             DEFAULT={'host': self.COMPUTE, 'state_path': tmpdir},
             nova={'event_retry_timeout': 30},
-            cleaning={'methods': 'generic_pci:flr'},
-            discovery={'pool_numa_span': 'true'})
+            cleaning={'methods': 'generic_pci:flr'})
 
     def setUp(self):
         root = self.useFixture(fixtures.TempDir()).path
@@ -94,4 +109,29 @@ class SpanningBootTest(base.AccelServersTestBase):
         _, nodes = self.boot('local3', [{
             'resources:PGPU': '3', 'accel:numa_local': 'true'}])
         self.assertEqual([1] * 3, nodes)
+        self.assertEqual(8, self.usage())
+
+    def no_valid_host(self, profile, groups):
+        self.create_device_profile(profile, groups)
+        server = self._create_server(
+            flavor_id=self.accel_flavor(profile), networks='none',
+            expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual([], self.arqs_of(server['id']))
+
+    def test_a_full_node_is_no_valid_host_not_a_failed_bind(self):
+        node0 = {'resources:PGPU': '2', 'trait:CUSTOM_NUMA_NODE_0': 'required'}
+        node1 = {'resources:PGPU': '2', 'trait:CUSTOM_NUMA_NODE_1': 'required'}
+        self.assertEqual([0, 0], self.boot('node0', [node0])[1])
+        self.assertEqual([1, 1], self.boot('node1', [node1])[1])
+        # 2 free on each node, 4 in the pool: Placement offers the host,
+        # the filter drops it.
+        self.no_valid_host('local3-full', [{
+            'resources:PGPU': '3', 'accel:numa_local': 'true'}])
+        self.no_valid_host('node0x3', [dict(node0, **{'resources:PGPU': '3'})])
+        self.assertEqual(4, self.usage())
+        # What fits still lands where it fits.
+        self.assertEqual([0, 0], self.boot('node0b', [node0])[1])
+        self.assertEqual([1, 1], self.boot('local2', [{
+            'resources:PGPU': '2', 'accel:numa_local': 'true'}])[1])
         self.assertEqual(8, self.usage())

@@ -117,9 +117,10 @@ class TestSpanningBinds(test_pooled.PooledTest):
 
 
 class TestPerNodePoolsMigrate(test_pooled.PooledTest):
-    """A host pooled per NUMA node (the default), a guest bound to 2 GPUs
-    of node 1: the first pass with ``pool_numa_span`` moves both pools
-    into the spanning one, without touching the guest."""
+    """A host pooled per NUMA node (``pool_numa_span`` false, the default
+    before issue 55), a guest bound to 2 GPUs of node 1: the first pass
+    with ``pool_numa_span`` true (the default now) moves both pools into
+    the spanning one, without touching the guest."""
 
     def test_per_node_pools_migrate_with_a_bound_guest(self):
         before = self.service()
@@ -154,7 +155,7 @@ class TestPerNodePoolsMigrate(test_pooled.PooledTest):
         self.assertEqual(6, len(six))
         svc.discover_and_report()
         self.assertEqual([POOL], sorted(self.providers()))
-        # Back to the default: the pool has allocations, so it is kept
+        # Back to per-node pools: the pool has allocations, so it is kept
         # whole, with an error saying why, nothing deleted or moved.
         log = self.useFixture(fixtures.FakeLogger(level='ERROR'))
         back = self.service()
@@ -167,7 +168,7 @@ class TestPerNodePoolsMigrate(test_pooled.PooledTest):
                 '/allocations/%s' % instance).json()['allocations'].items()})
         self.assertEqual(buses, sorted(
             i['bus'] for i in self.handles_of(back, arqs)))
-        # Drained, the next default pass splits it into per-node pools.
+        # Drained, the next per-node pass splits it into per-node pools.
         self.raw.delete('/allocations/%s' % instance)
         for arq_uuid in arqs + six:
             self.delete_arq(back, arq_uuid)
@@ -176,10 +177,10 @@ class TestPerNodePoolsMigrate(test_pooled.PooledTest):
         self.assertEqual((4, 0, 4), self.inv(POOL0))
 
 
-class TestPerNodeByDefault(test_pooled.PooledTest):
-    """``[discovery] pool_numa_span`` false (the default): the two-socket
-    host reports one pool per node, and a node-trait request is matched
-    exactly by Placement and bound on that node."""
+class TestPerNode(test_pooled.PooledTest):
+    """``[discovery] pool_numa_span`` false (``PooledTest.NUMA_SPAN``):
+    the two-socket host reports one pool per node, and a node-trait
+    request is matched exactly by Placement and bound on that node."""
 
     def test_two_per_node_pools_and_an_exact_node_trait_request(self):
         svc = self.service()

@@ -70,8 +70,11 @@ class MigrationBase(test_pooled.PooledTest):
         self.handle = self.arq_handle(self.before)
 
     def pooled(self, **kw):
-        return self.make_service(self.make_conf(nvidia_gpu_pool='true',
-                                                **kw))
+        # Per-GPU providers into pools per NUMA node (None: the default,
+        # test_one_pass_into_the_default_spanning_pool).
+        kw.setdefault('pool_numa_span', 'false')
+        return self.make_service(self.make_conf(nvidia_gpu_pool='true', **{
+            k: v for k, v in kw.items() if v is not None}))
 
     def arq_handle(self, svc):
         """``(ARQ state, device_rp_uuid, handle UUID, attach_info)``."""
@@ -115,6 +118,18 @@ class MigrationBase(test_pooled.PooledTest):
 
 
 class PoolMigrationTest(MigrationBase):
+
+    def test_one_pass_into_the_default_spanning_pool(self):
+        svc = self.pooled(pool_numa_span=None)     # the default
+        svc.report_pass()
+        self.assertEqual([test_pooled.POOL], sorted(self.providers()))
+        pool = self.providers()[test_pooled.POOL]['uuid']
+        self.assertFalse(self.rp_exists(self.old_rp))
+        self.assertEqual({pool: {'PGPU': 1}}, self.allocations())
+        self.assertEqual((8, 0, 8), self.inv(test_pooled.POOL))
+        state, rp, handle, info = self.arq_handle(svc)
+        self.assertEqual((arq_states.BOUND, pool), (state, rp))
+        self.assertEqual(self.handle[2:], (handle, info))
 
     def test_one_pass_migrates_a_host_with_a_guest(self):
         svc = self.pooled()

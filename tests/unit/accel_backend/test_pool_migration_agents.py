@@ -48,7 +48,9 @@ class AgentPoolMigrationTest(test_pool_migration.MigrationBase):
                 placement=self.placement_opts, nova=self.NOVA_OPTS,
                 discovery={'enabled_drivers': self.DRIVERS,
                            'report_interval': '0',
-                           'nvidia_gpu_pool': 'true'}, **groups)
+                           'nvidia_gpu_pool': 'true',
+                           # pools per NUMA node (test_pool_migration)
+                           'pool_numa_span': 'false'}, **groups)
         transport = transports.get_rpc_transport(conf('transport'))
         self.addCleanup(transport.cleanup)
         self.conductor = service_mod.Service(

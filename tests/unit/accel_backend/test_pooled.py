@@ -60,6 +60,10 @@ class PooledTest(test_lifecycle.ServiceTestBase):
     TREE = None
     NUMA = None
     GPU_POOL = None     # the default
+    #: ``[discovery] pool_numa_span`` of ``service()``: these tests are
+    #: about pools per NUMA node; the default (spanning, issue 55) is
+    #: ``TestPooledByDefault``'s and ``test_numa_span``'s.
+    NUMA_SPAN = 'false'
 
     def setUp(self):
         super().setUp()
@@ -88,6 +92,7 @@ class PooledTest(test_lifecycle.ServiceTestBase):
                       for ar in body['allocation_requests'])
 
     def service(self, **kw):
+        kw.setdefault('pool_numa_span', self.NUMA_SPAN)
         svc = self.make_service(self.make_conf(nvidia_gpu_pool='true',
                                                **kw))
         svc.discover_and_report()
@@ -225,7 +230,8 @@ class TestPooledByNUMA(PooledTest):
         self.make_service(self.make_conf(
             nvidia_gpu_pool='false')).discover_and_report()
         self.assertEqual(8, len(self.providers()))
-        svc = self.make_service(self.make_conf(nvidia_gpu_pool='true'))
+        svc = self.make_service(self.make_conf(nvidia_gpu_pool='true',
+                                               pool_numa_span='false'))
         # Every per-device provider goes, but its function is a pool's
         # now: no removal for the guard, no --force needed
         # (placement.reshape).
@@ -257,9 +263,10 @@ class TestOneBoard(PooledTest):
 class TestPooledByDefault(PooledTest):
 
     def test_default_pools_and_false_gives_one_provider_per_gpu(self):
+        # By default one pool spans both NUMA nodes (issue 55).
         self.make_service().discover_and_report()
-        self.assertEqual([POOL0, POOL1], sorted(self.providers()))
-        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.assertEqual([POOL], sorted(self.providers()))
+        self.assertEqual((8, 0, 8), self.inv(POOL))
         self.make_service(self.make_conf(
             nvidia_gpu_pool='false')).discover_and_report(force=True)
         self.assertEqual(sorted(a for a, _ in GPUS),
