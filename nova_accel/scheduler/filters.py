@@ -71,12 +71,12 @@ providers are not in the answer and always pass: Placement's count is
 already per node for them.  Groups of a port's device profile
 (``requester_id`` with the port's UUID) are left to the binder.
 
-Enable it in nova.conf of the scheduler, after Nova's defaults::
+Enable it in nova.conf of the scheduler, after Nova's defaults
+(``all_filters`` here is Nova's ``all_filters`` and this filter)::
 
     [filter_scheduler]
     enabled_filters = ...,AcceleratorNumaFitFilter
-    available_filters = nova.scheduler.filters.all_filters
-    available_filters = nova_accel.scheduler.filters.AcceleratorNumaFitFilter
+    available_filters = nova_accel.scheduler.filters.all_filters
 """
 
 import collections
@@ -292,3 +292,11 @@ class AcceleratorNumaFitFilter(filters.BaseHostFilter,
     def host_passes(self, host_state, spec_obj):
         """One host (``filter_all`` is what Nova calls)."""
         return bool(self.filter_all([host_state], spec_obj))
+
+
+def all_filters():
+    """Nova's filters (``nova.scheduler.filters.all_filters``, Nova 34) and
+    ``AcceleratorNumaFitFilter``: a list of classes, for ``[filter_scheduler]
+    available_filters = nova_accel.scheduler.filters.all_filters`` (one
+    value, where the option's default is Nova's function alone)."""
+    return filters.all_filters() + [AcceleratorNumaFitFilter]

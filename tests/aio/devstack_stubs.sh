@@ -46,6 +46,10 @@ else
         python3 -S "$STUB_DIR/ini_tool.py" delete "$@"
     }
 
+    function iniget {
+        python3 -S "$STUB_DIR/ini_tool.py" get "$@"
+    }
+
     # inc/ini-config: one line right under the (existing) section's
     # header, the value as it is.
     function iniadd_literal {

@@ -11,9 +11,10 @@
 # under the License.
 
 """``ini_tool.py set|add|insert FILE SECTION KEY VALUE`` and
-``ini_tool.py delete FILE SECTION KEY``: devstack's iniset, iniadd,
-iniadd_literal (the line first in its section) and inidelete on a real
-file, keeping repeated keys (MultiStrOpt)."""
+``ini_tool.py delete|get FILE SECTION KEY``: devstack's iniset, iniadd,
+iniadd_literal (the line first in its section), inidelete and iniget
+(each value on a line of its own) on a real file, keeping repeated keys
+(MultiStrOpt)."""
 
 import os
 import sys
@@ -45,6 +46,11 @@ def write(path, sections):
 
 def main(op, path, section, key, value=None):
     sections = read(path)
+    if op == 'get':
+        for k, v in sections.get(section, ()):
+            if k == key:
+                print(v)
+        return
     items = sections.setdefault(section, [])
     if op in ('set', 'delete'):
         items[:] = [(k, v) for k, v in items if k != key]

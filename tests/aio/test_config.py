@@ -142,6 +142,14 @@ class TestServiceConfigs(unittest.TestCase):
                           service_user['password'],
                           service_user['project_name']))
         self.assertEqual('accelerator', nova['cyborg']['service_type'])
+        # The scheduler filters NUMA-local accelerator groups.
+        self.assertEqual(
+            ('ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,'
+             'ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter,'
+             'AcceleratorNumaFitFilter',
+             'nova_accel.scheduler.filters.all_filters'),
+            (nova['filter_scheduler']['enabled_filters'],
+             nova['filter_scheduler']['available_filters']))
         self.assertEqual('RegionOne', nova['cyborg']['region_name'])
         self.assertEqual('placement', nova['placement']['username'])
         self.assertEqual('nova', nova['keystone_authtoken']['username'])

@@ -138,6 +138,28 @@ class TestDevstackPlugin(devstack_harness.DevstackPluginTestCase):
         self.assertIn('get_or_create_endpoint accelerator RegionOne '
                       'http://192.0.2.10:6666/v2', calls)
 
+    def test_the_scheduler_gets_the_numa_fit_filter(self):
+        for before, want in (
+                ((), 'ComputeFilter,ComputeCapabilitiesFilter,'
+                     'ImagePropertiesFilter,ServerGroupAntiAffinityFilter,'
+                     'ServerGroupAffinityFilter,AcceleratorNumaFitFilter'),
+                # lib/nova wrote $NOVA_FILTERS before post-config.
+                (('iniset "$NOVA_CONF" filter_scheduler enabled_filters '
+                  'ComputeFilter,SameHostFilter',),
+                 'ComputeFilter,SameHostFilter,AcceleratorNumaFitFilter')):
+            if os.path.exists(self.nova_conf):
+                os.remove(self.nova_conf)
+            # Twice: a second stack adds nothing.
+            self.devstack('stack post-config', 'stack post-config',
+                          before=before)
+            conf = self.ini(self.nova_conf)
+            self.assertEqual(want, self.value(conf, 'filter_scheduler',
+                                              'enabled_filters'))
+            self.assertEqual(
+                ['nova_accel.scheduler.filters.all_filters'],
+                [v for k, v in conf['filter_scheduler']
+                 if k == 'available_filters'])
+
     def test_compute_driver_can_be_the_fake_one(self):
         # A devstack without KVM (VIRT_DRIVER=fake): Nova's fake driver
         # with accelerators, in what nova-compute reads.

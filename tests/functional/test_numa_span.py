@@ -47,8 +47,7 @@ class SpanningBootTest(base.AccelServersTestBase):
     def _setup_scheduler_service(self):
         # The install guide's nova.conf of the scheduler.
         self.flags(group='filter_scheduler', available_filters=[
-            'nova.scheduler.filters.all_filters',
-            'nova_accel.scheduler.filters.' + FILTER], enabled_filters=(
+            'nova_accel.scheduler.filters.all_filters'], enabled_filters=(
             nova.conf.CONF.filter_scheduler.enabled_filters + [FILTER]))
         return super()._setup_scheduler_service()
 

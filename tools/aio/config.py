@@ -217,6 +217,12 @@ def glance_conf(layout):
     return ini
 
 
+#: Nova 34's ``[filter_scheduler] enabled_filters`` default.
+NOVA_FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
+                'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
+                'ServerGroupAffinityFilter')
+
+
 def nova_conf(layout):
     """One nova.conf for nova-api, -conductor, -scheduler and -compute.
 
@@ -256,6 +262,13 @@ def nova_conf(layout):
             creds = {'region_name': REGION}
         ini.update(section, creds)
     ini.set('cyborg', 'service_type', 'accelerator')
+    # Nova 34's default filters (nova/conf/scheduler.py) and the one that
+    # keeps NUMA-local accelerator groups off full nodes (install guide).
+    ini.update('filter_scheduler', {
+        'enabled_filters': ','.join(NOVA_FILTERS +
+                                    ('AcceleratorNumaFitFilter',)),
+        # Nova's filters and ours (nova_accel/scheduler/filters.py).
+        'available_filters': 'nova_accel.scheduler.filters.all_filters'})
     ini.update('scheduler', {
         'discover_hosts_in_cells_interval': -1,
         'workers': 1,

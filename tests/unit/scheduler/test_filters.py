@@ -19,6 +19,7 @@ Through Nova's scheduler and a real Placement:
 import types
 
 from nova import objects
+from nova.scheduler import filters as nova_filters
 import testtools
 
 from nova_accel.cyborg_client import exception as accel_exc
@@ -165,6 +166,18 @@ class FilterAllTest(testtools.TestCase):
         self.assertEqual(['a'], self.run_filter(backend, spec,
                                                 [_host('a', A)]))
         self.assertEqual([], backend.calls)
+
+
+class AllFiltersTest(testtools.TestCase):
+
+    def test_nova_filters_and_ours_load_by_name(self):
+        # What [filter_scheduler] available_filters names, loaded as Nova's
+        # HostManager loads it.
+        found = nova_filters.HostFilterHandler().get_matching_classes(
+            ['nova_accel.scheduler.filters.all_filters'])
+        names = {c.__name__ for c in found}
+        self.assertIn('AcceleratorNumaFitFilter', names)
+        self.assertIn('ComputeFilter', names)
 
 
 class ProfileCacheTest(testtools.TestCase):
