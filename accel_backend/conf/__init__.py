@@ -130,9 +130,15 @@ CLEANING_OPTS = [
     cfg.IntOpt('workers', default=4, min=1,
                help='Devices cleaned at once. Released devices waiting '
                     'for a worker are already reserved in Placement.'),
-    cfg.FloatOpt('poll_interval', default=10.0, min=0.1,
-                 help='Seconds between looks for dirty devices (releases '
-                      'wake the cleaner at once).'),
+    cfg.FloatOpt('poll_interval', default=60.0, min=0.1,
+                 help='Seconds between looks for dirty devices. Releases '
+                      'wake the cleaner at once (the commit of a release '
+                      'in ``accel-backend``, a ``clean`` cast from the API '
+                      'to ``accel-backend-agent``): the look is the safety '
+                      'net for a wake-up lost on the way. In an agent each '
+                      'look is a conductor call, a background that grows '
+                      'with the hosts; the default is the discovery\'s '
+                      '``report_interval``.'),
 ]
 
 #: ``[healthcheck] backends`` by default, per role
