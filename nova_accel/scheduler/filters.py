@@ -240,7 +240,8 @@ class AcceleratorNumaFitFilter(filters.BaseHostFilter,
     service = _Service()
 
     def _group_wishes(self, spec_obj):
-        groups = spec_obj.requested_resources or []
+        groups = (spec_obj.requested_resources or []
+                  if spec_obj.obj_attr_is_set('requested_resources') else [])
         if not any(REQUESTER.match(getattr(g, 'requester_id', None) or '')
                    for g in groups):
             return {}
