@@ -202,4 +202,14 @@ Keystone) passes everything else.
    reads it; Cyborg 17 has no pools spanning nodes.  A client that asks
    `latest` gets 2.4; upstream clients and cyborg-tempest-plugin send 2.0
    to 2.3 or no header.
+9. **Microversion 2.5 is accel_backend's own too: device taints**
+   (Kubernetes DRA's KEP-5055 model: key, value, effect, time added;
+   Cyborg 17 has none).  `GET`/`POST /v2/deployables/{uuid}/taints`,
+   `DELETE /v2/deployables/{uuid}/taints/{taint_uuid}` (policies
+   `accelerator:deployable:get_one`, `accelerator:deployable:taint` and
+   `accelerator:deployable:untaint`, administrators), and `taints` in the
+   deployable view.  `NoSchedule` and `NoExecute` keep the deployable, or
+   one function of a pool, out of binding and reserve it in Placement.
+   Before 2.5 the paths answer 404 and the view has no `taints`, as
+   before; a client that asks `latest` gets 2.5.
 """

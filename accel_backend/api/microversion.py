@@ -15,7 +15,9 @@
 2.0 base; 2.1 ``project_id`` in the bind PATCH; 2.2 GET a device profile by
 name; 2.3 device ``status`` (2.0 to 2.3 are Cyborg 17's); 2.4, accel_backend's
 own, ``GET /v2/deployables/free_by_numa_node`` (free units per NUMA node of
-the pools spanning nodes, for Nova's scheduler filter).  No header means
+the pools spanning nodes, for Nova's scheduler filter); 2.5, its own,
+device taints (``/v2/deployables/{uuid}/taints``, ``taints`` in the
+deployable view).  No header means
 2.0 (Nova sends none); ``latest`` means the maximum; anything outside
 [min, max] is 406.
 """
@@ -26,11 +28,11 @@ from accel_backend import exception
 
 SERVICE_TYPE = 'accelerator'
 MIN_VERSION = (2, 0)
-MAX_VERSION = (2, 4)
+MAX_VERSION = (2, 5)
 
 
 def fmt(version):
-    """``(2, 4)`` -> ``'2.4'``."""
+    """``(2, 5)`` -> ``'2.5'``."""
     return '%d.%d' % version
 
 

@@ -22,6 +22,7 @@ from accel_backend.api.handlers import deployable
 from accel_backend.api.handlers import device
 from accel_backend.api.handlers import device_profile
 from accel_backend.api.handlers import root
+from accel_backend.api.handlers import taint
 
 ROUTES = {
     '': {'GET': root.versions},
@@ -67,6 +68,14 @@ ROUTES = {
     '/v2/deployables/{deployable_uuid}': {'GET': deployable.show},
     '/v2/deployables/{deployable_uuid}/program': {
         'PATCH': deployable.program,
+    },
+    # Microversion 2.5; before it the handlers answer 404, as before.
+    '/v2/deployables/{deployable_uuid}/taints': {
+        'GET': taint.list_,
+        'POST': taint.create,
+    },
+    '/v2/deployables/{deployable_uuid}/taints/{taint_uuid}': {
+        'DELETE': taint.delete,
     },
     '/v2/attributes': {
         'GET': attribute.list_,

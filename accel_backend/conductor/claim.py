@@ -40,6 +40,7 @@ import sqlalchemy as sa
 from accel_backend.common import discovered
 from accel_backend.db import models
 from accel_backend.objects import device as device_obj
+from accel_backend.objects import taint as taint_obj
 from accel_common import handle_states
 
 #: Claim rounds before the ARQs still without a handle fail.  Each round
@@ -72,7 +73,8 @@ _FREE_ROW = device_obj.state_clause(_HANDLES.c.state, handle_states.BOUND,
 #: What every claim writes: ``bound``, in use, no reason.
 _CLAIMED = device_obj.update_values(handle_states.BOUND, handle_states.CLAIM)
 _FREE_HANDLES = (
-    sa.select(_HANDLES.c.id, _DEPLOYABLES.c.rp_uuid, _DEVICES.c.hostname)
+    sa.select(_HANDLES.c.id, _DEPLOYABLES.c.rp_uuid, _DEVICES.c.hostname,
+              _HANDLES.c.deployable_id, taint_obj.TAINTED)
     .join(_DEPLOYABLES, _HANDLES.c.deployable_id == _DEPLOYABLES.c.id)
     .join(_DEVICES, _DEPLOYABLES.c.device_id == _DEVICES.c.id)
     .where(_DEPLOYABLES.c.rp_uuid.in_(sa.bindparam('rps', expanding=True)),
@@ -94,9 +96,10 @@ _CLAIM_ONE = (sa.update(_HANDLES)
               .values(_CLAIMED))
 
 
-def _free_of_provider(*columns):
+def _free_of_provider(*columns, where=()):
     """SELECT ``columns`` of the free handles of provider ``:rp`` of host
-    ``:host`` (enabled, healthy devices), by id."""
+    ``:host`` (enabled, healthy devices), by id, with further ``where``
+    clauses."""
     return (
         sa.select(*columns)
         .join(_DEPLOYABLES, _HANDLES.c.deployable_id == _DEPLOYABLES.c.id)
@@ -105,7 +108,7 @@ def _free_of_provider(*columns):
                _DEVICES.c.hostname == sa.bindparam('host'),
                _DEVICES.c.status == device_obj.ENABLED,
                _DEVICES.c.health == discovered.HEALTHY,
-               _FREE_ROW)
+               _FREE_ROW, *where)
         .order_by(_HANDLES.c.id))
 
 
@@ -115,7 +118,10 @@ def _free_of_provider(*columns):
 # guide's "Design measurements"; see ``claim``).  The UPDATE
 # checks ``_FREE_ROW`` again on the row it locks: a handle a concurrent
 # binder took after the subquery read it is not claimed, only missed.
-_FIRST_FREE = _free_of_provider(_HANDLES.c.id).limit(sa.bindparam('n'))
+# A tainted deployable's handles are left to the rounds, which leave out
+# those its taints hold (``objects.taint``).
+_FIRST_FREE = _free_of_provider(
+    _HANDLES.c.id, where=(taint_obj.UNTAINTED,)).limit(sa.bindparam('n'))
 _CLAIM_FIRST_FREE = (
     sa.update(_HANDLES)
     .where(_HANDLES.c.id.in_(_FIRST_FREE), _FREE_ROW)
@@ -126,18 +132,30 @@ _READ_HANDLES = sa.select(_HANDLES).where(
 
 
 _PROVIDER_FREE = _free_of_provider(
-    _HANDLES.c.id, _HANDLES.c.attach_type, _HANDLES.c.attach_info)
+    _HANDLES.c.id, _HANDLES.c.attach_type, _HANDLES.c.attach_info,
+    _HANDLES.c.deployable_id, taint_obj.TAINTED)
+
+
+def _untainted(session, rows):
+    """``rows`` (with ``id``, ``deployable_id``, ``tainted``) less the
+    handles the taints of their deployables hold (``objects.taint``); one
+    statement more only when a deployable is tainted."""
+    tainted = {r.deployable_id for r in rows if r.tainted}
+    if not tainted:
+        return rows
+    held = taint_obj.held_handle_ids(session, tainted)
+    return [r for r in rows if r.id not in held]
 
 
 def free_handles(session, rp_uuid, hostname):
     """The free handles of one provider of one host, by id, for a caller
-    that picks which (``conductor.numa_fit``).
+    that picks which (``conductor.numa_fit``); never one a taint holds.
 
     :returns: list of Core rows (``id``, ``attach_type``,
-        ``attach_info``).
+        ``attach_info``, ``deployable_id``, ``tainted``).
     """
-    return session.execute(_PROVIDER_FREE, {'rp': rp_uuid,
-                                            'host': hostname}).all()
+    return _untainted(session, session.execute(
+        _PROVIDER_FREE, {'rp': rp_uuid, 'host': hostname}).all())
 
 
 def claim_ids(session, ids):
@@ -160,11 +178,11 @@ def _free_handles(session, keys, exclude):
 
     :returns: ``{(rp_uuid, hostname): [handle id, ...]}``.
     """
-    rows = session.execute(_FREE_HANDLES, {
+    rows = _untainted(session, session.execute(_FREE_HANDLES, {
         'rps': sorted({rp for rp, _ in keys}),
-        'hosts': sorted({host for _, host in keys})}).all()
+        'hosts': sorted({host for _, host in keys})}).all())
     free = collections.defaultdict(list)
-    for handle_id, rp, host in rows:
+    for handle_id, rp, host, _dep, _tainted in rows:
         if (rp, host) in keys and handle_id not in exclude:
             free[(rp, host)].append(handle_id)
     return free
@@ -196,7 +214,8 @@ def claim(session, wanted):
     """Claim free attach handles for a batch of ARQs.
 
     Only ``available`` handles of enabled, healthy devices are claimed
-    (never one that is dirty or being cleaned), lowest id first.
+    (never one that is dirty or being cleaned, nor one a taint holds,
+    ``objects.taint``), lowest id first.
 
     :param session: a ``Session`` in the binder's transaction.
     :param wanted: ``{(rp_uuid, hostname): number of handles}`` (ints

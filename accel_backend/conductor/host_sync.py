@@ -75,7 +75,9 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
         .options(orm.selectinload(models.Device.deployables)
                  .selectinload(models.Deployable.attach_handles),
                  orm.selectinload(models.Device.deployables)
-                 .selectinload(models.Deployable.attributes)))}
+                 .selectinload(models.Deployable.attributes),
+                 orm.selectinload(models.Device.deployables)
+                 .selectinload(models.Deployable.taints)))}
     by_address = {}
     for item in discovered:
         by_address.setdefault(item.address, []).append(item)

@@ -102,6 +102,11 @@ class Deployable(TimestampMixin, Base):
     attributes = orm.relationship('Attribute', back_populates='deployable',
                                   cascade='all, delete-orphan',
                                   passive_deletes=True)
+    taints = orm.relationship('DeployableTaint',
+                              back_populates='deployable',
+                              cascade='all, delete-orphan',
+                              passive_deletes=True,
+                              order_by='DeployableTaint.id')
 
 
 class Attribute(TimestampMixin, Base):
@@ -118,6 +123,34 @@ class Attribute(TimestampMixin, Base):
     key = sa.Column(sa.String(255), nullable=False)
     value = sa.Column(sa.Text, nullable=False)
     deployable = orm.relationship('Deployable', back_populates='attributes')
+
+
+class DeployableTaint(Base):
+    """A taint an operator put on a deployable, or on one function of a
+    pooled deployable (``objects.taint``), after Kubernetes DRA's device
+    taints (KEP-5055): key, value, effect, time added; plus why and who.
+    One per ``(deployable, function, key)``."""
+
+    __tablename__ = 'deployable_taints'
+    __table_args__ = (sa.UniqueConstraint('deployable_id', 'function',
+                                          'key'),)
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    deployable_id = sa.Column(
+        sa.Integer, sa.ForeignKey('deployables.id', ondelete='CASCADE'),
+        nullable=False, index=True)
+    # '' for the whole deployable, else the PCI address of one member of
+    # a pooled deployable (``objects.pool_members``).
+    function = sa.Column(sa.String(16), nullable=False, default='',
+                         server_default='')
+    key = sa.Column(sa.String(255), nullable=False)
+    value = sa.Column(sa.String(255))
+    # 'NoSchedule' | 'NoExecute'
+    effect = sa.Column(sa.String(16), nullable=False)
+    reason = sa.Column(sa.Text)
+    set_by = sa.Column(sa.String(255))
+    created_at = sa.Column(sa.DateTime, default=_utcnow, nullable=False)
+    deployable = orm.relationship('Deployable', back_populates='taints')
 
 
 class AttachHandle(TimestampMixin, Base):

@@ -46,6 +46,7 @@ from accel_backend.exception.request import MethodNotAllowed
 from accel_backend.exception.request import NotAcceptable
 from accel_backend.exception.request import RequestTooLarge
 from accel_backend.exception.request import SchemaValidationError
+from accel_backend.exception.request import TaintFunctionInvalid
 from accel_backend.exception.request import Unauthorized
 from accel_backend.exception.resource import ARQInvalidState
 from accel_backend.exception.resource import ARQNotFound
@@ -62,6 +63,7 @@ from accel_backend.exception.resource import DeviceProfileInUse
 from accel_backend.exception.resource import DeviceProfileNotFound
 from accel_backend.exception.resource import DeviceProfileUUIDExists
 from accel_backend.exception.resource import NotFound
+from accel_backend.exception.resource import TaintNotFound
 from accel_backend.exception.service import ComputeNodeProviderNotFound
 from accel_backend.exception.service import ConductorUnavailable
 from accel_backend.exception.service import CyborgImportRefused
@@ -79,12 +81,14 @@ __all__ = [
     'NovaPCISpecWithheld', 'SysfsRootUnavailable', 'BadRequest', 'Forbidden',
     'InvalidDeviceProfile', 'InvalidJSON', 'InvalidLimit', 'InvalidMarker',
     'InvalidPatch', 'InvalidUUID', 'MethodNotAllowed', 'NotAcceptable',
-    'RequestTooLarge', 'SchemaValidationError', 'Unauthorized',
+    'RequestTooLarge', 'SchemaValidationError', 'TaintFunctionInvalid',
+    'Unauthorized',
     'ARQInvalidState', 'ARQNotFound', 'ARQsUnresolved', 'AttributeExists',
     'AttributeNotFound', 'Conflict', 'DeployableNotFound',
     'DeployableProgramUnsupported', 'DeviceMissing', 'DeviceNotFound',
     'DeviceProfileExists', 'DeviceProfileInUse', 'DeviceProfileNotFound',
-    'DeviceProfileUUIDExists', 'NotFound', 'ComputeNodeProviderNotFound',
+    'DeviceProfileUUIDExists', 'NotFound', 'TaintNotFound',
+    'ComputeNodeProviderNotFound',
     'ConductorUnavailable', 'CyborgImportRefused',
     'DatabaseOptionUnsupported', 'NotThisHost', 'PlacementError',
     'PoolMigrationIncomplete',

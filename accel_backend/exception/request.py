@@ -52,6 +52,20 @@ class InvalidJSON(BadRequest):
     msg_fmt = 'Request body is not valid JSON: %(reason)s'
 
 
+class TaintFunctionInvalid(BadRequest):
+    """400: a taint names a function that is no member of the pooled
+    deployable, or names one for a deployable that is not pooled
+    (``objects.taint.check_function``).
+
+    :param function: the function's PCI address as sent (str).
+    :param deployable: the deployable's UUID (str).
+    """
+    code = codes.TAINT_INVALID_FUNCTION
+    msg_fmt = ('Function %(function)s is not a function of pooled '
+               'deployable %(deployable)s; name none to taint the whole '
+               'deployable.')
+
+
 class SchemaValidationError(BadRequest):
     """400: the body or a query parameter fails its JSON schema
     (``api.schemas.validate``).

@@ -74,6 +74,15 @@ class AttributeNotFound(NotFound):
     msg_fmt = 'Attribute %(ident)s could not be found.'
 
 
+class TaintNotFound(NotFound):
+    """404: the deployable has no taint with that UUID (or key).
+
+    :param ident: the UUID or key (str).
+    """
+    code = codes.TAINT_NOT_FOUND
+    msg_fmt = 'Taint %(ident)s could not be found.'
+
+
 class Conflict(AccelBackendError):
     """409: the request conflicts with the stored state; the base of
     every 409 (raised through its subclasses, with their ``msg_fmt``).

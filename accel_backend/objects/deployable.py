@@ -30,21 +30,33 @@ from accel_backend.db import lookup
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import device as device_obj
+from accel_backend.objects import taint as taint_obj
 from accel_backend import utils
 from accel_common import handle_states
 
 
-def list_(session, limit=None, marker=None):
+def list_(session, limit=None, marker=None, with_taints=False):
     """Deployables ordered by ``id``, one page (``db.paging``).
 
     :param limit: page size (int) or None for all.
     :param marker: UUID (str) of the previous page's last deployable, or
         None.
+    :param with_taints: load the page's taints too, in one statement.
     :returns: list of ``models.Deployable``.
     :raises InvalidMarker: no deployable has the marker's UUID.
     """
-    return lookup.page(session, models.Deployable, limit=limit,
+    deps = lookup.page(session, models.Deployable, limit=limit,
                        marker=marker)
+    if with_taints and deps:
+        found = {d.id: [] for d in deps}
+        for taint in session.scalars(
+                sa.select(models.DeployableTaint)
+                .where(models.DeployableTaint.deployable_id.in_(found))
+                .order_by(models.DeployableTaint.id)):
+            found[taint.deployable_id].append(taint)
+        for dep in deps:
+            orm.attributes.set_committed_value(dep, 'taints', found[dep.id])
+    return deps
 
 
 def get(session, deployable_uuid):
@@ -63,22 +75,27 @@ def reserved_units(dep):
     scheduling.
 
     All of them when the device is not enabled (disabled, missing) or
-    unhealthy, else one per handle that is dirty, being cleaned or failed
-    cleaning (``device.OUT_OF_SERVICE``) and one per unit of the total
-    that has no handle (an unhealthy member of a pooled deployable,
-    ``objects.pool_members``), never more than the total.
+    unhealthy or the deployable is tainted as a whole (``objects.taint``),
+    else one per handle that is dirty, being cleaned or failed cleaning
+    (``device.OUT_OF_SERVICE``) or is a tainted function's, and one per
+    unit of the total that has no handle (an unhealthy member of a pooled
+    deployable, ``objects.pool_members``), never more than the total.
 
-    :param dep: ``models.Deployable`` with its device and attach handles
-        loadable.
+    :param dep: ``models.Deployable`` with its device, attach handles and
+        taints loadable.
     :returns: int, 0 to ``dep.num_accelerators``.
     """
     total = dep.num_accelerators or 0
     dev = dep.device
-    if dev.status != device_obj.ENABLED or dev.health == discovered.UNHEALTHY:
+    if (dev.status != device_obj.ENABLED or
+            dev.health == discovered.UNHEALTHY or
+            any(t.function == taint_obj.WHOLE for t in dep.taints)):
         return total
+    held = taint_obj.held_handles(dep)
     handles = dep.attach_handles
     return max(0, min(total, total - len(handles) + sum(
-        1 for h in handles if h.state in handle_states.OUT_OF_SERVICE_STATES)))
+        1 for h in handles
+        if h.state in handle_states.OUT_OF_SERVICE_STATES or h.id in held)))
 
 
 def record_name(hostname, dep):
@@ -126,20 +143,23 @@ def reserved_units_of_rps(session, rp_uuids):
         sa.select(models.Deployable)
         .where(models.Deployable.rp_uuid.in_(rp_uuids))
         .options(orm.selectinload(models.Deployable.device),
-                 orm.selectinload(models.Deployable.attach_handles))).all()
+                 orm.selectinload(models.Deployable.attach_handles),
+                 orm.selectinload(models.Deployable.taints))).all()
     return {dep.rp_uuid: reserved_units(dep) for dep in deps}
 
 
-def to_dict(dep, base_url):
+def to_dict(dep, base_url, with_taints=False):
     """Cyborg v2 view of a deployable (cyborg,
-    ``cyborg/api/controllers/v2/deployables.py``, 17.0.0).
+    ``cyborg/api/controllers/v2/deployables.py``, 17.0.0), with its
+    taints from microversion 2.5 (accel_backend's own).
 
     :param dep: ``models.Deployable``.
     :param base_url: the API's ``/v2`` root (str), for the self link.
+    :param with_taints: add ``taints`` (list of ``taint.to_dict``).
     :returns: dict; ``parent_id`` and ``root_id`` are always None (no
         nested deployables here).
     """
-    return {
+    view = {
         'uuid': dep.uuid, 'name': dep.name, 'rp_uuid': dep.rp_uuid,
         'num_accelerators': dep.num_accelerators,
         'device_id': dep.device_id, 'driver_name': dep.driver_name,
@@ -149,3 +169,6 @@ def to_dict(dep, base_url):
         'links': [{'href': '%s/deployables/%s' % (base_url, dep.uuid),
                    'rel': 'self'}],
     }
+    if with_taints:
+        view['taints'] = [taint_obj.to_dict(t) for t in dep.taints]
+    return view

@@ -34,24 +34,33 @@ from accel_backend.objects import numa_free
 FREE_BY_NUMA_NODE_VERSION = (2, 4)
 
 
+#: The microversion from which a deployable's view has its ``taints``.
+TAINTS_VERSION = (2, 5)
+
+
 def list_(req):
-    """``GET [?limit=&marker=]`` -> 200 ``{"deployables": [...]}``.
+    """``GET [?limit=&marker=]`` -> 200 ``{"deployables": [...]}``
+    (``taints`` from 2.5).
 
     :raises InvalidLimit, InvalidMarker: 400.
     """
+    taints = util.version(req) >= TAINTS_VERSION
     return util.list_response(req, deployable_policy.GET_ALL, 'deployables',
-                              deployable_obj.list_, deployable_obj.to_dict)
+                              deployable_obj.list_, deployable_obj.to_dict,
+                              filters={'with_taints': taints},
+                              view_args=(taints,))
 
 
 def show(req, deployable_uuid):
-    """``GET /{uuid}`` -> 200 with the deployable.
+    """``GET /{uuid}`` -> 200 with the deployable (``taints`` from 2.5).
 
     :raises InvalidUUID: 400.
     :raises DeployableNotFound: 404.
     """
     return util.show_response(req, deployable_policy.GET_ONE,
                               deployable_uuid, deployable_obj.get,
-                              deployable_obj.to_dict)
+                              deployable_obj.to_dict,
+                              view_args=(util.version(req) >= TAINTS_VERSION,))
 
 
 def free_by_numa_node(req):

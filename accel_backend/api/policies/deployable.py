@@ -29,6 +29,10 @@ GET_ONE = PREFIX % 'get_one'
 #: ``[service_user]`` credentials (``service`` role, install guide).
 GET_FREE_BY_NUMA_NODE = PREFIX % 'get_free_by_numa_node'
 PROGRAM = PREFIX % 'program'
+#: Taint and untaint a deployable (microversion 2.5, accel_backend only);
+#: reading its taints is ``GET_ONE``.
+TAINT = PREFIX % 'taint'
+UNTAINT = PREFIX % 'untaint'
 
 rules = [
     policy.DocumentedRuleDefault(
@@ -58,6 +62,22 @@ rules = [
         description='Program a deployable (e.g. an FPGA bitstream).',
         operations=[{'method': 'PATCH',
                      'path': '/v2/deployables/{deployable_uuid}/program'}],
+        scope_types=base.PROJECT_SCOPE),
+    policy.DocumentedRuleDefault(
+        name=TAINT, check_str=base.ADMIN,
+        description='Taint a deployable or one function of a pooled '
+                    'deployable (microversion 2.5): NoSchedule or '
+                    'NoExecute keep it out of scheduling.  Its taints '
+                    'are read under accelerator:deployable:get_one.',
+        operations=[{'method': 'POST',
+                     'path': '/v2/deployables/{deployable_uuid}/taints'}],
+        scope_types=base.PROJECT_SCOPE),
+    policy.DocumentedRuleDefault(
+        name=UNTAINT, check_str=base.ADMIN,
+        description='Remove a taint of a deployable (microversion 2.5).',
+        operations=[{'method': 'DELETE',
+                     'path': '/v2/deployables/{deployable_uuid}/taints/'
+                             '{taint_uuid}'}],
         scope_types=base.PROJECT_SCOPE),
 ]
 

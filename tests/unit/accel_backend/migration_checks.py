@@ -55,7 +55,7 @@ def upgrade():
 '''
 
 #: A later release's expand: a table, a nullable column, an index.
-LATER_EXPAND = ('0006_expand', '0005_expand', '''\
+LATER_EXPAND = ('0007_expand', '0006_expand', '''\
     op.create_table(
         'arq_events',
         sa.Column('id', sa.Integer, primary_key=True),
@@ -72,7 +72,7 @@ LATER_CONTRACT = ('0006_contract', '0005_contract', '''\
     op.drop_column('attach_handles', 'in_use')
 ''')
 #: Bad: an expand that drops a column and tightens another.
-BAD_EXPAND = ('0006_expand', '0005_expand', '''\
+BAD_EXPAND = ('0007_expand', '0006_expand', '''\
     with op.batch_alter_table('attach_handles') as batch:
         batch.drop_column('state_reason')
         batch.add_column(sa.Column('slot', sa.Integer, nullable=False,
@@ -189,7 +189,8 @@ class DisciplineScenarios:
 
     def test_expand_migrations_only_add(self):
         report = walk(self.engine(), migration.EXPAND)
-        self.assertEqual('0005_expand', report[0][0])
+        self.assertEqual(['0005_expand', '0006_expand'],
+                         [r[0] for r in report])
         self.assertEqual([], [r for r in report if r[1]])
 
     def test_contract_migrations_only_remove(self):
@@ -201,14 +202,16 @@ class DisciplineScenarios:
         cfg = plant(self.tmp, LATER_EXPAND, LATER_CONTRACT)
         for branch in migration.BRANCHES:
             report = walk(self.engine(), branch, cfg)
-            self.assertEqual(['0005_' + branch, '0006_' + branch],
-                             [r[0] for r in report])
+            want = {migration.EXPAND: ['0005_expand', '0006_expand',
+                                       '0007_expand'],
+                    migration.CONTRACT: ['0005_contract', '0006_contract']}
+            self.assertEqual(want[branch], [r[0] for r in report])
             self.assertEqual([], [r for r in report if r[1]])
 
     def test_bad_expand_is_caught(self):
         cfg = plant(self.tmp, BAD_EXPAND)
         report = walk(self.engine(), migration.EXPAND, cfg)
-        self.assertEqual(('0006_expand', [
+        self.assertEqual(('0007_expand', [
             'adds NOT NULL column accelerator_requests.zone without a '
             'server default',
             'makes accelerator_requests.hostname NOT NULL',
@@ -274,19 +277,20 @@ class SharingScenarios:
             cfg = migration.alembic_config()
             cfg.attributes['connection'] = conn
             alembic.command.upgrade(cfg, '0004')
-        # The previous release's processes at work before the upgrade.
-        self.assertEqual(1, self.exercise(db))
+        # This release's code reads what its expand adds (the device
+        # taints of 0006_expand), so it cannot stand in for the previous
+        # release's processes before the upgrade; db expand comes first.
         self.assertRaises(exception.SchemaOutOfDate, db.check_schema)
         db.sync((migration.EXPAND,))
         found = db.check_schema()
         self.assertTrue(migration.contract_pending(found,
                                                    migration.code_heads()))
-        # Their data still served, more work done, by either release.
-        self.assertEqual(2, self.exercise(db))
+        # Work done on the expanded schema, contract still pending.
+        self.assertEqual(1, self.exercise(db))
         db.sync((migration.CONTRACT,))
         self.assertFalse(migration.contract_pending(db.check_schema(),
                                                     migration.code_heads()))
-        self.assertEqual(3, self.exercise(db))
+        self.assertEqual(2, self.exercise(db))
 
     def test_this_release_runs_after_later_expand(self):
         db = self.database(self.new_url())
@@ -295,10 +299,10 @@ class SharingScenarios:
         later = plant(self.tmp, LATER_EXPAND, LATER_CONTRACT)
         migration.upgrade(db.engine, (migration.EXPAND,), cfg=later)
         with db.engine.connect() as conn:
-            self.assertEqual(('0005_contract', '0006_expand'),
+            self.assertEqual(('0005_contract', '0007_expand'),
                              tuple(sorted(migration.database_heads(conn))))
         # This release's processes accept the later expand and work on...
-        self.assertEqual({'expand': '0006_expand',
+        self.assertEqual({'expand': '0007_expand',
                           'contract': '0005_contract'}, db.check_schema())
         self.assertEqual(2, self.exercise(db))
         # ...while the later release uses what it added.
@@ -319,5 +323,5 @@ class SharingScenarios:
         self.assertIn('0006_contract', str(e))
         with db.engine.connect() as conn:
             self.assertEqual(
-                {'expand': '0006_expand', 'contract': '0006_contract'},
+                {'expand': '0007_expand', 'contract': '0006_contract'},
                 migration.check(migration.database_heads(conn), later))

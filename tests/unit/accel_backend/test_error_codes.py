@@ -159,7 +159,10 @@ class CodesModuleTest(testtools.TestCase):
                          codes.CONDUCTOR_NOT_THIS_HOST)
         self.assertEqual('accel.discovery.no_interrupt_remapping',
                          codes.DISCOVERY_NO_INTERRUPT_REMAPPING)
-        self.assertEqual(47, len(constants()))
+        self.assertEqual('accel.taint.not_found', codes.TAINT_NOT_FOUND)
+        self.assertEqual('accel.taint.invalid_function',
+                         codes.TAINT_INVALID_FUNCTION)
+        self.assertEqual(49, len(constants()))
 
 
 class ClassesUseTheConstantsTest(testtools.TestCase):

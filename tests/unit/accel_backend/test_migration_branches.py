@@ -112,10 +112,10 @@ class SchemaCheckTest(_SQLite):
     def test_revisions(self):
         db = self.database()
         e = self.assertRaises(exception.SchemaOutOfDate, db.check_schema)
-        self.assertIn('at revision none, this release needs 0005_expand',
+        self.assertIn('at revision none, this release needs 0006_expand',
                       str(e))
         db.sync()
-        both = {'expand': '0005_expand', 'contract': '0005_contract'}
+        both = {'expand': '0006_expand', 'contract': '0005_contract'}
         self.assertEqual(both, db.check_schema())
         cases = [
             # The previous release's head: not expanded yet.
@@ -123,7 +123,9 @@ class SchemaCheckTest(_SQLite):
             # Contract without expand (contract alone is refused).
             (('0005_contract',), exception.SchemaOutOfDate),
             # Expanded, contract lagging: accepted.
-            (('0005_expand',), {'expand': '0005_expand', 'contract': None}),
+            (('0006_expand',), {'expand': '0006_expand', 'contract': None}),
+            # The previous release's expand: not expanded to this one.
+            (('0005_expand', '0005_contract'), exception.SchemaOutOfDate),
             # A later release's expand: accepted.
             (('0009_expand', '0005_contract'),
              dict(both, expand='0009_expand')),
@@ -132,7 +134,7 @@ class SchemaCheckTest(_SQLite):
              exception.SchemaContractedAhead),
             # Revisions no release has.
             (('0004_expand',), exception.SchemaRevisionUnknown),
-            (('0003_contract', '0005_expand'),
+            (('0003_contract', '0006_expand'),
              exception.SchemaRevisionUnknown),
             (('0007',), exception.SchemaRevisionUnknown),
             (('ae1027a6acf',), exception.SchemaRevisionUnknown),
@@ -195,7 +197,7 @@ class CommandsTest(_SQLite):
         self.assertEqual(upgradecheck.Code.FAILURE, self.upgrade_check().code)
         self.assertEqual(0, self.manage('expand')[0])
         self.assertEqual(
-            'expand\tdatabase 0005_expand\trelease 0005_expand\n'
+            'expand\tdatabase 0006_expand\trelease 0006_expand\n'
             'contract\tdatabase none\trelease 0005_contract\n',
             self.manage('version')[1])
         result = self.upgrade_check()
@@ -204,7 +206,7 @@ class CommandsTest(_SQLite):
         code, out, _ = self.manage('contract')
         self.assertEqual(0, code)
         self.assertEqual('Database contracted: at revision 0005_contract, '
-                         '0005_expand\n', out)
+                         '0006_expand\n', out)
         self.assertEqual(upgradecheck.Code.SUCCESS, self.upgrade_check().code)
 
     def test_unknown_revision_is_one_line(self):
@@ -215,7 +217,7 @@ class CommandsTest(_SQLite):
         with engine.begin() as conn:
             conn.execute(sa.text("UPDATE alembic_version SET version_num = "
                                  "'ae1027a6acf' WHERE version_num = "
-                                 "'0005_expand'"))
+                                 "'0006_expand'"))
         for action in ('expand', 'contract', 'sync', 'version'):
             code, _, err = self.manage(action)
             self.assertEqual(1, code, action)

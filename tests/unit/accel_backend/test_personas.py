@@ -142,6 +142,16 @@ MATRIX = [
     ('GET', '/v2/deployables/free_by_numa_node',
      '/v2/deployables/free_by_numa_node', None,
      expect(403, admin_a=400, manager_a=400)),
+    # Without a microversion (2.0) the 2.5 taint paths answer as before
+    # they existed, 404 (TaintPersonasTest checks 2.5).
+    ('GET', '/v2/deployables/{deployable_uuid}/taints',
+     '/v2/deployables/%s/taints' % UNKNOWN, None, expect(404)),
+    ('POST', '/v2/deployables/{deployable_uuid}/taints',
+     '/v2/deployables/%s/taints' % UNKNOWN,
+     {'key': 'k', 'effect': 'NoSchedule'}, expect(404)),
+    ('DELETE', '/v2/deployables/{deployable_uuid}/taints/{taint_uuid}',
+     '/v2/deployables/%s/taints/%s' % (UNKNOWN, UNKNOWN), None,
+     expect(404)),
     ('PATCH', '/v2/deployables/{deployable_uuid}/program',
      '/v2/deployables/%s/program' % UNKNOWN, [], expect(403, admin_a=400)),
     ('GET', '/v2/attributes', '/v2/attributes', None,
@@ -231,6 +241,41 @@ class PersonaMatrixTest(testscenarios.WithScenarios,
         self.assertEqual(before, {k: self.arq_state(rows[k])
                                   for k in before})
         self.assertEqual([], self.submitted)
+
+
+#: The taint routes at microversion 2.5: read as a deployable is, set and
+#: removed by administrators (an unknown deployable: 404 once allowed).
+TAINTS_2_5 = [
+    ('GET', '/v2/deployables/%s/taints' % UNKNOWN, None,
+     expect(403, admin_a=404, manager_a=404)),
+    ('POST', '/v2/deployables/%s/taints' % UNKNOWN,
+     {'key': 'k', 'effect': 'NoSchedule'}, expect(403, admin_a=404)),
+    ('DELETE', '/v2/deployables/%s/taints/%s' % (UNKNOWN, UNKNOWN), None,
+     expect(403, admin_a=404)),
+]
+
+
+class TaintPersonasTest(testscenarios.WithScenarios,
+                        policy_fixtures.AppTestBase):
+
+    scenarios = PersonaMatrixTest.scenarios
+
+    def setUp(self):
+        self.EXTRA_CONF = {'oslo_policy': {
+            'enforce_new_defaults': self.new_defaults}}
+        super().setUp()
+
+    def test_taint_routes_at_2_5(self):
+        headers = dict(PERSONAS[self.persona],
+                       **{'OpenStack-API-Version': 'accelerator 2.5'})
+        problems = []
+        for method, path, body, statuses in TAINTS_2_5:
+            resp = self.call(method, path, headers, body)
+            if resp.status_code != statuses[self.persona]:
+                problems.append('%s %s: %s, expected %s (%s)' % (
+                    method, path, resp.status_code, statuses[self.persona],
+                    resp.text[:200]))
+        self.assertEqual([], problems)
 
 
 class MatrixCoversEveryRouteTest(policy_fixtures.AppTestBase):

@@ -70,6 +70,8 @@ EXPECTED_DEFAULTS = {
     'accelerator:deployable:get_all': 'rule:project_manager_or_admin',
     'accelerator:deployable:get_one': 'rule:project_manager_or_admin',
     'accelerator:deployable:program': 'rule:admin_api',
+    'accelerator:deployable:taint': 'rule:admin_api',
+    'accelerator:deployable:untaint': 'rule:admin_api',
     'accelerator:attribute:get_all': 'rule:project_manager_or_admin',
     'accelerator:attribute:get_one': 'rule:project_manager_or_admin',
     'accelerator:attribute:create': 'rule:admin_api',

@@ -265,13 +265,17 @@ class EveryRouteIsGuardedTest(fx.AppTestBase):
     def test_every_route_calls_authorize(self):
         calls = _rules_checked(self)
         some = uuidutils.generate_uuid()
+        # The newest microversion: a path of a later one answers 404
+        # before it, as when it did not exist.
+        member = dict(fx.MEMBER_A,
+                      **{'OpenStack-API-Version': 'accelerator latest'})
         for path, methods in route_table.ROUTES.items():
             if path in self.PUBLIC:
                 continue
             url = re.sub(r'\{[a-z_]+\}', some, path)
             for method in methods:
                 del calls[:]
-                resp = self.call(method, url, fx.MEMBER_A)
+                resp = self.call(method, url, member)
                 self.assertTrue(calls, '%s %s answered %s without a policy '
                                 'check' % (method, path, resp.status))
                 self.assertLess(resp.status_code, 500, resp.text)

@@ -53,6 +53,10 @@ SEEDS = {
     'accel_backend.api.schemas.attribute.CREATE': [
         {'deployable_id': 1, 'key': 'k', 'value': ''},
         {'deployable_id': UUID, 'key': 'k', 'value': 'v'}],
+    'accel_backend.api.schemas.taint.CREATE': [
+        {'key': 'k', 'effect': 'NoSchedule'},
+        {'key': 'accel.openstack.org/drain', 'effect': 'NoExecute',
+         'value': 'v', 'reason': 'fan', 'function': '0000:2a:00.0'}],
     'accel_backend.api.handlers.device_profile.DELETE_VALUES': [
         ['gpu', UUID], []],
 }

@@ -1,0 +1,109 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Taints of pooled deployables (``objects.taint``, microversion 2.5)
+through the API, against a real Placement (openstack-placement's
+fixture) and the real binder: a tainted function of a pool reserves one
+unit and is never bound, a taint of the whole pool reserves it all, and
+the periodic report keeps what the database says.  The per-device case
+is ``tests/functional/gabbits/taints.yaml``."""
+
+from oslo_utils import uuidutils
+
+from accel_backend.objects import arq as arq_obj
+from accel_backend.objects import device_profile as dp_obj
+from accel_common import arq_states
+from tests.unit.accel_backend import test_lifecycle
+from tests.unit.accel_backend import test_pooled
+
+V25 = dict(test_lifecycle.ADMIN, **{
+    'OpenStack-API-Version': 'accelerator 2.5', 'X-User-Id': 'op-1'})
+POOL0 = test_pooled.POOL0
+#: The second function of POOL0 (lowest ids are claimed first, so an
+#: unchanged claim would take it among the first three).
+TAINTED = '0000:2a:00.0'
+
+
+class PoolTaintTest(test_pooled.PooledTest):
+
+    def deployable_of(self, svc, name):
+        rp = self.providers()[name]['uuid']
+        (dep,) = [d for d in self.call(svc, '/v2/deployables', V25).json[
+            'deployables'] if d['rp_uuid'] == rp]
+        return dep
+
+    def taint(self, svc, dep, status=201, **body):
+        body.setdefault('key', 'maintenance')
+        body.setdefault('effect', 'NoSchedule')
+        return self.call(svc, '/v2/deployables/%s/taints' % dep['uuid'],
+                         V25, 'POST', status, body).json
+
+    def untaint(self, svc, dep, taint):
+        self.call(svc, '/v2/deployables/%s/taints/%s' % (
+            dep['uuid'], taint['uuid']), V25, 'DELETE', 204)
+
+    def test_tainted_function_reserves_one_unit_and_is_never_bound(self):
+        svc = self.service()
+        dep = self.deployable_of(svc, POOL0)
+        taint = self.taint(svc, dep, function=TAINTED,
+                           reason='ECC errors')
+        self.assertEqual(TAINTED, taint['function'])
+        self.assertEqual('op-1', taint['set_by'])
+        self.assertEqual((4, 1, 4), self.inv(POOL0))
+        self.assertEqual((4, 0, 4), self.inv(test_pooled.POOL1))
+        # The periodic report derives the same from the database.
+        svc.discover_and_report()
+        self.assertEqual((4, 1, 4), self.inv(POOL0))
+        arqs = self.bind_group(svc, POOL0, 3)
+        self.assertNotIn('2a', [i['bus'] for i in self.handles_of(svc,
+                                                                  arqs)])
+        # Only the tainted function is left: a fourth ARQ gets nothing.
+        (extra,) = self.bind_group_state(svc, POOL0)
+        self.assertEqual(arq_states.BIND_FAILED, extra)
+        shown = self.deployable_of(svc, POOL0)['taints']
+        self.assertEqual([taint['uuid']], [t['uuid'] for t in shown])
+        self.untaint(svc, dep, taint)
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.assertEqual('bound', self.bind_one(svc, POOL0))
+
+    def bind_group_state(self, svc, name):
+        """Bind one ARQ to ``name``; returns its resolved state (list)."""
+        rp = self.providers()[name]['uuid']
+        with svc.db.transaction() as session:
+            profile = uuidutils.generate_uuid()
+            dp_obj.create(session, profile, [{'resources:PGPU': '1'}])
+            (arq,) = arq_obj.create(session, profile, project_id='p1')
+            arq_obj.start_binding(session, arq, test_pooled.COMPUTE, rp,
+                                  uuidutils.generate_uuid())
+            arq_uuid = arq.uuid
+        return [svc.binder.bind_one(arq_uuid)]
+
+    def test_whole_pool_taint_reserves_it_all(self):
+        svc = self.service()
+        dep = self.deployable_of(svc, POOL0)
+        taint = self.taint(svc, dep, effect='NoExecute')
+        self.assertIsNone(taint['function'])
+        self.assertEqual((4, 4, 4), self.inv(POOL0))
+        self.assertEqual([arq_states.BIND_FAILED],
+                         self.bind_group_state(svc, POOL0))
+        self.untaint(svc, dep, taint)
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+
+    def test_unknown_function_is_400(self):
+        svc = self.service()
+        dep = self.deployable_of(svc, POOL0)
+        error = self.taint(svc, dep, status=400, function='0000:99:00.0')
+        self.assertEqual('accel.taint.invalid_function',
+                         error['errors'][0]['code'])
+        # A function of the other pool is not this pool's.
+        self.taint(svc, dep, status=400, function='0000:9a:00.0')
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
