@@ -18,8 +18,9 @@ Nova's scheduler filter ``AcceleratorNumaFitFilter`` asks this, through
 ``GET /v2/deployables/free_by_numa_node`` (microversion 2.4), for the
 requests that want NUMA locality, so that a host whose wanted node is full
 is not offered.  A unit is free exactly when ``conductor.claim`` could
-claim it: an ``available`` attach handle of an enabled, healthy pool
-device (an unhealthy member has no handle, ``objects.pool_members``).
+claim it: an ``available`` attach handle, that no taint holds, of an
+enabled, healthy pool device (an unhealthy member has no handle,
+``objects.pool_members``).
 Pools on one node, and devices that are not pools, are left out:
 Placement's own count is already per node for them.
 """
@@ -33,6 +34,7 @@ from accel_backend.common import pooling
 from accel_backend.db import models
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import pool_members
+from accel_backend.objects import taint as taint_obj
 from accel_common import handle_states
 
 _HANDLES = models.AttachHandle.__table__
@@ -48,7 +50,7 @@ _POOLS = (
 
 _FREE = (
     sa.select(_HANDLES.c.deployable_id, _HANDLES.c.attach_type,
-              _HANDLES.c.attach_info)
+              _HANDLES.c.attach_info, _HANDLES.c.id)
     .join(_DEPLOYABLES, _HANDLES.c.deployable_id == _DEPLOYABLES.c.id)
     .join(_DEVICES, _DEPLOYABLES.c.device_id == _DEVICES.c.id)
     .where(_HANDLES.c.deployable_id.in_(sa.bindparam('ids',
@@ -71,7 +73,7 @@ def _member_nodes(board):
 def spanning_pools(session):
     """Free units per NUMA node of every pool spanning several nodes.
 
-    Two statements whatever the number of pools.
+    Three statements whatever the number of pools.
 
     :param session: a read transaction.
     :returns: list of ``{"uuid": deployable UUID, "rp_uuid": provider
@@ -87,8 +89,12 @@ def spanning_pools(session):
         pools[dep_id] = (uuid, rp_uuid, nodes)
     counts = {dep_id: collections.Counter() for dep_id in pools}
     if pools:
-        for dep_id, attach_type, info in session.execute(
+        # A handle a taint holds is not free (``objects.taint``).
+        held = taint_obj.held_handle_ids(session, pools)
+        for dep_id, attach_type, info, handle_id in session.execute(
                 _FREE, {'ids': sorted(pools)}):
+            if handle_id in held:
+                continue
             node = pools[dep_id][2].get(
                 pool_members.handle_key(attach_type, info))
             if node is not None:

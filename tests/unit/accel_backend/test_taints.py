@@ -23,6 +23,7 @@ from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_common import arq_states
 from tests.unit.accel_backend import test_lifecycle
+from tests.unit.accel_backend import test_numa_span
 from tests.unit.accel_backend import test_pooled
 
 V25 = dict(test_lifecycle.ADMIN, **{
@@ -33,7 +34,8 @@ POOL0 = test_pooled.POOL0
 TAINTED = '0000:2a:00.0'
 
 
-class PoolTaintTest(test_pooled.PooledTest):
+class _TaintTestBase(test_pooled.PooledTest):
+    """Taints through the API of ``service()``'s pools."""
 
     def deployable_of(self, svc, name):
         rp = self.providers()[name]['uuid']
@@ -50,6 +52,22 @@ class PoolTaintTest(test_pooled.PooledTest):
     def untaint(self, svc, dep, taint):
         self.call(svc, '/v2/deployables/%s/taints/%s' % (
             dep['uuid'], taint['uuid']), V25, 'DELETE', 204)
+
+    def bind_group_state(self, svc, name):
+        """Bind one ARQ to ``name``; returns its resolved state (list)."""
+        rp = self.providers()[name]['uuid']
+        with svc.db.transaction() as session:
+            profile = uuidutils.generate_uuid()
+            dp_obj.create(session, profile, [{'resources:PGPU': '1'}])
+            (arq,) = arq_obj.create(session, profile, project_id='p1')
+            arq_obj.start_binding(session, arq, test_pooled.COMPUTE, rp,
+                                  uuidutils.generate_uuid())
+            arq_uuid = arq.uuid
+        return [svc.binder.bind_one(arq_uuid)]
+
+
+class PoolTaintTest(_TaintTestBase):
+    """Pools per NUMA node: POOL0 holds the four GPUs of node 0."""
 
     def test_tainted_function_reserves_one_unit_and_is_never_bound(self):
         svc = self.service()
@@ -75,18 +93,6 @@ class PoolTaintTest(test_pooled.PooledTest):
         self.assertEqual((4, 0, 4), self.inv(POOL0))
         self.assertEqual('bound', self.bind_one(svc, POOL0))
 
-    def bind_group_state(self, svc, name):
-        """Bind one ARQ to ``name``; returns its resolved state (list)."""
-        rp = self.providers()[name]['uuid']
-        with svc.db.transaction() as session:
-            profile = uuidutils.generate_uuid()
-            dp_obj.create(session, profile, [{'resources:PGPU': '1'}])
-            (arq,) = arq_obj.create(session, profile, project_id='p1')
-            arq_obj.start_binding(session, arq, test_pooled.COMPUTE, rp,
-                                  uuidutils.generate_uuid())
-            arq_uuid = arq.uuid
-        return [svc.binder.bind_one(arq_uuid)]
-
     def test_whole_pool_taint_reserves_it_all(self):
         svc = self.service()
         dep = self.deployable_of(svc, POOL0)
@@ -107,3 +113,30 @@ class PoolTaintTest(test_pooled.PooledTest):
         # A function of the other pool is not this pool's.
         self.taint(svc, dep, status=400, function='0000:9a:00.0')
         self.assertEqual((4, 0, 4), self.inv(POOL0))
+
+
+class SpanningPoolTaintTest(_TaintTestBase):
+    """A pool spanning both NUMA nodes (``[discovery] pool_numa_span``):
+    the binder's NUMA fit (``conductor.numa_fit``) and the free units per
+    node (``objects.numa_free``, microversion 2.4) leave a tainted
+    function out too."""
+
+    NUMA_SPAN = 'true'
+    bind_patch = test_numa_span.TestSpanningBinds.bind_patch
+
+    def test_tainted_function_is_not_free_nor_fitted(self):
+        svc = self.service()
+        dep = self.deployable_of(svc, test_pooled.POOL)
+        taint = self.taint(svc, dep, function='0000:9a:00.0')
+        self.assertEqual((8, 1, 8), self.inv(test_pooled.POOL))
+        (pool,) = self.call(svc, '/v2/deployables/free_by_numa_node',
+                            V25).json['deployables']
+        self.assertEqual({'0': 4, '1': 3}, pool['free_by_numa_node'])
+        self.assertEqual((['Bound'], ['ab', 'ba', 'db']), self.bind_patch(
+            svc, {'resources:PGPU': '3',
+                  'trait:CUSTOM_NUMA_NODE_1': 'required'}))
+        self.untaint(svc, dep, taint)
+        self.assertEqual((8, 0, 8), self.inv(test_pooled.POOL))
+        self.assertEqual((['Bound'], ['9a']), self.bind_patch(
+            svc, {'resources:PGPU': '1',
+                  'trait:CUSTOM_NUMA_NODE_1': 'required'}))
