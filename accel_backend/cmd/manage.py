@@ -47,7 +47,10 @@
   ``S`` seconds later (default ``[audit] grace_period``) confirms the
   instances the first found gone.  Exit status 0 when the step could run
   (the credentials see every project), 1 with the reason when it could
-  not (nothing is deleted then).
+  not (nothing is deleted then);
+* ``device drain|undrain <host|deployable UUID> [--reason R]``: taint
+  ``NoSchedule`` for maintenance and print what is still in use, or
+  remove that taint (``accel_backend.cmd.manage_device``).
 """
 
 import sys
@@ -58,6 +61,7 @@ from oslo_config import cfg
 
 from accel_backend.agent.placement import client as pclient
 from accel_backend import cmd
+from accel_backend.cmd import manage_device
 from accel_backend.common import host_states
 from accel_backend.conductor import audit
 from accel_backend.conductor import nova_notifier
@@ -235,6 +239,7 @@ def add_commands(subparsers):
                            '[audit] grace_period)')
     gone.set_defaults(func=_audit_deleted_instances)
     cyborg_import.add_parser(subparsers)
+    manage_device.add_parser(subparsers)
 
 
 @cmd.one_line_errors
