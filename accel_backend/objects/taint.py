@@ -49,15 +49,14 @@ from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import pool_members
 from accel_backend import utils
+from accel_common import taints
 
-NO_SCHEDULE = 'NoSchedule'
-NO_EXECUTE = 'NoExecute'
-EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
+NO_SCHEDULE = taints.NO_SCHEDULE
+NO_EXECUTE = taints.NO_EXECUTE
+EFFECTS = taints.EFFECTS
+DRAIN_KEY = taints.DRAIN_KEY
 #: ``function`` of a taint of the whole deployable.
 WHOLE = ''
-#: The key ``accel-backend-manage device drain`` sets and ``undrain``
-#: removes.
-DRAIN_KEY = 'accel.openstack.org/drain'
 
 _TAINTS = models.DeployableTaint.__table__
 _HANDLES = models.AttachHandle.__table__

@@ -46,6 +46,11 @@ HOST_PROVIDED = {
             'pip must neither install a second Nova nor upgrade that one; '
             'accel_backend imports it only where it is importable '
             '(accel_backend.agent.discovery.nova_pci)',
+    'osc_lib': 'python-openstackclient (the nova-accel[osc] extra): the '
+               'openstack accelerator device taint commands '
+               '(nova_accel.osc) are loaded by the openstack program that '
+               'runs them (entry points openstack.accelerator.v2), which '
+               'brings osc-lib; no service imports them',
     'tempest': 'tempest: nova_accel_tempest_plugin is loaded by the tempest '
                'that runs it (entry point tempest.test_plugins), in the '
                'tempest environment; a controller or compute node needs no '

@@ -1,0 +1,31 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Device taint effects and well-known keys, shared by accel_backend
+(``objects.taint``, the API's schema) and the ``openstack accelerator
+device taint`` commands (``nova_accel.osc.taint``).
+
+After Kubernetes DRA's device taints (KEP-5055, ``resource.k8s.io``
+``DeviceTaint``): ``NoSchedule`` keeps new work off the device,
+``NoExecute`` also evicts it (here: recorded and shown; replacing the
+device under its guests is issue 53 item 2).
+"""
+
+NO_SCHEDULE = 'NoSchedule'
+NO_EXECUTE = 'NoExecute'
+EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
+#: The key ``accel-backend-manage device drain`` sets and ``undrain``
+#: removes.
+DRAIN_KEY = 'accel.openstack.org/drain'
+#: The API microversion that serves taints (``OpenStack-API-Version:
+#: accelerator 2.5``).
+MICROVERSION = '2.5'
