@@ -112,9 +112,7 @@ class Cloud(fixtures.Fixture):
     :param hosts: host names (list of str).
     :param layout: a key of ``LAYOUTS``.
     :param workdir: where Placement keeps its files (kept), or None.
-    :param options: ``{section: {option: value}}`` every accel_backend
-        process gets on top of the benchmark's (``benchmarks.idle``: the
-        default ``[discovery] report_interval``), or None.
+    :param options: ``{section: {option: value}}`` of every agent, or None.
     :ivar roots: ``{host: compute node provider UUID}``.
     :ivar agents: ``{host: AgentProcess}`` once ``start_agents`` ran.
     """
@@ -149,11 +147,10 @@ class Cloud(fixtures.Fixture):
             database, url, self.placement, self.nova,
             sysfs_root=sysfs_fx.make_sysfs(os.path.join(tmp, 'sys'), DEVICES),
             spec=sysfs_fx.GPU_SPEC, api_workers=API_THREADS,
-            options=_merged({'discovery': {
-                'enabled_drivers': self.shape['drivers'],
-                'fake_total': DEVICES, 'report_interval': 0},
-                'cleaning': {'poll_interval': CLEANING_POLL}},
-                self.options))
+            options={'discovery': {'enabled_drivers': self.shape['drivers'],
+                                   'fake_total': DEVICES,
+                                   'report_interval': 0},
+                     'cleaning': {'poll_interval': CLEANING_POLL}})
         self.conf.db_sync(tmp)
         self.db = sa.create_engine(database)
         self.addCleanup(self.db.dispose)
@@ -170,8 +167,8 @@ class Cloud(fixtures.Fixture):
         for host in self.hosts:
             self.ports[host] = launch.listen_port()
             self.agents[host] = self.useFixture(accel_nodes.AgentProcess(
-                self.conf, host, options={'metrics': {
-                    'enabled': True, 'port': self.ports[host]}}))
+                self.conf, host, options=dict(self.options, metrics={
+                    'enabled': True, 'port': self.ports[host]})))
         return t0
 
     def providers(self):
@@ -231,13 +228,6 @@ class Cloud(fixtures.Fixture):
                 "SELECT count(*), count(*) FILTER (WHERE state <> 'idle') "
                 'FROM pg_stat_activity WHERE datname = :db'),
                 {'db': self.db_name}).one())
-
-
-def _merged(base, extra):
-    out = {group: dict(opts) for group, opts in base.items()}
-    for group, opts in extra.items():
-        out.setdefault(group, {}).update(opts)
-    return out
 
 
 def startup(cloud):
