@@ -42,7 +42,10 @@ version (``VERSIONS``), a changed or removed one the major.  Event types
 * ``accelerator.device.health.change`` (INFO, WARN when unhealthy): the
   discovery verdict on a device changed;
 * ``accelerator.device.cleaning.error`` (ERROR): cleaning a released
-  device failed; it stays out of service.
+  device failed; it stays out of service;
+* ``accelerator.device.taint`` and ``accelerator.device.untaint`` (INFO):
+  an operator set (or replaced) or removed a taint of a deployable or of
+  one function of a pool (``objects.taint``; API microversion 2.5).
 
 Notifications are sent after the change they report is committed; a
 failure to send is logged and never undoes or blocks the change.
@@ -69,11 +72,14 @@ PAYLOADS = {
     'DeviceCleaningPayload': ('uuid', 'hostname', 'address', 'type',
                               'vendor', 'model', 'attach_handle_uuid',
                               'method', 'error'),
+    'DeviceTaintPayload': ('uuid', 'deployable_uuid', 'rp_uuid',
+                           'hostname', 'function', 'key', 'value',
+                           'effect', 'reason', 'set_by', 'time_added'),
 }
 #: Version of each payload.  ARQPayload 1.1: ``bind_failure_reason``
 #: (None but in ``accelerator.arq.bind.error``).
 VERSIONS = {'ARQPayload': '1.1', 'DevicePayload': '1.0',
-            'DeviceCleaningPayload': '1.0'}
+            'DeviceCleaningPayload': '1.0', 'DeviceTaintPayload': '1.0'}
 
 
 def payload(name, data):
@@ -186,6 +192,15 @@ class Notifications:
         """
         self.emit('error', 'accelerator.device.cleaning.error',
                   'DeviceCleaningPayload', data)
+
+    def device_taint(self, event_type, data):
+        """Notify ``accelerator.device.taint`` or ``.untaint``.
+
+        :param event_type: one of those two (str).
+        :param data: dict with the ``DeviceTaintPayload`` fields
+            (``objects.taint.payload``).
+        """
+        self.emit('info', event_type, 'DeviceTaintPayload', data)
 
     def close(self):
         """Release the notification transport when this object built it

@@ -227,6 +227,16 @@ def held_handle_ids(session, deployable_ids):
     return held
 
 
+def payload(dep, taint):
+    """The ``DeviceTaintPayload`` fields (``accel_backend.notifications``)
+    of ``taint`` of ``dep`` (its device loadable): ``to_dict`` plus the
+    deployable, its provider and host."""
+    data = to_dict(taint)
+    data.update(deployable_uuid=dep.uuid, rp_uuid=dep.rp_uuid,
+                hostname=dep.device.hostname)
+    return data
+
+
 def to_dict(taint):
     """The API view of a taint (microversion 2.5).
 

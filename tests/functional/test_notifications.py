@@ -231,6 +231,31 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
                          (priority, failed['uuid'], failed['state'],
                           failed['bind_failure_reason']))
 
+    def test_taint_and_untaint(self):
+        svc = self.make_service()
+        svc.discover_and_report()
+        v25 = dict(test_lifecycle.ADMIN, **{
+            'OpenStack-API-Version': 'accelerator 2.5',
+            'X-User-Id': 'op-1'})
+        (dep,) = [d for d in self.call(svc, '/v2/deployables', v25).json[
+            'deployables'] if d['rp_uuid'] == test_lifecycle.rp_uuid(GPU)]
+        path = '/v2/deployables/%s/taints' % dep['uuid']
+        taint = self.call(svc, path, v25, 'POST', 201, {
+            'key': 'maintenance', 'effect': 'NoSchedule'}).json
+        for event_type in ('accelerator.device.taint',
+                           'accelerator.device.untaint'):
+            priority, _, _, payload = self.next(event_type)
+            data = self.data(payload, 'DeviceTaintPayload')
+            self.assertEqual(
+                ('INFO', taint['uuid'], dep['uuid'], dep['rp_uuid'], HOST,
+                 'maintenance', 'NoSchedule', 'op-1'),
+                (priority, data['uuid'], data['deployable_uuid'],
+                 data['rp_uuid'], data['hostname'], data['key'],
+                 data['effect'], data['set_by']))
+            if event_type.endswith('.taint'):
+                self.call(svc, '%s/%s' % (path, taint['uuid']), v25,
+                          'DELETE', 204)
+
     def test_off_without_a_driver(self):
         svc = self.make_service(self.make_conf(driver=None))
         self.assertFalse(svc.notifications.enabled)

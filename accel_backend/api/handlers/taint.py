@@ -15,7 +15,9 @@ own; Cyborg has no taints): list, ``POST`` a taint, ``DELETE
 /{taint_uuid}``.  The model is Kubernetes DRA's device taint (KEP-5055);
 ``objects.taint`` says what each effect does.
 
-Every change is committed first, then the deployable's reserved units
+Every change is committed first and notified
+(``accelerator.device.taint`` / ``.untaint``,
+``accel_backend.notifications``), then the deployable's reserved units
 are written to Placement through the reporter's writer
 (``agent.placement.reserved.ReservedUnits.sync_reserved``, which reads
 ``objects.deployable.reserved_units`` from the database): a tainted
@@ -92,9 +94,12 @@ def create(req, deployable_uuid):
             value=body.get('value'), reason=body.get('reason'),
             set_by=ctx.user_id,
             function=body.get('function') or taint_obj.WHOLE)
-        return taint_obj.to_dict(taint), created, dep.rp_uuid
+        return (taint_obj.to_dict(taint), created, dep.rp_uuid,
+                taint_obj.payload(dep, taint))
 
-    view, created, rp_uuid = util.service(req).db.write(store)
+    svc = util.service(req)
+    view, created, rp_uuid, note = svc.db.write(store)
+    svc.notifications.device_taint('accelerator.device.taint', note)
     _write_placement(req, rp_uuid)
     return util.response(201 if created else 200, view)
 
@@ -115,8 +120,13 @@ def delete(req, deployable_uuid, taint_uuid):
 
     def remove(session):
         dep = deployable_obj.get(session, deployable_uuid)
-        taint_obj.remove(session, dep, taint_obj.get(dep, taint_uuid))
-        return dep.rp_uuid
+        taint = taint_obj.get(dep, taint_uuid)
+        note = taint_obj.payload(dep, taint)
+        taint_obj.remove(session, dep, taint)
+        return dep.rp_uuid, note
 
-    _write_placement(req, util.service(req).db.write(remove))
+    svc = util.service(req)
+    rp_uuid, note = svc.db.write(remove)
+    svc.notifications.device_taint('accelerator.device.untaint', note)
+    _write_placement(req, rp_uuid)
     return util.response(204)
