@@ -29,6 +29,7 @@ from accel_backend.common import host_states
 from accel_backend.db import models
 from accel_backend import metrics
 from accel_backend.objects import device as device_obj
+from accel_backend.objects import taint as taint_obj
 from accel_common import handle_states
 
 #: No device of the ARQ's host stands behind its ``device_rp_uuid`` (a
@@ -40,6 +41,9 @@ DEVICE_MISSING = 'device_missing'
 DEVICE_MAINTAINING = 'device_maintaining'
 #: Discovery found the device unhealthy (fatal PCIe AER errors).
 DEVICE_UNHEALTHY = 'device_unhealthy'
+#: An operator tainted the deployable, or functions of the pool, and no
+#: other handle is free (``objects.taint``).
+DEVICE_TAINTED = 'device_tainted'
 #: No handle is free, and some are waiting for or failed their cleaning
 #: (``dirty``, ``cleaning``, ``clean_failed``).
 DEVICE_NOT_CLEAN = 'device_not_clean'
@@ -59,7 +63,8 @@ HOST_MIGRATING = 'host_migrating'
 NUMA_UNFIT = 'numa_unfit'
 
 REASONS = (NO_DEVICE, DEVICE_MISSING, DEVICE_MAINTAINING, DEVICE_UNHEALTHY,
-           DEVICE_NOT_CLEAN, NO_FREE_HANDLE, BOUND_WITHOUT_HANDLE, NUMA_UNFIT)
+           DEVICE_TAINTED, DEVICE_NOT_CLEAN, NO_FREE_HANDLE,
+           BOUND_WITHOUT_HANDLE, NUMA_UNFIT)
 
 
 def diagnose(session, keys):
@@ -81,7 +86,7 @@ def diagnose(session, keys):
     rows = session.execute(
         sa.select(models.Deployable.rp_uuid, models.Device.hostname,
                   models.Device.status, models.Device.health,
-                  models.AttachHandle.state)
+                  taint_obj.TAINTED, models.AttachHandle.state)
         .join(models.Device, models.Deployable.device_id == models.Device.id)
         .outerjoin(models.AttachHandle, models.AttachHandle.deployable_id ==
                    models.Deployable.id)
@@ -89,9 +94,9 @@ def diagnose(session, keys):
                models.Device.hostname.in_(sorted({h for _, h in keys})))
     ).all()
     found = collections.defaultdict(list)
-    for rp, host, status, health, state in rows:
+    for rp, host, status, health, tainted, state in rows:
         if (rp, host) in keys:
-            found[(rp, host)].append((status, health, state))
+            found[(rp, host)].append((status, health, tainted, state))
     migrating = set(session.scalars(
         sa.select(models.HostStatus.hostname).where(
             models.HostStatus.hostname.in_(sorted({h for _, h in keys})),
@@ -103,16 +108,18 @@ def diagnose(session, keys):
 def _reason(rows):
     if not rows:
         return NO_DEVICE
-    status, health = rows[0][:2]
+    status, health, tainted = rows[0][:3]
     if status == device_obj.MISSING:
         return DEVICE_MISSING
     if status == device_obj.MAINTAINING:
         return DEVICE_MAINTAINING
     if health != discovered.HEALTHY:
         return DEVICE_UNHEALTHY
+    if tainted:
+        return DEVICE_TAINTED
     # Out of service states are never in use (accel_common.handle_states).
     if any(state in handle_states.OUT_OF_SERVICE_STATES
-           for _, _, state in rows):
+           for _, _, _, state in rows):
         return DEVICE_NOT_CLEAN
     return NO_FREE_HANDLE
 

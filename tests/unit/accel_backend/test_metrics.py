@@ -174,7 +174,7 @@ class MetricsTest(test_lifecycle.ServiceTestBase):
             {'no_device': 1, 'no_free_handle': 1, 'bound_without_handle': 1,
              'device_not_clean': 2, 'device_unhealthy': 1,
              'device_maintaining': 1, 'device_missing': 1,
-             'numa_unfit': 0},
+             'device_tainted': 0, 'numa_unfit': 0},
             {r: moved('accel_bind_failures_total', host=HOST,
                       resource_class='PGPU', reason=r)
              for r in failure.REASONS})

@@ -19,6 +19,7 @@ is ``tests/functional/gabbits/taints.yaml``."""
 
 from oslo_utils import uuidutils
 
+from accel_backend.conductor import failure
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
 from accel_common import arq_states
@@ -84,9 +85,14 @@ class PoolTaintTest(_TaintTestBase):
         arqs = self.bind_group(svc, POOL0, 3)
         self.assertNotIn('2a', [i['bus'] for i in self.handles_of(svc,
                                                                   arqs)])
-        # Only the tainted function is left: a fourth ARQ gets nothing.
+        # Only the tainted function is left: a fourth ARQ gets nothing,
+        # and the failure says why.
         (extra,) = self.bind_group_state(svc, POOL0)
         self.assertEqual(arq_states.BIND_FAILED, extra)
+        key = (self.providers()[POOL0]['uuid'], test_pooled.COMPUTE)
+        with svc.db.transaction() as session:
+            self.assertEqual({key: failure.DEVICE_TAINTED},
+                             failure.diagnose(session, [key]))
         shown = self.deployable_of(svc, POOL0)['taints']
         self.assertEqual([taint['uuid']], [t['uuid'] for t in shown])
         self.untaint(svc, dep, taint)
