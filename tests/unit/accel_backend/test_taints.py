@@ -17,12 +17,22 @@ unit and is never bound, a taint of the whole pool reserves it all, and
 the periodic report keeps what the database says.  The per-device case
 is ``tests/functional/gabbits/taints.yaml``."""
 
-from oslo_utils import uuidutils
+import json
 
+import fixtures
+from oslo_utils import uuidutils
+import testtools
+import webob
+
+from accel_backend.agent.placement import client as pclient
+from accel_backend.common import ids
 from accel_backend.conductor import failure
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
+from accel_backend import service as service_mod
 from accel_common import arq_states
+from tests import placement_fixture
+from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_lifecycle
 from tests.unit.accel_backend import test_numa_span
 from tests.unit.accel_backend import test_pooled
@@ -146,3 +156,47 @@ class SpanningPoolTaintTest(_TaintTestBase):
         self.assertEqual((['Bound'], ['9a']), self.bind_patch(
             svc, {'resources:PGPU': '1',
                   'trait:CUSTOM_NUMA_NODE_1': 'required'}))
+
+
+class OtherHostTaintTest(testtools.TestCase):
+    """An embedded service's API taints a device of another host of the
+    same database (whose agent reports it): Placement is written from
+    the database, not through the API host's own store, which refuses
+    another host's providers."""
+
+    def setUp(self):
+        super().setUp()
+        placement = self.useFixture(placement_fixture.PlacementFixture())
+        url = 'sqlite:///%s/accel.db' % self.useFixture(
+            fixtures.TempDir()).path
+        self.services = {}
+        for host in ('compute1', 'compute2'):
+            conf = base.make_conf(
+                self, DEFAULT={'host': host},
+                api={'auth_strategy': 'noauth'}, binding={'workers': '1'},
+                database={'connection': url},
+                placement=base.placement_opts(placement.endpoint),
+                nova=base.NO_NOVA)
+            self.raw = pclient.PlacementClient(
+                pclient.adapter_from_conf(conf))
+            self.raw.post('/resource_providers', {
+                'uuid': uuidutils.generate_uuid(), 'name': host})
+            svc = service_mod.Service(conf)
+            self.addCleanup(svc.stop)
+            svc.discover_and_report()
+            self.services[host] = svc
+
+    def test_taint_another_hosts_device(self):
+        api = self.services['compute1']
+        address = base.T4_ADDRESSES[0]
+        dep = ids.stable_uuid('deployable', 'compute2', address)
+        rp = ids.stable_uuid('rp', 'compute2', address)
+        req = webob.Request.blank('/v2/deployables/%s/taints' % dep,
+                                  method='POST', headers=V25)
+        req.content_type = 'application/json'
+        req.body = json.dumps({'key': 'k', 'effect': 'NoSchedule'}).encode()
+        resp = req.get_response(api.app)
+        self.assertEqual(201, resp.status_code, resp.text)
+        inv = self.raw.get('/resource_providers/%s/inventories' % rp
+                           ).json()['inventories']['PGPU']
+        self.assertEqual((1, 1), (inv['reserved'], inv['total']))
