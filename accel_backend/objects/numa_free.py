@@ -57,8 +57,7 @@ _FREE = (
                                                      expanding=True)),
            _DEVICES.c.status == device_obj.ENABLED,
            _DEVICES.c.health == discovered.HEALTHY,
-           device_obj.state_clause(_HANDLES.c.state, handle_states.BOUND,
-                                   handle_states.CLAIM)))
+           _HANDLES.c.state.in_(handle_states.CLAIMABLE_STATES)))
 
 
 def _member_nodes(board):
