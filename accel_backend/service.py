@@ -281,8 +281,12 @@ class Service:
             LOG.warning('Cannot record the status of host %s: %s',
                         self.conf.host, e)
 
-    def _reserved_for(self, rp_uuid):   # no host store: the database
-        if self.store is not None:
+    def _reserved_for(self, rp_uuid):
+        # With a database (embedded, API, conductor), read it: the API of
+        # an embedded service also writes other hosts' providers (enable,
+        # taint), which its own host store would refuse (NotThisHost).
+        # An agent has none: its conductor reads it for its host.
+        if self.db is None:
             return self.store.reserved_units(rp_uuid)
         with self.db.transaction() as session:
             return deployable_obj.reserved_units_of_rp(session, rp_uuid)

@@ -20,7 +20,7 @@ Every change is committed first and notified
 ``accel_backend.notifications``), then the deployable's reserved units
 (``objects.deployable.reserved_units``, read from the database) are
 written to Placement through the reporter's writer
-(``agent.placement.reserved.ReservedUnits.set_reserved``): a tainted
+(``agent.placement.reserved.ReservedUnits.sync_reserved``): a tainted
 device is never bound again even when that write fails (502
 ``accel.placement.error``; the periodic report, which derives the
 reserved units from the database, repairs Placement).
@@ -63,19 +63,11 @@ def list_(req, deployable_uuid):
 
 
 def _write_placement(req, rp_uuid):
-    """Write ``rp_uuid``'s reserved units, read from the database under
-    the reporter's lock (no earlier read lands after it), whichever host
-    the provider is of (an embedded service's own host store would
-    refuse another host's)."""
-    if not rp_uuid:
-        return
-    svc = util.service(req)
-    writer = svc.reporter.reserved
-    with writer.lock:
-        with svc.db.transaction() as session:
-            units = deployable_obj.reserved_units_of_rp(session, rp_uuid)
-        if units is not None:
-            writer.set_reserved(rp_uuid, units)
+    """Write ``rp_uuid``'s reserved units as the database gives them now
+    (``ReservedUnits.sync_reserved``: read under the reporter's lock, so
+    no earlier read lands after it), whichever host the provider is of."""
+    if rp_uuid:
+        util.service(req).reporter.reserved.sync_reserved(rp_uuid)
 
 
 def create(req, deployable_uuid):

@@ -200,3 +200,22 @@ class OtherHostTaintTest(testtools.TestCase):
         inv = self.raw.get('/resource_providers/%s/inventories' % rp
                            ).json()['inventories']['PGPU']
         self.assertEqual((1, 1), (inv['reserved'], inv['total']))
+
+    def test_enable_another_hosts_device(self):
+        # The same path as a taint: enabling asks the database for the
+        # reserved units (an embedded service's host store refused
+        # another host's provider, 403 after the status was committed).
+        api = self.services['compute1']
+        address = base.T4_ADDRESSES[0]
+        dev = ids.stable_uuid('device', 'compute2', address)
+        rp = ids.stable_uuid('rp', 'compute2', address)
+        reserved = []
+        for action in ('disable', 'enable'):
+            req = webob.Request.blank('/v2/devices/%s/%s' % (dev, action),
+                                      method='POST', headers=V25)
+            resp = req.get_response(api.app)
+            self.assertEqual(200, resp.status_code, resp.text)
+            reserved.append(self.raw.get(
+                '/resource_providers/%s/inventories' % rp
+            ).json()['inventories']['PGPU']['reserved'])
+        self.assertEqual([1, 0], reserved)
