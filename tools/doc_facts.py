@@ -94,17 +94,24 @@ def console_scripts():
 
 
 def openstack_commands():
-    """:returns: set of tuples of words of the installed ``openstack``
-    commands (entry point ``accelerator_device_list``:
-    ``('accelerator', 'device', 'list')``)."""
-    commands = set()
+    """:returns: ``(commands, families)``: the set of tuples of words of
+    the installed ``openstack`` commands (entry point
+    ``accelerator_device_list``: ``('accelerator', 'device', 'list')``),
+    and the set of first words that a distribution other than
+    ``nova-accel`` serves (the client, python-cyborgclient, that the
+    bundle's own plugin commands join)."""
+    commands, families = set(), set()
     for dist in importlib.metadata.distributions():
+        ours = dist.metadata['Name'] == 'nova-accel'
         for ep in dist.entry_points:
             # openstack.cli*: the client's own hooks and plugin modules.
             if (ep.group.startswith('openstack.') and
                     not ep.group.startswith('openstack.cli')):
-                commands.add(tuple(ep.name.split('_')))
-    return commands
+                words = tuple(ep.name.split('_'))
+                commands.add(words)
+                if not ours:
+                    families.add(words[0])
+    return commands, families
 
 
 def known_options():
@@ -204,7 +211,8 @@ class Facts:
         from accel_backend import service
         self.scripts = console_scripts()
         self.trees = command_trees()
-        self.openstack = openstack_commands()
+        self.openstack, self.openstack_families = (
+            openstack_commands())
         self.options, self.failed_namespaces, loaded = known_options()
         # Without Nova (tox -e docs), what is not ours may be Nova's.
         self.nova_missing = 'nova.conf' not in loaded

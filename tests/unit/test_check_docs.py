@@ -142,6 +142,33 @@ class TestFalseClaimsAreReported(testtools.TestCase):
                          found)
         self.assertEqual(set(), skipped)
 
+    def test_plugin_commands_without_their_client(self):
+        # The docs environment has nova-accel's own ``openstack
+        # accelerator device taint`` commands but not python-cyborgclient:
+        # the client's commands are not checkable there (skipped, not
+        # false), the plugin's are checked.
+        facts = _facts()
+        saved = facts.openstack_families
+        self.addCleanup(setattr, facts, 'openstack_families', saved)
+        facts.openstack_families = saved - {'accelerator'}
+        found, skipped = _check('''
+            .. code-block:: console
+
+               $ openstack accelerator device taint <uuid> --key k
+               $ openstack accelerator device list
+            ''')
+        self.assertEqual([], found)
+        self.assertEqual(1, len(skipped))
+        facts.openstack_families = saved
+        found, skipped = _check('''
+            .. code-block:: console
+
+               $ openstack accelerator device taint <uuid> --key k
+               $ openstack accelerator device frobnicate
+            ''')
+        self.assertEqual(
+            [('command', 'openstack accelerator device frobnicate')], found)
+
     def test_made_up_role(self):
         found, _ = _check('''
             The scheduler role runs it; the API role and the ``service``
