@@ -31,7 +31,9 @@ host:
     ``accelerator.arq.delete.end`` as the API's delete sends (billing's
     period ends).  Any doubt keeps them, with the reason in
     ``kept_instances``.  With credentials that cannot see every project
-    the step is off (``scope``).
+    the step is off (``scope``).  Until the proof is complete, the
+    devices of an instance found gone carry an automatic ``NoSchedule``
+    taint, reserved in Placement (``accel_backend.conductor.orphan_taints``).
 ``released_handles``
     handles in use that no ARQ holds: released (``dirty`` or
     ``available``, as a normal release).
@@ -73,6 +75,7 @@ import sqlalchemy as sa
 from accel_backend.conductor import audit_handles
 from accel_backend.conductor import failure
 from accel_backend.conductor import nova_orphans
+from accel_backend.conductor import orphan_taints
 from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import notifications as notifications_mod
@@ -155,12 +158,15 @@ class Auditor:
         keeps every ARQ (nothing can be proven gone).
     :param clock: monotonic clock in seconds of the two-audit rule
         (tests).
+    :param reserved: ``agent.placement.reserved.ReservedUnits`` writing
+        the reserved units of the providers whose automatic taint
+        (``orphan_taints``) changed, or None (the periodic report does).
     """
 
     def __init__(self, db, hostname, nova=None, binder=None, cleaner=None,
                  grace_period=600, cleaning_timeout=300,
                  delete_orphaned_arqs=True, notifications=None,
-                 placement=None, clock=time.monotonic):
+                 placement=None, clock=time.monotonic, reserved=None):
         self.db = db
         self.hostname = hostname
         self.orphans = None
@@ -173,6 +179,7 @@ class Auditor:
         self.grace_period = grace_period
         self.cleaning_timeout = cleaning_timeout
         self.notifications = notifications
+        self.reserved = reserved
         self._lock = threading.Lock()
 
     @classmethod
@@ -184,7 +191,8 @@ class Auditor:
                    cleaning_timeout=conf.cleaning.timeout,
                    delete_orphaned_arqs=conf.audit.delete_orphaned_arqs,
                    notifications=service.notifications,
-                   placement=service.placement)
+                   placement=service.placement,
+                   reserved=service.reporter.reserved)
 
     STEPS = ('deleted_instances', 'handles', 'bound_without_handle',
              'stuck_bindings', 'cleanings')
@@ -237,6 +245,7 @@ class Auditor:
                     models.ARQ.state.in_(_INSTANCE_STATES),
                     _last_change(models.ARQ) < cutoff))))
         gone, report.kept_instances = self.orphans.gone(instances)
+        changed = set()
         for instance in gone:
             report.deleted_instances.append(instance)
             deleted = []
@@ -255,11 +264,29 @@ class Auditor:
                     report.deleted_arqs.append(arq.uuid)
                     # Taken before the delete releases the handle.
                     deleted.append(notifications_mod.arq_data(arq))
+                    # Its handle goes dirty (reserved until cleaned): the
+                    # automatic taint goes in the same transaction.
+                    changed.add(orphan_taints.untaint_handle(
+                        session, arq.attach_handle))
                     arq_obj.delete(session, arq)
             if self.notifications is not None:
                 for data in deleted:
                     self.notifications.arq('accelerator.arq.delete.end',
                                            data)
+        suspects = {k[0] for k in report.kept_instances
+                    if k[1] == nova_orphans.NOT_CONFIRMED}
+        with self.db.transaction() as session:
+            db_api.write_lock(session)
+            tainted, untainted, rps = orphan_taints.reconcile(
+                session, self.hostname, suspects)
+        for what, places in (('tainted', tainted), ('untainted', untainted)):
+            for dep_uuid, function in places:
+                LOG.warning('Audit: %s deployable %s%s (%s)', what, dep_uuid,
+                            ' function %s' % function if function else '',
+                            orphan_taints.UNALLOCATED_KEY)
+        changed.update(rps)
+        changed.discard(None)
+        orphan_taints.write_placement(self.reserved, changed)
 
     # -- attach handles (``accel_backend.conductor.audit_handles``) ----
 

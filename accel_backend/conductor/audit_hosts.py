@@ -62,7 +62,8 @@ class AllHosts:
                 service.db, hostname, binder=service.binder,
                 grace_period=conf.audit.grace_period,
                 cleaning_timeout=conf.cleaning.timeout,
-                notifications=service.notifications)
+                notifications=service.notifications,
+                reserved=service.reporter.reserved)
             auditor.orphans = shared
             return auditor
         return cls(service.db, make_auditor, finder)

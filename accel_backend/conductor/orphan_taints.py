@@ -1,0 +1,181 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The automatic taint of a device whose instance may be gone (issue 53
+item 4).
+
+Nova deletes a server's allocations in Placement even while accel_backend
+is down; its ARQs stay ``Bound`` until the audit has proven the instance
+gone at two audits ``[audit] grace_period`` apart
+(``conductor.nova_orphans``).  Meanwhile Placement would show the device
+free (usage 0, reserved 0) and a boot could land where the claim refuses
+to bind.  So when the audit (``conductor.audit``, step
+``deleted_instances``) first finds an instance gone (Nova 404 and no
+allocation of the instance in Placement, ``nova_orphans.NOT_CONFIRMED``),
+each device its Bound ARQs hold gets a ``NoSchedule`` taint of key
+``UNALLOCATED_KEY`` (``objects.taint``: a whole deployable is reserved
+in full, one function of a pooled deployable by one unit, and the claim
+skips it), committed before Placement is written.  ``set_by`` is
+``SET_BY``; an administrator may remove it (``DELETE
+/v2/deployables/{uuid}/taints/{taint_uuid}``), and the next audit that
+still finds the instance gone sets it again.
+
+The taint goes in the transaction that deletes the confirmed orphan's
+ARQs (the release leaves the handle ``dirty``, reserved until cleaned,
+``objects.device.OUT_OF_SERVICE_STATES``), and at the first audit that no
+longer finds the instance gone (an allocation again, Nova 200): every
+audit reconciles the automatic taints of its host with the instances it
+suspects now, so a restart that forgot them loses nothing.
+"""
+
+from oslo_log import log as logging
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from accel_backend.db import models
+from accel_backend.objects import pool_members
+from accel_backend.objects import taint as taint_obj
+from accel_common import arq_states
+
+LOG = logging.getLogger(__name__)
+
+#: The key of the automatic taint.
+UNALLOCATED_KEY = 'accel.openstack.org/unallocated'
+#: ``set_by`` of the automatic taint (no user set it).
+SET_BY = 'accel-backend-audit'
+
+
+def function_of(handle):
+    """The taint ``function`` that covers exactly ``handle``:
+    ``taint_obj.WHOLE`` for a deployable that is no pool, else the PCI
+    address of the pool member behind the handle (``objects.pool_members``).
+
+    :param handle: ``models.AttachHandle`` with its deployable and device
+        loadable.
+    :returns: str; ``WHOLE`` when no member matches.
+    """
+    dep = handle.deployable
+    key = pool_members.handle_key(handle.attach_type, handle.attach_info)
+    for address, record in taint_obj.members(dep.device).items():
+        member = record.get('handle')
+        if member and pool_members.handle_key(*member) == key:
+            return address
+    return taint_obj.WHOLE
+
+
+def _bound_handles(session, hostname, instances):
+    """``{(deployable, function): [(instance, arq uuid), ...]}`` of the
+    Bound ARQs of ``instances`` on ``hostname`` that hold a handle."""
+    wanted = {}
+    if not instances:
+        return wanted
+    arqs = session.scalars(
+        sa.select(models.ARQ)
+        .where(models.ARQ.hostname == hostname,
+               models.ARQ.instance_uuid.in_(sorted(instances)),
+               models.ARQ.state == arq_states.BOUND,
+               models.ARQ.attach_handle_id.isnot(None))
+        .options(orm.selectinload(models.ARQ.attach_handle))
+        .order_by(models.ARQ.id))
+    for arq in arqs:
+        handle = arq.attach_handle
+        if handle is None or handle.deployable is None:
+            continue
+        place = (handle.deployable, function_of(handle))
+        wanted.setdefault(place, []).append((arq.instance_uuid, arq.uuid))
+    return wanted
+
+
+def _automatic(session, hostname):
+    """The automatic taints of ``hostname``'s deployables."""
+    return list(session.scalars(
+        sa.select(models.DeployableTaint)
+        .join(models.Deployable).join(models.Device)
+        .where(models.Device.hostname == hostname,
+               models.DeployableTaint.key == UNALLOCATED_KEY)))
+
+
+def reconcile(session, hostname, suspects):
+    """Taint what the Bound ARQs of ``suspects`` hold, untaint the rest.
+
+    :param session: a write transaction (the caller holds the write lock).
+    :param hostname: the audited host (str).
+    :param suspects: instance UUIDs the audit found gone and has not
+        confirmed yet (iterable of str).
+    :returns: ``(tainted, untainted, rp_uuids)``: lists of ``(deployable
+        uuid, function)`` changed and the set of providers whose reserved
+        units changed.
+    """
+    wanted = _bound_handles(session, hostname, set(suspects))
+    tainted, untainted, rps = [], [], set()
+    keep = {(dep.id, function) for dep, function in wanted}
+    for taint in _automatic(session, hostname):
+        if (taint.deployable_id, taint.function) in keep:
+            continue
+        dep = taint.deployable
+        taint_obj.remove(session, dep, taint)
+        untainted.append((dep.uuid, taint.function))
+        rps.add(dep.rp_uuid)
+    for (dep, function), holders in sorted(
+            wanted.items(), key=lambda i: (i[0][0].id, i[0][1])):
+        if any(t.key == UNALLOCATED_KEY and t.function == function
+               for t in dep.taints):
+            continue
+        reason = ('instance %s holds no allocation in Placement and Nova '
+                  'does not know it; reserved until the audit confirms it '
+                  'is gone (ARQ %s)' % (
+                      ', '.join(sorted({i for i, _ in holders})),
+                      ', '.join(a for _, a in holders)))
+        taint_obj.set_(session, dep, UNALLOCATED_KEY, taint_obj.NO_SCHEDULE,
+                       value=holders[0][0], reason=reason[:255],
+                       set_by=SET_BY, function=function)
+        tainted.append((dep.uuid, function))
+        rps.add(dep.rp_uuid)
+    rps.discard(None)
+    return tainted, untainted, rps
+
+
+def untaint_handle(session, handle):
+    """Remove the automatic taint of ``handle``'s deployable (or pool
+    function) before its ARQ is deleted, in the same transaction.
+
+    :param handle: ``models.AttachHandle`` or None (nothing to do).
+    :returns: the provider UUID whose taint went, or None.
+    """
+    if handle is None or handle.deployable is None:
+        return None
+    dep = handle.deployable
+    if taint_obj.remove_key(session, dep, UNALLOCATED_KEY,
+                            function=function_of(handle)):
+        return dep.rp_uuid
+    return None
+
+
+def write_placement(reserved, rp_uuids):
+    """Write the reserved units the database gives now for ``rp_uuids``
+    (``agent.placement.reserved.ReservedUnits.set_reserved``, which reads
+    ``objects.deployable.reserved_units`` under the reporter's lock).
+    Best effort: a failure is logged; the agent's periodic report
+    (``[discovery] report_interval``) writes the same value.
+
+    :param reserved: ``ReservedUnits`` or None (nothing written).
+    :param rp_uuids: iterable of provider UUIDs (str).
+    """
+    if reserved is None:
+        return
+    for rp_uuid in sorted(rp_uuids):
+        try:
+            reserved.set_reserved(rp_uuid, False)
+        except Exception as e:
+            LOG.warning('Audit: could not write the reserved units of '
+                        'resource provider %s to Placement (the next '
+                        'report will): %s', rp_uuid, e)
