@@ -31,9 +31,10 @@ host:
     ``accelerator.arq.delete.end`` as the API's delete sends (billing's
     period ends).  Any doubt keeps them, with the reason in
     ``kept_instances``.  With credentials that cannot see every project
-    the step is off (``scope``).  Until the proof is complete, the
-    devices of an instance found gone carry an automatic ``NoSchedule``
-    taint, reserved in Placement (``accel_backend.conductor.orphan_taints``).
+    the step is off (``scope``).  Meanwhile the devices of a Bound ARQ
+    whose instance holds no allocation in Placement carry an automatic
+    ``NoSchedule`` taint, reserved in Placement
+    (``accel_backend.conductor.orphan_taints``).
 ``released_handles``
     handles in use that no ARQ holds: released (``dirty`` or
     ``available``, as a normal release).
@@ -273,12 +274,13 @@ class Auditor:
                 for data in deleted:
                     self.notifications.arq('accelerator.arq.delete.end',
                                            data)
-        suspects = {k[0] for k in report.kept_instances
-                    if k[1] == nova_orphans.NOT_CONFIRMED}
+        suspects, unknown = orphan_taints.unallocated(
+            self.orphans.placement, [i for i in instances if i not in gone],
+            report.kept_instances)
         with self.db.transaction() as session:
             db_api.write_lock(session)
             tainted, untainted, rps = orphan_taints.reconcile(
-                session, self.hostname, suspects)
+                session, self.hostname, suspects, unknown)
         for what, places in (('tainted', tainted), ('untainted', untainted)):
             for dep_uuid, function in places:
                 LOG.warning('Audit: %s deployable %s%s (%s)', what, dep_uuid,

@@ -10,38 +10,43 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The automatic taint of a device whose instance may be gone (issue 53
-item 4).
+"""The automatic taint of a bound device whose instance holds no
+allocation in Placement (issue 53 item 4).
 
 Nova deletes a server's allocations in Placement even while accel_backend
-is down; its ARQs stay ``Bound`` until the audit has proven the instance
-gone at two audits ``[audit] grace_period`` apart
-(``conductor.nova_orphans``).  Meanwhile Placement would show the device
+is down (and an operator or a failed move can remove a live server's);
+its ARQs stay ``Bound`` until the audit has proven the instance gone at
+two audits ``[audit] grace_period`` apart (``conductor.nova_orphans``),
+or forever for a live server.  Meanwhile Placement would show the device
 free (usage 0, reserved 0) and a boot could land where the claim refuses
 to bind.  So when the audit (``conductor.audit``, step
-``deleted_instances``) first finds an instance gone (Nova 404 and no
-allocation of the instance in Placement, ``nova_orphans.NOT_CONFIRMED``),
-each device its Bound ARQs hold gets a ``NoSchedule`` taint of key
-``UNALLOCATED_KEY`` (``objects.taint``: a whole deployable is reserved
-in full, one function of a pooled deployable by one unit, and the claim
-skips it), committed before Placement is written.  ``set_by`` is
-``SET_BY``; an administrator may remove it (``DELETE
-/v2/deployables/{uuid}/taints/{taint_uuid}``), and the next audit that
-still finds the instance gone sets it again.
+``deleted_instances``) finds that an instance with ``Bound`` ARQs holds
+no allocation in Placement (``GET /allocations/<uuid>`` empty; the proof
+of ``nova_orphans`` asks it when Nova answers 404, this module when Nova
+answers otherwise), each device its Bound ARQs hold gets a
+``NoSchedule`` taint of key ``UNALLOCATED_KEY`` (``objects.taint``: a
+whole deployable is reserved in full, one function of a pooled
+deployable by one unit, and the claim skips it), committed before
+Placement is written.  ``set_by`` is ``SET_BY``; an administrator may
+remove it (``DELETE /v2/deployables/{uuid}/taints/{taint_uuid}``), and
+the next audit that still finds no allocation sets it again.
 
 The taint goes in the transaction that deletes the confirmed orphan's
 ARQs (the release leaves the handle ``dirty``, reserved until cleaned,
-``objects.device.OUT_OF_SERVICE_STATES``), and at the first audit that no
-longer finds the instance gone (an allocation again, Nova 200): every
-audit reconciles the automatic taints of its host with the instances it
-suspects now, so a restart that forgot them loses nothing.
+``objects.device.OUT_OF_SERVICE_STATES``), and at the first audit that
+finds an allocation of the instance again: every audit reconciles the
+automatic taints of its host with what Placement shows now, so a restart
+loses nothing.  When Placement cannot be asked, taints stay as they are.
 """
 
+from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from accel_backend.conductor import nova_orphans
 from accel_backend.db import models
+from accel_backend import exception
 from accel_backend.objects import pool_members
 from accel_backend.objects import taint as taint_obj
 from accel_common import arq_states
@@ -70,6 +75,41 @@ def function_of(handle):
         if member and pool_members.handle_key(*member) == key:
             return address
     return taint_obj.WHOLE
+
+
+def unallocated(placement, instances, known):
+    """Which ``instances`` hold no allocation in Placement.
+
+    :param placement: ``agent.placement.client.PlacementClient``.
+    :param instances: instance UUIDs (iterable of str).
+    :param known: ``kept_instances`` of this audit (``(uuid, reason,
+        detail)``, ``nova_orphans.KEEP_REASONS``): ``NOT_CONFIRMED`` and
+        ``PLACEMENT_ALLOCATIONS`` already say it, without asking again.
+    :returns: ``(suspects, unknown)``: sets of UUIDs without an
+        allocation, and of those Placement could not be asked about.
+    """
+    said = {}
+    for instance, reason, _ in known:
+        if reason == nova_orphans.NOT_CONFIRMED:
+            said[instance] = True
+        elif reason == nova_orphans.PLACEMENT_ALLOCATIONS:
+            said[instance] = False
+    suspects, unknown = set(), set()
+    for instance in instances:
+        if instance not in said:
+            try:
+                said[instance] = not placement.get(
+                    '/allocations/%s' % instance).json().get('allocations')
+            except (exception.PlacementError, ks_exc.ClientException,
+                    ValueError) as e:
+                LOG.warning('Audit: cannot ask Placement for the '
+                            'allocations of instance %s; its automatic '
+                            'taints stay as they are: %s', instance, e)
+                unknown.add(instance)
+                continue
+        if said[instance]:
+            suspects.add(instance)
+    return suspects, unknown
 
 
 def _bound_handles(session, hostname, instances):
@@ -104,13 +144,15 @@ def _automatic(session, hostname):
                models.DeployableTaint.key == UNALLOCATED_KEY)))
 
 
-def reconcile(session, hostname, suspects):
-    """Taint what the Bound ARQs of ``suspects`` hold, untaint the rest.
+def reconcile(session, hostname, suspects, unknown=()):
+    """Taint what the Bound ARQs of ``suspects`` hold, untaint the rest
+    but what those of ``unknown`` hold.
 
     :param session: a write transaction (the caller holds the write lock).
     :param hostname: the audited host (str).
-    :param suspects: instance UUIDs the audit found gone and has not
-        confirmed yet (iterable of str).
+    :param suspects: instance UUIDs without an allocation in Placement
+        (iterable of str, ``unallocated``).
+    :param unknown: instance UUIDs whose taints stay as they are.
     :returns: ``(tainted, untainted, rp_uuids)``: lists of ``(deployable
         uuid, function)`` changed and the set of providers whose reserved
         units changed.
@@ -118,6 +160,8 @@ def reconcile(session, hostname, suspects):
     wanted = _bound_handles(session, hostname, set(suspects))
     tainted, untainted, rps = [], [], set()
     keep = {(dep.id, function) for dep, function in wanted}
+    keep.update((dep.id, function) for dep, function in _bound_handles(
+        session, hostname, set(unknown)))
     for taint in _automatic(session, hostname):
         if (taint.deployable_id, taint.function) in keep:
             continue
@@ -130,13 +174,13 @@ def reconcile(session, hostname, suspects):
         if any(t.key == UNALLOCATED_KEY and t.function == function
                for t in dep.taints):
             continue
-        reason = ('instance %s holds no allocation in Placement and Nova '
-                  'does not know it; reserved until the audit confirms it '
-                  'is gone (ARQ %s)' % (
+        reason = ('instance %s holds no allocation in Placement; reserved '
+                  'until it holds one again or the audit deletes its ARQs '
+                  '(ARQ %s)' % (
                       ', '.join(sorted({i for i, _ in holders})),
                       ', '.join(a for _, a in holders)))
         taint_obj.set_(session, dep, UNALLOCATED_KEY, taint_obj.NO_SCHEDULE,
-                       value=holders[0][0], reason=reason[:255],
+                       value=holders[0][0], reason=reason,
                        set_by=SET_BY, function=function)
         tainted.append((dep.uuid, function))
         rps.add(dep.rp_uuid)

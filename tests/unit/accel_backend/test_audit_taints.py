@@ -18,6 +18,7 @@ T4's provider and (or not) the instance's allocation; Nova is the
 
 import datetime
 
+from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from accel_backend.agent.placement import client as pclient
@@ -37,6 +38,21 @@ from tests.unit.accel_backend.audit_fixtures import GRACE
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import binder_fixtures
 from tests.unit.accel_backend import test_pooled
+
+
+def allocate(client, instance):
+    """Give ``instance`` an allocation of 1 VCPU on a new provider, as a
+    live server holds (``client``: a ``PlacementClient``)."""
+    rp = uuidutils.generate_uuid()
+    client.post('/resource_providers', {'uuid': rp, 'name': rp})
+    client.put('/resource_providers/%s/inventories' % rp, {
+        'resource_provider_generation': 0,
+        'inventories': {'VCPU': {'total': 4}}})
+    client.put('/allocations/%s' % instance, {
+        'allocations': {rp: {'resources': {'VCPU': 1}}},
+        'project_id': uuidutils.generate_uuid(),
+        'user_id': uuidutils.generate_uuid(),
+        'consumer_generation': None})
 
 
 class TestUnallocatedTaint(AuditTestBase):
@@ -115,6 +131,7 @@ class TestUnallocatedTaint(AuditTestBase):
         self.auditor.run()
         self.assertEqual(1, self.reserved(self.af))
         self.nova.codes[instance] = 200
+        allocate(self.pclient, instance)
         self.clock.now += GRACE
         report_ = self.auditor.run()
         self.assertEqual([], report_.deleted_arqs)
@@ -123,6 +140,28 @@ class TestUnallocatedTaint(AuditTestBase):
         self.assertTrue(self.arq_exists(arq))
         self.assertEqual((True, 'bound', None),
                          self.handle(self.handle_of(arq)))
+
+    def test_live_server_without_allocation_stays_reserved(self):
+        arq, instance = self.bound()
+        self.age_arq(arq)
+        self.auditor.run()
+        self.assertEqual(1, self.reserved(self.af))
+        self.clock.now += GRACE
+        self.assertEqual([], self.auditor.run().deleted_arqs)
+        self.assertEqual(1, len(self.taints(self.af)))
+        allocate(self.pclient, instance)
+        self.auditor.run()
+        self.assertEqual([], self.taints(self.af))
+        self.assertEqual(0, self.reserved(self.af))
+
+    def test_placement_down_keeps_taints(self):
+        arq, instance = self.orphan()
+        self.auditor.run()
+        self.placement.outage = 503
+        self.clock.now += GRACE
+        self.auditor.run()
+        self.assertTrue(self.arq_exists(arq))
+        self.assertEqual(1, len(self.taints(self.af)))
 
     def test_admin_removal_set_again_while_still_gone(self):
         arq, instance = self.orphan()
@@ -163,6 +202,7 @@ class TestUnallocatedPoolFunction(test_pooled.PooledTest):
                              taint.function)
             self.assertNotEqual('', taint.function)
         nova.codes[instance] = 200
+        allocate(svc.placement, instance)
         clock.now += GRACE
         auditor.run()
         self.assertEqual(before, self.inv(test_pooled.POOL0)[1])
