@@ -246,7 +246,7 @@ class Auditor:
                     models.ARQ.state.in_(_INSTANCE_STATES),
                     _last_change(models.ARQ) < cutoff))))
         gone, report.kept_instances = self.orphans.gone(instances)
-        changed = set()
+        released = []
         for instance in gone:
             report.deleted_instances.append(instance)
             deleted = []
@@ -267,8 +267,8 @@ class Auditor:
                     deleted.append(notifications_mod.arq_data(arq))
                     # Its handle goes dirty (reserved until cleaned): the
                     # automatic taint goes in the same transaction.
-                    changed.add(orphan_taints.untaint_handle(
-                        session, arq.attach_handle))
+                    released += orphan_taints.untaint_handle(
+                        session, arq.attach_handle)
                     arq_obj.delete(session, arq)
             if self.notifications is not None:
                 for data in deleted:
@@ -279,15 +279,10 @@ class Auditor:
             report.kept_instances)
         with self.db.transaction() as session:
             db_api.write_lock(session)
-            tainted, untainted, rps = orphan_taints.reconcile(
+            tainted, untainted = orphan_taints.reconcile(
                 session, self.hostname, suspects, unknown)
-        for what, places in (('tainted', tainted), ('untainted', untainted)):
-            for dep_uuid, function in places:
-                LOG.warning('Audit: %s deployable %s%s (%s)', what, dep_uuid,
-                            ' function %s' % function if function else '',
-                            orphan_taints.UNALLOCATED_KEY)
-        changed.update(rps)
-        changed.discard(None)
+        changed = orphan_taints.announce(self.notifications, tainted,
+                                         released + untainted)
         orphan_taints.write_placement(self.reserved, changed)
 
     # -- attach handles (``accel_backend.conductor.audit_handles``) ----

@@ -153,12 +153,12 @@ def reconcile(session, hostname, suspects, unknown=()):
     :param suspects: instance UUIDs without an allocation in Placement
         (iterable of str, ``unallocated``).
     :param unknown: instance UUIDs whose taints stay as they are.
-    :returns: ``(tainted, untainted, rp_uuids)``: lists of ``(deployable
-        uuid, function)`` changed and the set of providers whose reserved
-        units changed.
+    :returns: ``(tainted, untainted)``: lists of the taints set and
+        removed, as ``objects.taint.payload`` dicts (``rp_uuid`` names the
+        providers whose reserved units changed).
     """
     wanted = _bound_handles(session, hostname, set(suspects))
-    tainted, untainted, rps = [], [], set()
+    tainted, untainted = [], []
     keep = {(dep.id, function) for dep, function in wanted}
     keep.update((dep.id, function) for dep, function in _bound_handles(
         session, hostname, set(unknown)))
@@ -166,9 +166,8 @@ def reconcile(session, hostname, suspects, unknown=()):
         if (taint.deployable_id, taint.function) in keep:
             continue
         dep = taint.deployable
+        untainted.append(taint_obj.payload(dep, taint))
         taint_obj.remove(session, dep, taint)
-        untainted.append((dep.uuid, taint.function))
-        rps.add(dep.rp_uuid)
     for (dep, function), holders in sorted(
             wanted.items(), key=lambda i: (i[0][0].id, i[0][1])):
         if any(t.key == UNALLOCATED_KEY and t.function == function
@@ -179,13 +178,12 @@ def reconcile(session, hostname, suspects, unknown=()):
                   '(ARQ %s)' % (
                       ', '.join(sorted({i for i, _ in holders})),
                       ', '.join(a for _, a in holders)))
-        taint_obj.set_(session, dep, UNALLOCATED_KEY, taint_obj.NO_SCHEDULE,
-                       value=holders[0][0], reason=reason,
-                       set_by=SET_BY, function=function)
-        tainted.append((dep.uuid, function))
-        rps.add(dep.rp_uuid)
-    rps.discard(None)
-    return tainted, untainted, rps
+        taint, _ = taint_obj.set_(
+            session, dep, UNALLOCATED_KEY, taint_obj.NO_SCHEDULE,
+            value=holders[0][0], reason=reason, set_by=SET_BY,
+            function=function)
+        tainted.append(taint_obj.payload(dep, taint))
+    return tainted, untainted
 
 
 def untaint_handle(session, handle):
@@ -193,15 +191,40 @@ def untaint_handle(session, handle):
     function) before its ARQ is deleted, in the same transaction.
 
     :param handle: ``models.AttachHandle`` or None (nothing to do).
-    :returns: the provider UUID whose taint went, or None.
+    :returns: list of the removed taints as ``objects.taint.payload``
+        dicts (zero or one).
     """
     if handle is None or handle.deployable is None:
-        return None
+        return []
     dep = handle.deployable
-    if taint_obj.remove_key(session, dep, UNALLOCATED_KEY,
-                            function=function_of(handle)):
-        return dep.rp_uuid
-    return None
+    function = function_of(handle)
+    gone = [taint_obj.payload(dep, t) for t in dep.taints
+            if t.key == UNALLOCATED_KEY and t.function == function]
+    taint_obj.remove_key(session, dep, UNALLOCATED_KEY, function=function)
+    return gone
+
+
+def announce(notifications, tainted, untainted):
+    """Log and notify (``accelerator.device.taint`` / ``.untaint``, as
+    the API's taints) what ``reconcile`` and ``untaint_handle`` changed,
+    after the commit.
+
+    :param notifications: ``accel_backend.notifications.Notifications``
+        or None.
+    :param tainted, untainted: lists of ``objects.taint.payload`` dicts.
+    :returns: the set of provider UUIDs whose reserved units changed.
+    """
+    for event, notes in (('taint', tainted), ('untaint', untainted)):
+        for note in notes:
+            LOG.warning('Audit: %s deployable %s%s (%s): %s', event,
+                        note['deployable_uuid'],
+                        ' function %s' % note['function']
+                        if note['function'] else '', UNALLOCATED_KEY,
+                        note['reason'])
+            if notifications is not None:
+                notifications.device_taint('accelerator.device.' + event,
+                                           note)
+    return {n['rp_uuid'] for n in tainted + untainted if n['rp_uuid']}
 
 
 def write_placement(reserved, rp_uuids):

@@ -55,6 +55,19 @@ def allocate(client, instance):
         'consumer_generation': None})
 
 
+class Notes:
+    """The ``Notifications`` calls the audit makes, recorded."""
+
+    def __init__(self):
+        self.sent = []
+
+    def arq(self, event_type, data):
+        self.sent.append((event_type, data['uuid']))
+
+    def device_taint(self, event_type, data):
+        self.sent.append((event_type, data['rp_uuid'], data['key']))
+
+
 class TestUnallocatedTaint(AuditTestBase):
 
     def setUp(self):
@@ -74,9 +87,11 @@ class TestUnallocatedTaint(AuditTestBase):
         reporter = report.Reporter(self.pclient, ['compute'],
                                    reserved_for=self._reserved_for)
         self.clock = Clock()
+        self.notes = Notes()
         self.auditor = self.make_auditor(placement=self.pclient,
                                          clock=self.clock,
-                                         reserved=reporter.reserved)
+                                         reserved=reporter.reserved,
+                                         notifications=self.notes)
         # A device that needs cleaning: the release leaves it dirty.
         with self.db.transaction() as session:
             session.execute(sa.update(models.Deployable).values(
@@ -125,6 +140,11 @@ class TestUnallocatedTaint(AuditTestBase):
         self.assertEqual(handle_states.DIRTY, self.handle(handle)[1])
         # Dirty: still reserved, by the cleaning now.
         self.assertEqual(1, self.reserved(self.af))
+        key = orphan_taints.UNALLOCATED_KEY
+        self.assertEqual([('accelerator.device.taint', self.af, key),
+                          ('accelerator.arq.delete.end', arq),
+                          ('accelerator.device.untaint', self.af, key)],
+                         self.notes.sent)
 
     def test_instance_back_untainted(self):
         arq, instance = self.orphan()
