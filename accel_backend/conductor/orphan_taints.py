@@ -56,7 +56,7 @@ LOG = logging.getLogger(__name__)
 #: The key of the automatic taint.
 UNALLOCATED_KEY = 'accel.openstack.org/unallocated'
 #: ``set_by`` of the automatic taint (no user set it).
-SET_BY = 'accel-backend-audit'
+SET_BY = 'accel_backend.audit'
 
 
 def function_of(handle):
