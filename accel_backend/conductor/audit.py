@@ -245,7 +245,8 @@ class Auditor:
                     models.ARQ.instance_uuid.isnot(None),
                     models.ARQ.state.in_(_INSTANCE_STATES),
                     _last_change(models.ARQ) < cutoff))))
-        gone, report.kept_instances = self.orphans.gone(instances)
+        gone, report.kept_instances = self.orphans.gone(
+            instances, self.hostname)
         released = []
         for instance in gone:
             report.deleted_instances.append(instance)

@@ -192,7 +192,7 @@ class OrphanFinder:
                         'off: %s', scope.reason)
         return scope
 
-    def gone(self, instances):
+    def gone(self, instances, hostname=None):
         """The instances proven gone now and at an audit at least
         ``grace_period`` seconds earlier; the others are kept.
 
@@ -200,6 +200,11 @@ class OrphanFinder:
         scope was ``ALL_PROJECTS``.
 
         :param instances: instance UUIDs whose ARQs the audit may delete.
+        :param hostname: the audited host (str or None): what was first
+            found gone is remembered per host, as a conductor's audit
+            shares one finder between the hosts it audits in turn
+            (``conductor.audit_hosts``); one host's audit forgets only
+            its own instances that were not found gone again.
         :returns: ``(gone, kept)``: a list of UUIDs, and a list of
             ``(uuid, reason, detail)`` of instances that may be gone but
             are kept (reason one of ``KEEP_REASONS``).
@@ -207,8 +212,11 @@ class OrphanFinder:
         now = self.clock()
         gone, kept = [], []
         if self.scope is None or self.scope.state != ALL_PROJECTS:
-            self._suspects.clear()
+            with self._lock:
+                self._suspects.clear()
             return gone, kept
+        with self._lock:
+            known = self._suspects.get(hostname, {})
         suspects = {}
         for instance in instances:
             verdict = instance_verdict(self.nova, self.placement, instance)
@@ -216,7 +224,7 @@ class OrphanFinder:
                 kept.append((instance, verdict.reason, verdict.detail))
             if not verdict.gone:
                 continue
-            first = self._suspects.get(instance)
+            first = known.get(instance)
             if first is not None and now - first >= self.grace_period:
                 gone.append(instance)
                 continue
@@ -224,9 +232,10 @@ class OrphanFinder:
             kept.append((instance, NOT_CONFIRMED,
                          'first found gone; deleted when still gone at an '
                          'audit %s s after the first' % self.grace_period))
-        # An instance not asked about again (its ARQs went, or it came
-        # back) is forgotten.
-        self._suspects = suspects
+        # An instance of this host not asked about again (its ARQs went,
+        # or it came back) is forgotten.
+        with self._lock:
+            self._suspects[hostname] = suspects
         for instance, reason, detail in kept:
             metrics.AUDIT_KEPT_INSTANCES.labels(
                 host=self.host, reason=reason).inc()

@@ -98,6 +98,21 @@ class TestDeletedInstances(AuditTestBase):
         self.assertEqual(1, second.repairs())
         self.assertIn('deleted_arqs=1', str(second))
 
+    def test_other_hosts_audit_between_forgets_nothing(self):
+        # A conductor audits its hosts in turn with one shared finder
+        # (conductor.audit_hosts): the audit of a host without suspects,
+        # run between this host's two audits, must not make it forget
+        # what it first found gone (the ARQ was never deleted).
+        arq, instance = self.deleted_arq()
+        other = self.make_auditor(placement=self.pclient, clock=self.clock)
+        other.hostname = 'other-host'
+        other.orphans = self.auditor.orphans
+        self.assertEqual([], self.auditor.run().deleted_arqs)
+        self.assertEqual([], other.run().deleted_arqs)
+        self.clock.now += GRACE
+        self.assertEqual([], other.run().deleted_arqs)
+        self.assertEqual([arq], self.auditor.run().deleted_arqs)
+
     def test_second_audit_within_grace_period_keeps(self):
         arq, instance = self.deleted_arq()
         self.auditor.run()
