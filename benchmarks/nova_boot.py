@@ -66,11 +66,13 @@ from accel_backend import service as accel_service
 from benchmarks import common
 from benchmarks import nova_boot_marks
 from benchmarks import nova_boot_report
+from benchmarks import run as bench_run
 from benchmarks import stats
 from tests.functional import base
 from tests.functional import test_pooled
 from tests.unit.accel_backend import test_pooled as hgx
 from tools.launch import accel_backend as launch_accel
+from tools import machine
 
 SIZES = (1, 100, 500)
 FLAVORS = nova_boot_report.FLAVORS
@@ -80,6 +82,8 @@ phases = nova_boot_marks.phases
 WEIGHER = ('nova_accel.scheduler.weighers.'
            'AcceleratorHostReservationWeigher')
 TIMEOUT = 300
+#: Seconds to wait for a quiet machine before a size starts.
+QUIET_WAIT = 300
 
 
 def host_name(i):
@@ -138,6 +142,9 @@ class ManyHostsBoot(base.AccelServersTestBase):
         for i in range(1, self.HOSTS):
             self._add_host(host_name(i), work)
         self.RESULT['setup_s'] = time.perf_counter() - t0
+        # A profiler attached from outside starts on this line.
+        print('nova_boot: %d hosts up in %.0f s' % (
+            self.HOSTS, self.RESULT['setup_s']), file=sys.stderr, flush=True)
 
     def _add_host(self, host, work):
         """nova-compute of ``host``, then its GPUs reported by an agent-role
@@ -196,7 +203,9 @@ class ManyHostsBoot(base.AccelServersTestBase):
         self.assertEqual('ACTIVE', server['status'])
         marks = self.marks.at[uuid]
         return {'total_s': marks['active'] - marks['post'],
-                'phases_s': phases(marks), 'marks_s': {
+                'phases_s': phases(marks),
+                'scheduling_s': self.marks.spent.get(uuid, {}),
+                'marks_s': {
                     k: t - marks['post'] for k, t in marks.items()},
                 'host':
                 server['OS-EXT-SRV-ATTR:host'],
@@ -300,9 +309,21 @@ def _load_sampler(into, stop):
         into.append(os.getloadavg()[0])
 
 
+def _wait_quiet(log):
+    """Wait up to ``QUIET_WAIT`` s for the 1-minute load average to drop
+    to ``benchmarks.run.busy_above`` (half the cores)."""
+    limit = bench_run.busy_above(machine.machine_info())
+    end = time.monotonic() + QUIET_WAIT
+    while os.getloadavg()[0] > limit and time.monotonic() < end:
+        time.sleep(5)
+    log('load %.1f (quiet at %.1f)' % (os.getloadavg()[0], limit))
+
+
 def run_size(hosts, args, log):
-    """``measure`` in a child process of its own, with the 1-minute load
-    average sampled every 5 s meanwhile; returns its result dict."""
+    """``measure`` in a child process of its own, once the machine is
+    quiet or ``QUIET_WAIT`` has passed, with the 1-minute load average
+    sampled every 5 s meanwhile; returns its result dict."""
+    _wait_quiet(log)
     out = tempfile.NamedTemporaryFile(suffix='.json', delete=False).name
     loads, stop = [os.getloadavg()[0]], threading.Event()
     sampler = threading.Thread(target=_load_sampler, args=(loads, stop),

@@ -34,6 +34,7 @@ import tests  # noqa: F401  (chooses Nova's threading mode first)
 import fixtures
 from nova.compute import manager as compute_manager
 from nova.conductor import manager as conductor_manager
+from nova.scheduler.client import report as report_client
 from nova.scheduler import manager as scheduler_manager
 
 from benchmarks import nova_boot_report
@@ -68,10 +69,16 @@ class Marks:
     of five Nova methods (benchmark process only, never the product).
 
     :ivar at: ``{instance_uuid: {mark: perf_counter seconds}}``.
+    :ivar spent: ``{instance_uuid: {'allocation_candidates': s, 'claim':
+        s}}``, the seconds of the scheduler's ``GET
+        /allocation_candidates`` and allocation claims (Nova's
+        ``SchedulerReportClient``) within ``select_destinations``.
     """
 
     def __init__(self):
         self.at = {}
+        self.spent = {}
+        self._local = threading.local()
         self.failed = {}
         self._lock = threading.Lock()
         self._done = {}
@@ -92,7 +99,17 @@ class Marks:
             return (kwargs.get('instance_uuids') or
                     [kwargs['spec_obj'].instance_uuid])[0]
 
+        def claim_uuid(args, kwargs):
+            return kwargs.get('consumer_uuid') or args[1]
+
         out = []
+        for name, key in (('get_allocation_candidates',
+                           lambda a, k: getattr(self._local, 'uuid', None)),
+                          ('claim_resources', claim_uuid)):
+            cls = report_client.SchedulerReportClient
+            out.append(fixtures.MonkeyPatch(
+                '%s.%s.%s' % (cls.__module__, cls.__name__, name),
+                self._wrap_spent(getattr(cls, name), key, name)))
         for cls, name, key, start, end in (
                 (scheduler_manager.SchedulerManager, 'select_destinations',
                  sched_uuid, 'sched_start', 'sched_end'),
@@ -116,6 +133,8 @@ class Marks:
             uuid = key(args, kwargs)
             if start:
                 self.mark(uuid, start)
+            if start == 'sched_start':   # for the report client's calls
+                self._local.uuid = uuid
             try:
                 return real(obj, *args, **kwargs)
             except BaseException as e:
@@ -127,4 +146,20 @@ class Marks:
                     self.mark(uuid, end)
                 if end == 'active':
                     self.done(uuid).set()
+        return wrapper
+
+    def _wrap_spent(self, real, key, name):
+        label = {'claim_resources': 'claim'}.get(name,
+                                                 'allocation_candidates')
+
+        @functools.wraps(real)
+        def wrapper(obj, *args, **kwargs):
+            uuid = key(args, kwargs)
+            t0 = time.perf_counter()
+            try:
+                return real(obj, *args, **kwargs)
+            finally:
+                spent = self.spent.setdefault(uuid, {})
+                spent[label] = spent.get(label, 0.0) + (
+                    time.perf_counter() - t0)
         return wrapper

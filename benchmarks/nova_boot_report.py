@@ -35,6 +35,8 @@ FLAVORS = ('plain', 'gpu1', 'gpu8')
 #: A boot's phases, in order (``benchmarks.nova_boot.phases``).
 PHASES = ('api', 'scheduling', 'arq_create_bind', 'conductor',
           'event_wait', 'compute')
+#: What the scheduling phase holds, timed apart (``nova_boot_marks``).
+SCHEDULING = ('allocation_candidates', 'claim')
 #: Kubernetes DRA's published scheduler_perf figure (issue 55).
 DRA = ('Kubernetes DRA scheduler_perf: 500 nodes x 10 devices, 5,000 '
        'claims, at least 40 pods/s, typically above 51')
@@ -80,7 +82,10 @@ def rows(results):
                    'phases_ms': {p: statistics.fmean(
                        s['phases_s'][p] * 1000.0 for s in samples)
                        for p in PHASES},
-                   'ratio': None, 'ci95': None, 'burst_per_s': None}
+                   'ratio': None, 'ci95': None, 'burst_per_s': None,
+                   'scheduling_ms': {k: statistics.fmean(
+                       s.get('scheduling_s', {}).get(k, 0.0) * 1000.0
+                       for s in samples) for k in SCHEDULING}}
             row['seq_per_s'] = 1000.0 / row['mean_ms']
             bursts = r.get('concurrent', {}).get(flavor)
             if bursts:
@@ -189,6 +194,17 @@ def markdown(results, meta):
             r['hosts'], r['flavor'], ' | '.join(
                 '%.1f' % r['phases_ms'][p] for p in PHASES),
             r['mean_ms']))
+    L += ['', 'Within *scheduling* (mean ms): Nova\'s `GET '
+          '/allocation_candidates`, its allocation claim (`PUT '
+          '/allocations`, retries included) and the rest (host states, '
+          'filters, weighers).', '',
+          '| hosts | flavor | allocation candidates | claim | rest |',
+          '|---|---|---|---|---|']
+    for r in table:
+        sc = r['scheduling_ms']
+        L.append('| %d | %s | %.1f | %.1f | %.1f |' % (
+            r['hosts'], r['flavor'], sc['allocation_candidates'],
+            sc['claim'], r['phases_ms']['scheduling'] - sum(sc.values())))
     L += ['', '## Goal and growth', '']
     L += goals(table)
     loads = '; '.join(
@@ -224,25 +240,31 @@ def goals(table):
         extra = {p: r['phases_ms'][p] - plain['phases_ms'][p]
                  for p in PHASES}
         out.append(
-            '* %s at %d hosts: %.2fx a plain boot (95%% CI %.2f-%.2f; goal '
-            '<= %.1fx: %s). Its extra %.0f ms (means) by phase: %s.' % (
+            '* %s at %d hosts: %.2fx a plain boot, ratio of p50s (95%% CI '
+            '%.2f-%.2f; goal <= %.1fx: %s). Its extra %.0f ms (means) by '
+            'phase: %s.' % (
                 flavor, top, r['ratio'], r['ci95'][0], r['ci95'][1], GOAL,
-                'met' if r['ratio'] <= GOAL else 'NOT met',
+                ('met' if r['ci95'][1] <= GOAL else
+                 'met by the p50s, the interval reaching above')
+                if r['ratio'] <= GOAL else 'NOT met',
                 r['mean_ms'] - plain['mean_ms'], ', '.join(
                     '%s %+.0f' % kv for kv in sorted(
                         extra.items(), key=lambda kv: -abs(kv[1])))))
     for flavor in FLAVORS:
-        for key, unit in (('p50_ms', 'ms'), ('p99_ms', 'ms')):
-            fit = slope(table, flavor, key)
-            if fit:
-                out.append('* %s %s: %+.3f %s per host, %.0f %s at %d hosts '
-                           'on this line.' % (flavor, key[:3], fit[0], unit,
-                                              fit[1], unit, EXTRAPOLATE_TO))
-        fit = slope(table, flavor, 'seq_per_s')
-        if fit:
-            out.append('* %s boots/s one at a time: %+.5f per host, %.2f at '
-                       '%d hosts on this line.' % (flavor, fit[0], fit[1],
-                                                   EXTRAPOLATE_TO))
+        p50 = slope(table, flavor, 'p50_ms')
+        mean = slope(table, flavor, 'mean_ms')
+        if p50 and mean:
+            out.append(
+                '* %s: p50 %+.2f ms per host, %.0f ms at %d hosts on this '
+                'line; mean %+.2f ms per host, %.0f ms, so %.2f boots/s one '
+                'at a time at %d hosts.' % (
+                    flavor, p50[0], p50[1], EXTRAPOLATE_TO, mean[0], mean[1],
+                    1000.0 / mean[1], EXTRAPOLATE_TO))
+    bursts = [r for r in table if r['hosts'] == top and r['burst_per_s']]
+    if bursts:
+        out.append('* In bursts at %d hosts: %s boots/s; %s.' % (
+            top, ', '.join('%s %.2f' % (r['flavor'], r['burst_per_s'])
+                           for r in bursts), DRA))
     return out
 
 
