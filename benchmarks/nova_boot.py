@@ -63,6 +63,7 @@ import fixtures
 
 from accel_backend import conf as accel_conf
 from accel_backend import service as accel_service
+from accel_common import arq_states
 from benchmarks import common
 from benchmarks import nova_boot_marks
 from benchmarks import nova_boot_report
@@ -209,7 +210,7 @@ class ManyHostsBoot(base.AccelServersTestBase):
                     k: t - marks['post'] for k, t in marks.items()},
                 'host':
                 server['OS-EXT-SRV-ATTR:host'],
-                'bound_arqs': sum(a['state'] == 'Bound'
+                'bound_arqs': sum(a['state'] == arq_states.BOUND
                                   for a in self.arqs_of(uuid))}
 
     def release(self, uuid, host):

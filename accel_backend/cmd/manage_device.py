@@ -15,7 +15,7 @@ maintenance of a host or one device (issue 53 item 3).
 
 ``drain`` taints every deployable of the host (or the one named)
 ``NoSchedule`` with the key ``accel.openstack.org/drain``
-(``objects.taint.DRAIN_KEY``): no new ARQ is bound there and Placement
+(``accel_common.taints.DRAIN_KEY``): no new ARQ is bound there and Placement
 reserves them; the guests already there keep their devices.  It then
 prints what is still in use, one line per bound attach handle (the
 deployable, the handle, the instance and the ARQ), so the operator knows
@@ -44,6 +44,7 @@ from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import taint as taint_obj
 from accel_common import handle_states
+from accel_common import taints
 
 #: ``set_by`` of the taints this command sets.
 SET_BY = 'accel-backend-manage'
@@ -111,12 +112,12 @@ def _change(conf, drain):
             deps = _deployables(session, target)
             for dep in deps:
                 if drain:
-                    taint_obj.set_(session, dep, taint_obj.DRAIN_KEY,
-                                   taint_obj.NO_SCHEDULE,
+                    taint_obj.set_(session, dep, taints.DRAIN_KEY,
+                                   taints.NO_SCHEDULE,
                                    reason=conf.category.reason or
                                    DEFAULT_REASON, set_by=SET_BY)
                 else:
-                    taint_obj.remove_key(session, dep, taint_obj.DRAIN_KEY)
+                    taint_obj.remove_key(session, dep, taints.DRAIN_KEY)
             return ([d.rp_uuid for d in deps if d.rp_uuid], len(deps),
                     _in_use(session, deps))
         try:

@@ -50,6 +50,7 @@ from accel_backend import exception
 from accel_backend.objects import pool_members
 from accel_backend.objects import taint as taint_obj
 from accel_common import arq_states
+from accel_common import taints
 
 LOG = logging.getLogger(__name__)
 
@@ -179,7 +180,7 @@ def reconcile(session, hostname, suspects, unknown=()):
                       ', '.join(sorted({i for i, _ in holders})),
                       ', '.join(a for _, a in holders)))
         taint, _ = taint_obj.set_(
-            session, dep, UNALLOCATED_KEY, taint_obj.NO_SCHEDULE,
+            session, dep, UNALLOCATED_KEY, taints.NO_SCHEDULE,
             value=holders[0][0], reason=reason, set_by=SET_BY,
             function=function)
         tainted.append(taint_obj.payload(dep, taint))

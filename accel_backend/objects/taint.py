@@ -49,12 +49,7 @@ from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import pool_members
 from accel_backend import utils
-from accel_common import taints
 
-NO_SCHEDULE = taints.NO_SCHEDULE
-NO_EXECUTE = taints.NO_EXECUTE
-EFFECTS = taints.EFFECTS
-DRAIN_KEY = taints.DRAIN_KEY
 #: ``function`` of a taint of the whole deployable.
 WHOLE = ''
 
@@ -96,7 +91,7 @@ def set_(session, dep, key, effect, value=None, reason=None, set_by=None,
     :param session: a write transaction.
     :param dep: ``models.Deployable``.
     :param key: str, 1 to 255 characters.
-    :param effect: one of ``EFFECTS``.
+    :param effect: one of ``accel_common.taints.EFFECTS``.
     :param value, reason: optional str.
     :param set_by: the user id of who sets it (str) or None.
     :param function: ``WHOLE`` or a member's PCI address.

@@ -148,9 +148,14 @@ class TestFalseClaimsAreReported(testtools.TestCase):
         # the client's commands are not checkable there (skipped, not
         # false), the plugin's are checked.
         facts = _facts()
-        saved = facts.openstack_families
-        self.addCleanup(setattr, facts, 'openstack_families', saved)
-        facts.openstack_families = saved - {'accelerator'}
+        saved = facts.openstack, facts.openstack_families
+        self.addCleanup(setattr, facts, 'openstack', saved[0])
+        self.addCleanup(setattr, facts, 'openstack_families', saved[1])
+        # As there: the plugin's commands only.
+        facts.openstack = {c for c in saved[0] if c[:3] == (
+            'accelerator', 'device', 'taint') or c[:3] == (
+            'accelerator', 'device', 'untaint')}
+        facts.openstack_families = set()
         found, skipped = _check('''
             .. code-block:: console
 
@@ -159,7 +164,7 @@ class TestFalseClaimsAreReported(testtools.TestCase):
             ''')
         self.assertEqual([], found)
         self.assertEqual(1, len(skipped))
-        facts.openstack_families = saved
+        facts.openstack, facts.openstack_families = saved
         found, skipped = _check('''
             .. code-block:: console
 

@@ -16,14 +16,14 @@ accel_backend's own): a Kubernetes DRA device taint (KEP-5055,
 the operator's ``reason`` and, for one function of a pooled deployable,
 its PCI address (``function``)."""
 
-from accel_backend.objects import taint as taint_obj
+from accel_common import taints
 
 CREATE = {
     'type': 'object',
     'properties': {
         'key': {'type': 'string', 'minLength': 1, 'maxLength': 255},
         'value': {'type': ['string', 'null'], 'maxLength': 255},
-        'effect': {'enum': list(taint_obj.EFFECTS)},
+        'effect': {'enum': list(taints.EFFECTS)},
         'reason': {'type': ['string', 'null'], 'maxLength': 65535},
         'function': {'type': ['string', 'null'], 'minLength': 1,
                      'maxLength': 16},

@@ -24,9 +24,9 @@ from accel_backend.common import ids
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
-from accel_backend.objects import taint as taint_obj
 from accel_backend import service as service_mod
 from accel_common import arq_states
+from accel_common import taints
 from tests import placement_fixture
 from tests.unit.accel_backend import base
 
@@ -103,9 +103,9 @@ class DrainTest(testtools.TestCase):
                           'instance %s\tARQ %s' % (instance, arq),
                           '1 still in use'], lines[1:])
         self.assertEqual(
-            [('compute1_0000:af:00.0', taint_obj.DRAIN_KEY, 'NoSchedule',
+            [('compute1_0000:af:00.0', taints.DRAIN_KEY, 'NoSchedule',
               'accel-backend-manage'),
-             ('compute1_0000:d8:00.0', taint_obj.DRAIN_KEY, 'NoSchedule',
+             ('compute1_0000:d8:00.0', taints.DRAIN_KEY, 'NoSchedule',
               'accel-backend-manage')], self.taints())
         # Placement at once: both reserved; nothing new is bound.
         self.assertEqual((1, 1), self.reserved(D8))
