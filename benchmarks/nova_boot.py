@@ -48,11 +48,8 @@ Nova methods in this benchmark process only
 """
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -64,16 +61,14 @@ import fixtures
 from accel_backend import conf as accel_conf
 from accel_backend import service as accel_service
 from accel_common import arq_states
-from benchmarks import common
+from benchmarks import nova_boot_driver
 from benchmarks import nova_boot_marks
 from benchmarks import nova_boot_report
-from benchmarks import run as bench_run
 from benchmarks import stats
 from tests.functional import base
 from tests.functional import test_pooled
 from tests.unit.accel_backend import test_pooled as hgx
 from tools.launch import accel_backend as launch_accel
-from tools import machine
 
 SIZES = (1, 100, 500)
 FLAVORS = nova_boot_report.FLAVORS
@@ -83,8 +78,6 @@ phases = nova_boot_marks.phases
 WEIGHER = ('nova_accel.scheduler.weighers.'
            'AcceleratorHostReservationWeigher')
 TIMEOUT = 300
-#: Seconds to wait for a quiet machine before a size starts.
-QUIET_WAIT = 300
 
 
 def host_name(i):
@@ -112,6 +105,8 @@ class ManyHostsBoot(base.AccelServersTestBase):
     DEVICE_SPECS = [test_pooled.SPEC]
     HOSTS, BOOTS, CONCURRENT, ROUNDS = 1, 1, 0, 2
     RESULT = {}
+    #: Path the result is written to at the end of the test, or None.
+    OUT = None
 
     def _setup_compute_service(self):
         self.flags(compute_driver='accel.FakeDriver')
@@ -278,9 +273,13 @@ class ManyHostsBoot(base.AccelServersTestBase):
                     out['concurrent'].setdefault(name, []).append(
                         self.burst(flavors[name], self.CONCURRENT))
         out['concurrency'] = self.CONCURRENT
+        if self.OUT:
+            # Before the harness's teardown, which at 500 hosts takes
+            # longer than the measure (run_size stops the child then).
+            nova_boot_driver.write_atomic(self.OUT, dict(out, errors=[]))
 
 
-def measure(hosts, boots, concurrent=0, rounds=2):
+def measure(hosts, boots, concurrent=0, rounds=2, out=None):
     """One size in this process.
 
     :param hosts: computes of 8 GPUs (int >= 1).
@@ -288,6 +287,8 @@ def measure(hosts, boots, concurrent=0, rounds=2):
     :param concurrent: boots per burst (0: none; none either with fewer
         hosts than that).
     :param rounds: bursts per flavor.
+    :param out: path (str) the result is written to once measured, before
+        the harness's teardown, or None.
     :returns: dict: ``hosts``, ``setup_s``, ``pool_numa_span``,
         ``samples`` (``{flavor: [sample]}``, see ``ManyHostsBoot.finish``),
         ``sequential_s``, ``concurrent`` (``{flavor: [burst seconds]}``),
@@ -296,62 +297,13 @@ def measure(hosts, boots, concurrent=0, rounds=2):
     cls = ManyHostsBoot
     cls.HOSTS, cls.BOOTS, cls.CONCURRENT, cls.ROUNDS = (
         hosts, boots, concurrent, rounds)
-    cls.RESULT = {}
+    cls.RESULT, cls.OUT = {}, out
     result = unittest.TextTestRunner(stream=sys.stderr,
                                      verbosity=0).run(cls())
     out = dict(cls.RESULT)
     out['errors'] = [tb[-3000:] for _, tb in result.errors +
                      result.failures]
     return out
-
-
-def _load_sampler(into, stop):
-    while not stop.wait(5):
-        into.append(os.getloadavg()[0])
-
-
-def _wait_quiet(log):
-    """Wait up to ``QUIET_WAIT`` s for the 1-minute load average to drop
-    to ``benchmarks.run.busy_above`` (half the cores)."""
-    limit = bench_run.busy_above(machine.machine_info())
-    end = time.monotonic() + QUIET_WAIT
-    while os.getloadavg()[0] > limit and time.monotonic() < end:
-        time.sleep(5)
-    log('load %.1f (quiet at %.1f)' % (os.getloadavg()[0], limit))
-
-
-def run_size(hosts, args, log):
-    """``measure`` in a child process of its own, once the machine is
-    quiet or ``QUIET_WAIT`` has passed, with the 1-minute load average
-    sampled every 5 s meanwhile; returns its result dict."""
-    _wait_quiet(log)
-    out = tempfile.NamedTemporaryFile(suffix='.json', delete=False).name
-    loads, stop = [os.getloadavg()[0]], threading.Event()
-    sampler = threading.Thread(target=_load_sampler, args=(loads, stop),
-                               daemon=True)
-    sampler.start()
-    t0 = time.monotonic()
-    with open(out + '.log', 'wb') as fh:
-        rc = subprocess.call(
-            [common.PY, '-m', 'benchmarks.nova_boot', '--size', str(hosts),
-             '--boots', str(args.boots), '--concurrent',
-             str(args.concurrent), '--rounds', str(args.rounds), '--out',
-             out], cwd=common.REPO, stdout=fh, stderr=subprocess.STDOUT)
-    stop.set()
-    loads.append(os.getloadavg()[0])
-    try:
-        with open(out) as f:
-            result = json.load(f)
-    except (OSError, ValueError) as e:
-        result = {'hosts': hosts, 'errors': ['no result (rc %d): %s; log '
-                                             '%s.log' % (rc, e, out)]}
-    result['load'] = {'start': loads[0], 'end': loads[-1],
-                      'max': max(loads), 'mean': sum(loads) / len(loads)}
-    result['seconds'] = time.monotonic() - t0
-    log('%d hosts: %.0f s, load %.1f -> %.1f (max %.1f), errors %d'
-        % (hosts, result['seconds'], loads[0], loads[-1], max(loads),
-           len(result['errors'])))
-    return result
 
 
 def main(argv=None):
@@ -377,9 +329,10 @@ def main(argv=None):
     if not sizes or min(sizes) < 1 or args.boots < 1:
         p.error('--hosts and --boots must be at least 1')
     if args.size:   # the child of one size
-        with open(args.out, 'w') as f:
-            json.dump(measure(args.size, args.boots, args.concurrent,
-                              args.rounds), f)
+        result = measure(args.size, args.boots, args.concurrent,
+                         args.rounds, out=args.out)
+        if result['errors'] or not os.path.exists(args.out):
+            nova_boot_driver.write_atomic(args.out, result)
         return 0
     t0 = time.monotonic()
 
@@ -387,7 +340,7 @@ def main(argv=None):
         print('[%6.0fs] %s' % (time.monotonic() - t0, msg), file=sys.stderr,
               flush=True)
 
-    results = [run_size(n, args, log) for n in sizes]
+    results = [nova_boot_driver.run_size(n, args, log) for n in sizes]
     path = nova_boot_report.write(
         results, args.name, time.monotonic() - t0,
         argv if argv is not None else sys.argv[1:], plots=not args.no_plots)
