@@ -71,6 +71,17 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
 
     def setUp(self):
         super().setUp()
+        # Nova's ConfFixture sets manager_shutdown_timeout 0, so
+        # Service.stop() leaves the manager's graceful shutdown running in
+        # a thread; when that thread reaches shutdown_all_executors() after
+        # the ServiceFixture has put the real one back (a loaded machine),
+        # the process's executor factory stays shut down and every later
+        # test of the worker fails in setUp ("Cannot create the
+        # cell_worker thread pool executor"). With 20 (all of it reserved
+        # for clean-up: no wait for in-progress tasks) stop() waits for
+        # that thread, while the fixture's no-op is still in place. Read
+        # at stop time; ConfFixture's reset runs after every service stop.
+        self.flags(manager_shutdown_timeout=20)
         self.flags(arq_binding_timeout=self.ARQ_BINDING_TIMEOUT)
         self.flags(endpoint_override=ACCEL_URL + '/v2', group='cyborg')
         self._give_requests_a_token()
