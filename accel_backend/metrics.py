@@ -108,9 +108,11 @@ def timed(histogram, **labels):
 
 class DatabaseCollector(prom_registry.Collector):
     """Gauges read from the database at scrape time:
-    ``accel_arqs{state}`` and ``accel_devices{host, resource_class,
+    ``accel_arqs{state}``, ``accel_devices{host, resource_class,
     status, health}`` (a device with several resource classes counts once
-    per class).
+    per class) and ``accel_device_taints{host, key, effect}`` (taints of
+    deployables and of pool functions, ``objects.taint``: an operator's,
+    the drain's, a health fault's, the audit's).
 
     :param db: ``accel_backend.db.api.Database``.
     """
@@ -126,6 +128,9 @@ class DatabaseCollector(prom_registry.Collector):
             'accel_devices', 'Devices by host, resource class, status '
             '(enabled, disabled, missing) and health.',
             labels=['host', 'resource_class', 'status', 'health'])
+        taints = core.GaugeMetricFamily(
+            'accel_device_taints', 'Device taints by host, key and effect '
+            '(NoSchedule, NoExecute).', labels=['host', 'key', 'effect'])
         with self.db.transaction() as session:
             for state, count in session.execute(sa.select(
                     models.ARQ.state, sa.func.count()).group_by(
@@ -142,8 +147,23 @@ class DatabaseCollector(prom_registry.Collector):
                               models.Deployable.resource_class,
                               models.Device.status, models.Device.health)):
                 devices.add_metric([host, rc, status, health], count)
+            for host, key, effect, count in session.execute(
+                    sa.select(models.Device.hostname,
+                              models.DeployableTaint.key,
+                              models.DeployableTaint.effect,
+                              sa.func.count())
+                    .join(models.Deployable,
+                          models.DeployableTaint.deployable_id ==
+                          models.Deployable.id)
+                    .join(models.Device,
+                          models.Deployable.device_id == models.Device.id)
+                    .group_by(models.Device.hostname,
+                              models.DeployableTaint.key,
+                              models.DeployableTaint.effect)):
+                taints.add_metric([host, key, effect], count)
         yield arqs
         yield devices
+        yield taints
 
 
 class Endpoint:

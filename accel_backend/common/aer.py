@@ -63,6 +63,22 @@ def verdict(previous, current, recovery_passes):
     if quiet >= recovery_passes:
         return None
     current[QUIET] = quiet
-    return ('fatal PCIe AER errors (aer_dev_fatal: %d since boot); '
-            'recovering: %d of %d discovery passes without a new one' %
-            (total, quiet, recovery_passes))
+    return _RECOVERING % (total, quiet, recovery_passes)
+
+
+#: The reason ``verdict`` gives while a device recovers (no new error).
+_RECOVERING = ('fatal PCIe AER errors (aer_dev_fatal: %d since boot); '
+               'recovering: %d of %d discovery passes without a new one')
+_RECOVERING_HEAD = _RECOVERING.split('%', 1)[0]
+_RECOVERING_MARK = '; recovering: '
+
+
+def is_recovering(reason):
+    """Whether ``reason`` (a health reason, str or None) is the one
+    ``verdict`` gives while a device recovers from fatal AER errors
+    with no new one (as opposed to new errors, or a driver's verdict).
+
+    :returns: bool.
+    """
+    return bool(reason) and reason.startswith(_RECOVERING_HEAD) and (
+        _RECOVERING_MARK in reason)

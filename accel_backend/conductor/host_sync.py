@@ -31,6 +31,7 @@ from accel_backend.common import discovered
 from accel_backend.common import hgx
 from accel_backend.common import ids
 from accel_backend.common import removal
+from accel_backend.conductor import health_taints
 from accel_backend.db import models
 from accel_backend.objects import attribute as attribute_obj
 from accel_backend.objects import device as device_obj
@@ -41,7 +42,8 @@ LOG = logging.getLogger(__name__)
 
 
 def sync(session, hostname, discovered, max_removal_share=1.0,
-         force=False, health_changes=None, aer_recovery_passes=3):
+         force=False, health_changes=None, aer_recovery_passes=3,
+         taint_changes=None):
     """Make the rows of ``hostname`` equal to ``discovered``.
 
     New devices are inserted, changed ones updated, vanished ones deleted
@@ -49,7 +51,8 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
     status ``missing`` until released).  A device may have several
     deployables (``subname``, e.g. one per mdev type); a deployable that
     vanished is deleted unless in use.  The driver's health verdict is
-    stored on the device.  Nothing is committed: the caller's
+    stored on the device, and each health fault is a taint
+    (``conductor.health_taints``).  Nothing is committed: the caller's
     transaction holds the changes (flushed before returning).
 
     :param session: an open SQLAlchemy session
@@ -67,6 +70,9 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
         (``accel_backend.notifications``), to notify after the commit.
     :param aer_recovery_passes: passes without a new fatal AER error
         before a device is healthy again (``common.aer``).
+    :param taint_changes: a list that gets ``('taint', payload)`` or
+        ``('untaint', payload)`` for each health taint set or removed
+        (``objects.taint.payload`` dicts), to notify after the commit.
     :returns: list of ``models.Deployable`` present on the host.
     :raises MassRemovalRefused: more would be deleted; nothing changed.
     """
@@ -103,6 +109,12 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
                        aer_recovery_passes)
         present.extend(_sync_deployables(dev, hostname, items, taken))
     session.flush()
+    devices = {id(dep.device): dep.device for dep in present}
+    for dev in devices.values():
+        added, removed = health_taints.reconcile(session, dev)
+        if taint_changes is not None:
+            taint_changes.extend([('taint', p) for p in added] +
+                                 [('untaint', p) for p in removed])
     return present
 
 

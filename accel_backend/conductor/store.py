@@ -95,7 +95,8 @@ class HostStore:
 
     def sync(self, found, force=False):
         """Store what discovery found on the host (``conductor.host_sync``)
-        and tell ``notifications`` about health changes.
+        and tell ``notifications`` about health changes and the health
+        taints set or removed (``conductor.health_taints``).
 
         :param found: list of ``DiscoveredDeployable``.
         :param force: delete whatever vanished (``discovery sync
@@ -105,17 +106,21 @@ class HostStore:
         :raises MassRemovalRefused: too many devices would be removed;
             nothing changed.
         """
-        changes = []
+        changes, taint_changes = [], []
         with self.db.transaction() as session:
             deps = host_sync.sync(
                 session, self.hostname, found,
                 max_removal_share=self.max_removal_share, force=force,
                 health_changes=changes,
-                aer_recovery_passes=self.aer_recovery_passes)
+                aer_recovery_passes=self.aer_recovery_passes,
+                taint_changes=taint_changes)
             reported = [self._provider_record(d) for d in deps]
         if self.notifications is not None:
             for change in changes:
                 self.notifications.device_health(change)
+            for event, payload in taint_changes:
+                self.notifications.device_taint(
+                    'accelerator.device.' + event, payload)
         return reported
 
     def pool_moves(self, found, force=False):

@@ -20,6 +20,7 @@ import queue
 
 import oslo_messaging as messaging
 
+from accel_backend.conductor import health_taints
 from accel_backend import notifications
 from accel_backend.objects import arq as arq_obj
 from tests.unit.accel_backend import audit_fixtures
@@ -122,12 +123,23 @@ class NotificationsTest(test_lifecycle.ServiceTestBase):
                          (data['address'], data['health'],
                           data['previous_health']))
         self.assertIn('2 new fatal PCIe AER errors', data['health_reason'])
+        # The fault is a taint too (conductor.health_taints).
+        _, _, _, payload = self.next('accelerator.device.taint')
+        taint = self.data(payload, 'DeviceTaintPayload')
+        self.assertEqual(
+            (health_taints.HEALTH_KEY, 'NoExecute', HOST,
+             test_lifecycle.rp_uuid(GPU), health_taints.SET_BY),
+            (taint['key'], taint['effect'], taint['hostname'],
+             taint['rp_uuid'], taint['set_by']))
         # A pass without a new error ([discovery] aer_recovery_passes 1).
         svc.discover_and_report()
         priority, _, _, payload = self.next(
             'accelerator.device.health.change')
         self.assertEqual(('INFO', 'healthy'), (
             priority, self.data(payload, 'DevicePayload')['health']))
+        _, _, _, payload = self.next('accelerator.device.untaint')
+        self.assertEqual(taint['uuid'], self.data(
+            payload, 'DeviceTaintPayload')['uuid'])
 
         arq, _ = self.bind(svc, GPU)
         self.unbind(svc, arq)
