@@ -34,9 +34,12 @@ Effects:
     the same for now, recorded and shown; replacing or releasing the
     device under its guests comes later (issue 53 item 2).
 
-The key is free text (``accel.openstack.org/drain`` is the maintenance
-drain's, ``accel-backend-manage device drain``), so taints set by other
-tooling later (health) live beside the operator's.  No tolerations.
+The key is free text, so automatic taints live beside the operator's:
+``accel.openstack.org/drain`` is the maintenance drain's
+(``accel-backend-manage device drain``), ``accel.openstack.org/unhealthy``
+a health fault's (``conductor.health_taints``) and
+``accel.openstack.org/unallocated`` the audit's
+(``conductor.orphan_taints``).  No tolerations.
 """
 
 import collections
