@@ -21,8 +21,9 @@ Every code is a constant of ``codes`` (``exception.codes.ARQ_NOT_FOUND``),
 defined there once, and each class names its constant.
 
 The classes live in topical modules (``base``, ``request``,
-``resource``, ``discovery``, ``service``); every one is importable from
-here, as ``from accel_backend import exception; exception.NotFound``.
+``resource``, ``discovery``, ``service``, ``mig``); every one is
+importable from here, as ``from accel_backend import exception;
+exception.NotFound``.
 """
 
 from accel_backend.exception.base import AccelBackendError
@@ -34,6 +35,10 @@ from accel_backend.exception.discovery import NoIOMMU
 from accel_backend.exception.discovery import NovaPCIConfigUnusable
 from accel_backend.exception.discovery import NovaPCISpecWithheld
 from accel_backend.exception.discovery import SysfsRootUnavailable
+from accel_backend.exception.mig import MigCommandFailed
+from accel_backend.exception.mig import MigInstanceNotFound
+from accel_backend.exception.mig import MigLayoutRefused
+from accel_backend.exception.mig import MigModelUnknown
 from accel_backend.exception.request import BadRequest
 from accel_backend.exception.request import Forbidden
 from accel_backend.exception.request import InvalidDeviceProfile
@@ -78,7 +83,9 @@ from accel_backend.exception.service import SchemaRevisionUnknown
 __all__ = [
     'codes', 'AccelBackendError', 'DeviceSpecError', 'MassRemovalRefused',
     'NoInterruptRemapping', 'NoIOMMU', 'NovaPCIConfigUnusable',
-    'NovaPCISpecWithheld', 'SysfsRootUnavailable', 'BadRequest', 'Forbidden',
+    'NovaPCISpecWithheld', 'SysfsRootUnavailable',
+    'MigCommandFailed', 'MigInstanceNotFound', 'MigLayoutRefused',
+    'MigModelUnknown', 'BadRequest', 'Forbidden',
     'InvalidDeviceProfile', 'InvalidJSON', 'InvalidLimit', 'InvalidMarker',
     'InvalidPatch', 'InvalidUUID', 'MethodNotAllowed', 'NotAcceptable',
     'RequestTooLarge', 'SchemaValidationError', 'TaintFunctionInvalid',
