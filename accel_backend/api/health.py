@@ -22,9 +22,12 @@ of ours (entry points ``oslo.middleware.healthcheck``):
   that do not parse, a refused mass removal, Placement unreachable...);
   the reason names the hosts and why;
 * ``accel_audit``: always available; says whether the audit deletes the
-  ARQs of deleted instances, and why not (``AuditCheck``).
+  ARQs of deleted instances, and why not (``AuditCheck``);
+* ``accel_devices``: always available; counts the device taints by
+  effect (an operator's, the drain's, health faults', the audit's,
+  ``objects.taint``) and lists them in the details (``DeviceTaintCheck``).
 
-``[healthcheck] backends`` chooses them (default: all four); a load balancer
+``[healthcheck] backends`` chooses them (default: all five); a load balancer
 that should only take an API node out when its own database is gone
 wants ``accel_database`` alone.  ``[healthcheck] detailed = true`` adds
 each host's status to the JSON answer.  The check is served without a
@@ -44,7 +47,9 @@ import sqlalchemy as sa
 
 from accel_backend.common import host_states
 from accel_backend.conductor import nova_orphans
+from accel_backend.db import models
 from accel_backend.objects import host_status
+from accel_common import taints
 
 LOG = logging.getLogger(__name__)
 
@@ -197,4 +202,49 @@ class AuditCheck(_ServiceCheck):
         return pluginbase.HealthcheckResult(
             available=True, reason='audit: deleting ARQs of deleted '
             'instances %(orphan_deletion)s: %(reason)s' % details,
+            details=details)
+
+
+class DeviceTaintCheck(_ServiceCheck):
+    """Always available (a failed device is no reason to take an API node
+    out of a load balancer); says how many device taints there are by
+    effect, so that a health fault (``conductor.health_taints``) shows
+    here as the operator's own taints do."""
+
+    def healthcheck(self, server_port):
+        """:returns: ``HealthcheckResult`` (available, unless the
+        database cannot be read) whose reason is ``devices: <n> NoExecute,
+        <m> NoSchedule taints`` and whose details list each taint as
+        ``{"host", "deployable", "function", "key", "effect", "reason",
+        "set_by"}`` (host, then deployable name order)."""
+        try:
+            with self._db().transaction() as session:
+                rows = session.execute(
+                    sa.select(models.Device.hostname, models.Deployable.name,
+                              models.DeployableTaint.function,
+                              models.DeployableTaint.key,
+                              models.DeployableTaint.effect,
+                              models.DeployableTaint.reason,
+                              models.DeployableTaint.set_by)
+                    .join(models.Deployable,
+                          models.DeployableTaint.deployable_id ==
+                          models.Deployable.id)
+                    .join(models.Device,
+                          models.Deployable.device_id == models.Device.id)
+                    .order_by(models.Device.hostname, models.Deployable.name,
+                              models.DeployableTaint.function,
+                              models.DeployableTaint.key)).all()
+        except Exception as e:
+            return _db_failure(e, 'device taints unreadable')
+        details = [{'host': host, 'deployable': name,
+                    'function': function or None, 'key': key,
+                    'effect': effect, 'reason': reason, 'set_by': set_by}
+                   for host, name, function, key, effect, reason, set_by
+                   in rows]
+        counts = {effect: sum(1 for d in details if d['effect'] == effect)
+                  for effect in taints.EFFECTS}
+        return pluginbase.HealthcheckResult(
+            available=True, reason='devices: %d %s, %d %s taints' % (
+                counts[taints.NO_EXECUTE], taints.NO_EXECUTE,
+                counts[taints.NO_SCHEDULE], taints.NO_SCHEDULE),
             details=details)

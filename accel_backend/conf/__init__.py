@@ -148,7 +148,7 @@ CLEANING_OPTS = [
 #: service is the whole cloud's accelerator side and checks all of it.
 HEALTH_BACKENDS = {
     'embedded': ('accel_database', 'accel_placement', 'accel_discovery',
-                 'accel_audit'),
+                 'accel_audit', 'accel_devices'),
     'api': ('accel_database',),
 }
 

@@ -20,6 +20,7 @@ import os
 import shutil
 
 import testtools
+import webob
 
 from accel_backend.common import aer
 from accel_backend.common import discovered
@@ -75,10 +76,17 @@ class TestDeviceHealthTaints(test_lifecycle.ServiceTestBase):
         self.NOVA_OPTS = audit_fixtures.intercept_nova(self, self.nova)
 
     def make_conf(self, cleaning=None, groups=None, **discovery):
-        groups = dict({'metrics': test_metrics.MetricsTest.METRICS},
+        groups = dict({'metrics': test_metrics.MetricsTest.METRICS,
+                       'healthcheck': {'detailed': 'true'}},
                       **(groups or {}))
         return super().make_conf(cleaning=cleaning, groups=groups,
                                  **discovery)
+
+    def health(self, svc):
+        resp = webob.Request.blank(
+            '/healthcheck', headers={'Accept': 'application/json'}
+        ).get_response(svc.app)
+        return resp.json['reasons']
 
     def test_aer_fault_recovery_and_return(self):
         svc = self.make_service(self.make_conf(aer_recovery_passes='2'))
@@ -102,6 +110,15 @@ class TestDeviceHealthTaints(test_lifecycle.ServiceTestBase):
         self.assertEqual(1, test_metrics.value(
             samples, 'accel_device_taints', host=test_lifecycle.COMPUTE,
             key=health_taints.HEALTH_KEY, effect='NoExecute'))
+        # ... and in /healthcheck (accel_devices, always available).
+        (found,) = [r for r in self.health(svc)
+                    if r['reason'].startswith('devices:')]
+        self.assertEqual('devices: 1 NoExecute, 0 NoSchedule taints',
+                         found['reason'])
+        self.assertEqual([(test_lifecycle.COMPUTE, dep['name'],
+                           health_taints.HEALTH_KEY, health_taints.SET_BY)],
+                         [(d['host'], d['deployable'], d['key'],
+                           d['set_by']) for d in found['details']])
         # Reserved in Placement as before (the device's health).
         self.assertEqual((1, 1), self.reserved(BAD))
         # Removed by hand while the fault lasts: the next pass sets it.
