@@ -39,23 +39,14 @@ from openstack import connection
 from openstack import exceptions as sdk_exc
 
 from tests.functional.fixtures import cli
+from tests.functional.fixtures import clients as clients_fx
 from tests.functional.fixtures.clients import ClientsTestCase
-from tests.functional.fixtures.clients import Servers
-from tests.functional.fixtures.clients import SERVERS
 from tests.functional.fixtures.clients import T4_GROUP
 from tests.functional.fixtures import servers
 
 
-def setUpModule():
-    # Once per test process: the servers take seconds to start.
-    stack = Servers()
-    stack.setUp()
-    SERVERS.append(stack)
-
-
-def tearDownModule():
-    while SERVERS:
-        SERVERS.pop().cleanUp()
+setUpModule = clients_fx.start_servers
+tearDownModule = clients_fx.stop_servers
 
 
 class TestOpenStackProgram(ClientsTestCase):

@@ -17,20 +17,12 @@ and Placement: the real ``openstack`` program once, the rest through its
 entry point in one long-lived process (``cli.OpenStackShell``)."""
 
 from tests.functional.fixtures import cli
+from tests.functional.fixtures import clients as clients_fx
 from tests.functional.fixtures.clients import ClientsTestCase
-from tests.functional.fixtures.clients import Servers
-from tests.functional.fixtures.clients import SERVERS
 
 
-def setUpModule():
-    stack = Servers()
-    stack.setUp()
-    SERVERS.append(stack)
-
-
-def tearDownModule():
-    while SERVERS:
-        SERVERS.pop().cleanUp()
+setUpModule = clients_fx.start_servers
+tearDownModule = clients_fx.stop_servers
 
 
 class TestTaintCommands(ClientsTestCase):

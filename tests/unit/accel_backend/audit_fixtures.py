@@ -25,10 +25,13 @@ import webob
 import webob.dec
 from wsgi_intercept import interceptor
 
+from accel_backend.agent.placement import client as pclient
 from accel_backend.conductor import audit
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device as device_obj
+from tests import placement_fixture
+from tests.unit.accel_backend import base
 from tests.unit.accel_backend import binder_fixtures
 
 HOST = binder_fixtures.HOST
@@ -117,6 +120,16 @@ class AuditTestBase(binder_fixtures.BinderTestBase):
         intercept_nova(self, self.nova)
         self.cleaner = FakeCleaner(self.db)
         self.auditor = self.make_auditor()
+
+    def use_placement(self):
+        """A real Placement in this process (``self.placement``) and a
+        client of it (``self.pclient``), for audits that ask it."""
+        self.placement = self.useFixture(placement_fixture.PlacementFixture())
+        conf = base.make_conf(
+            self, placement={'auth_type': 'admin_token', 'token': 'admin',
+                             'endpoint': self.placement.endpoint,
+                             'endpoint_override': self.placement.endpoint})
+        self.pclient = pclient.PlacementClient(pclient.adapter_from_conf(conf))
 
     def make_auditor(self, **kw):
         kw.setdefault('nova', binder_fixtures.nova_adapter(NOVA_URL + '/v2.1'))

@@ -22,11 +22,9 @@ an older release or an operator would leave them.
 import fixtures
 from oslo_utils import uuidutils
 
-from accel_backend.agent.placement import client as pclient
 from accel_backend.cmd import manage
 from accel_backend.conductor import nova_orphans
 from accel_backend import metrics
-from tests import placement_fixture
 from tests.unit.accel_backend.audit_fixtures import AuditTestBase
 from tests.unit.accel_backend.audit_fixtures import Clock
 from tests.unit.accel_backend.audit_fixtures import GRACE
@@ -43,12 +41,7 @@ class TestDeletedInstances(AuditTestBase):
 
     def setUp(self):
         super().setUp()
-        self.placement = self.useFixture(placement_fixture.PlacementFixture())
-        conf = base.make_conf(
-            self, placement={'auth_type': 'admin_token', 'token': 'admin',
-                             'endpoint': self.placement.endpoint,
-                             'endpoint_override': self.placement.endpoint})
-        self.pclient = pclient.PlacementClient(pclient.adapter_from_conf(conf))
+        self.use_placement()
         self.clock = Clock()
         self.auditor = self.make_auditor(placement=self.pclient,
                                          clock=self.clock)

@@ -21,7 +21,6 @@ import datetime
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
-from accel_backend.agent.placement import client as pclient
 from accel_backend.agent.placement import report
 from accel_backend.conductor import audit
 from accel_backend.conductor import nova_orphans
@@ -30,12 +29,10 @@ from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import deployable as deployable_obj
 from accel_common import handle_states
-from tests import placement_fixture
 from tests.unit.accel_backend import audit_fixtures
 from tests.unit.accel_backend.audit_fixtures import AuditTestBase
 from tests.unit.accel_backend.audit_fixtures import Clock
 from tests.unit.accel_backend.audit_fixtures import GRACE
-from tests.unit.accel_backend import base
 from tests.unit.accel_backend import binder_fixtures
 from tests.unit.accel_backend import test_pooled
 
@@ -72,12 +69,7 @@ class TestUnallocatedTaint(AuditTestBase):
 
     def setUp(self):
         super().setUp()
-        self.placement = self.useFixture(placement_fixture.PlacementFixture())
-        conf = base.make_conf(
-            self, placement={'auth_type': 'admin_token', 'token': 'admin',
-                             'endpoint': self.placement.endpoint,
-                             'endpoint_override': self.placement.endpoint})
-        self.pclient = pclient.PlacementClient(pclient.adapter_from_conf(conf))
+        self.use_placement()
         for rp in (self.af, self.d8):
             self.pclient.post('/resource_providers', {'uuid': rp,
                                                       'name': rp})
