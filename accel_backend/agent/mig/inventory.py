@@ -184,7 +184,10 @@ class SyncState:
 def _refresh(client, state, uuid):
     inv = client.get('/resource_providers/%s/inventories' % uuid).json()
     traits = client.get('/resource_providers/%s/traits' % uuid).json()
-    state.entries[uuid] = [traits['resource_provider_generation'],
+    # A write between the two reads: the older generation is kept, so
+    # that the next sync (or write) reads the provider again.
+    state.entries[uuid] = [min(inv['resource_provider_generation'],
+                               traits['resource_provider_generation']),
                            inv['inventories'], frozenset(traits['traits'])]
 
 
