@@ -15,5 +15,8 @@
 ``profiles``: each GPU model's MIG profiles and the rules of a GPU's
 layout of GPU instances; ``host``: the host-side interface
 (``MigHost``), a simulated host and one driving ``nvidia-smi mig``;
-``planner``: the repartitioning plan of a host's idle GPUs.
+``planner``: the repartitioning plan of a host's idle GPUs;
+``inventory``: the GPU instances as resource providers in Placement
+(one per GI, ``CUSTOM_MIG_SLICE`` with profile, model and memory
+traits), kept equal to the host's GIs.
 """
