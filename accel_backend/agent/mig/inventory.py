@@ -247,6 +247,19 @@ def sync(placement_client, hostname, compute_rp_uuid, host, in_use,
     client = placement_client
     before = client.calls
     state = state if state is not None else SyncState()
+    have, want = _read(client, state, hostname, compute_rp_uuid, host,
+                       in_use)
+    gone = _checked_removals(client, state, have, want)
+    result = _apply(client, state, have, want, gone)
+    result['calls'] = client.calls - before
+    return result
+
+
+def _read(client, state, hostname, compute_rp_uuid, host, in_use):
+    """``sync``'s reads: ``(have, want)``, the providers of ours in
+    Placement (``{uuid: provider dict}``) and ``provider_tree`` with the
+    reservations of in-use GIs that hold no allocation; ``state``
+    refreshed where a generation moved."""
     # The UUIDs; the reservations once the allocations are known.
     want = provider_tree(hostname, compute_rp_uuid, host, in_use)
     prefix = name_prefix(hostname)
@@ -269,16 +282,35 @@ def sync(placement_client, hostname, compute_rp_uuid, host, in_use,
         unallocated |= {u for u in busy & set(have)
                         if state.entries[u][1].get(SLICE_RC, {}).get(
                             'reserved') and not _usages(client, u)}
-    want = provider_tree(hostname, compute_rp_uuid, host, in_use,
-                         unallocated)
+    return have, provider_tree(hostname, compute_rp_uuid, host, in_use,
+                               unallocated)
+
+
+def _checked_removals(client, state, have, want):
+    """The providers ``sync`` deletes (sorted UUIDs), once neither they
+    nor those whose profile changes hold an allocation: every check
+    before the first write, all or nothing.
+
+    :raises MigProviderAllocated: one of them has usages.
+    """
     gone = sorted(set(have) - set(want))
     retyped = sorted(u for u in have if u in want and
                      state.entries[u][2] != want[u].traits)
-    # Every check before the first write: all or nothing.
     for uuid in gone + retyped:
         usages = _usages(client, uuid)
         if usages:
             raise MigProviderAllocated(provider=uuid, usages=usages)
+    return gone
+
+
+def _apply(client, state, have, want, gone):
+    """``sync``'s writes: delete ``gone``, create what ``want`` has and
+    Placement lacks, write inventories and traits that differ.
+
+    :returns: dict ``created``, ``updated``, ``deleted``.
+    :raises MigProviderAllocated: a provider to delete was allocated
+        since ``_checked_removals`` (409).
+    """
     result = {'created': [], 'updated': [], 'deleted': []}
     for uuid in gone:
         resp = client.delete('/resource_providers/%s' % uuid,
@@ -308,7 +340,6 @@ def sync(placement_client, hostname, compute_rp_uuid, host, in_use,
             changed = True
         if changed and uuid in have:
             result['updated'].append(uuid)
-    result['calls'] = client.calls - before
     return result
 
 
