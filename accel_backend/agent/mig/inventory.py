@@ -23,28 +23,15 @@ The scheme (one, for every query):
   ``<hostname>:mig:gpu<gpu>:slice<start>``, which does not start with
   ``<compute node name>_``, so ``agent.placement.report.Reporter`` never
   counts it among the deployables' providers it deletes.
-* Its only inventory is ``CUSTOM_MIG_SLICE``, total 1 (``SLICE_RC``).
+* Its only inventory is ``CUSTOM_MIG_SLICE``, total 1, and its traits
+  say which slice it is (``mig.traits``).
   A GI in use normally holds its allocation, which takes the unit; one
   the host has in use *without* an allocation in Placement is reserved
   (1; microversion 1.26 allows reserved equal to total) so it is not
   offered, and unreserved once it is free again or allocated.  Never
   reserved under an allocation: Nova's moves re-write a consumer's
   allocation on the same provider (``POST /allocations``), which a
-  reserved unit would refuse.  One resource class for every profile: a
-  provider with a class per profile *and* a common class would hold two
-  units that two tenants could take at once, over-committing the GI.
-* What a flavor asks for is in traits: the profile
-  (``CUSTOM_MIG_3G_71GB``: ``os_traits.normalize_name('MIG_' +
-  profile)``), the GPU model (``CUSTOM_GPU_H200_SXM5_141GB``:
-  ``normalize_name('GPU_' + model)``), ``CUSTOM_MIG_MEM_GE_<N>GB`` for
-  every N of ``MEMORY_THRESHOLDS_GB`` at most the profile's memory, and
-  ``OWNER_CYBORG`` (the accelerator service owns it, as the reporter's
-  providers).  So "a 3g.40gb slice of an H100" is
-  ``resources=CUSTOM_MIG_SLICE:1&required=CUSTOM_MIG_3G_40GB,
-  CUSTOM_GPU_H100_SXM5_80GB`` and "any slice with at least 20 GB" is
-  ``resources=CUSTOM_MIG_SLICE:1&required=CUSTOM_MIG_MEM_GE_20GB``
-  (``GET /allocation_candidates``; in a flavor
-  ``resources:CUSTOM_MIG_SLICE=1`` and ``trait:...=required``).
+  reserved unit would refuse.
 
 The stable UUID is the GI's place, not its profile: a GI repartitioned
 into another profile at the same start keeps the provider, whose traits
@@ -64,19 +51,13 @@ provider" (409 while it has allocations), "Update resource classes" and
 
 import collections
 
-import os_traits
-
-from accel_backend.agent.mig import profiles
+from accel_backend.agent.mig import traits as mig_traits
 from accel_backend.agent.placement import custom_names
 from accel_backend.agent.placement import retry
 from accel_backend.common import ids
 from accel_backend import exception
 
-#: The resource class of every GI provider.
-SLICE_RC = 'CUSTOM_MIG_SLICE'
-#: The N (GB) of the ``CUSTOM_MIG_MEM_GE_<N>GB`` traits.
-MEMORY_THRESHOLDS_GB = (5, 10, 20, 40, 70, 80, 140, 180)
-OWNER_TRAIT = os_traits.OWNER_CYBORG
+SLICE_RC = mig_traits.SLICE_RC
 
 Provider = collections.namedtuple('Provider', [
     'uuid', 'name', 'parent', 'gpu', 'gi_id', 'profile', 'start',
@@ -97,24 +78,6 @@ class MigProviderAllocated(exception.Conflict):
     """
     msg_fmt = ('MIG slice provider %(provider)s still has allocations '
                '(%(usages)s): not deleted or changed')
-
-
-def profile_trait(profile):
-    """``CUSTOM_MIG_<PROFILE>`` of a profile name (``'1g.18gb+me'`` ->
-    ``'CUSTOM_MIG_1G_18GB_ME'``)."""
-    return os_traits.normalize_name('MIG_' + profile)
-
-
-def model_trait(model):
-    """``CUSTOM_GPU_<MODEL>`` of a key of ``profiles.MODELS``."""
-    return os_traits.normalize_name('GPU_' + model)
-
-
-def memory_traits(memory_gb):
-    """The ``CUSTOM_MIG_MEM_GE_<N>GB`` traits (set of str) of a slice of
-    ``memory_gb`` GB (int)."""
-    return {'CUSTOM_MIG_MEM_GE_%dGB' % n for n in MEMORY_THRESHOLDS_GB
-            if memory_gb >= n}
 
 
 def name_prefix(hostname):
@@ -150,19 +113,17 @@ def provider_tree(hostname, compute_rp_uuid, host, in_use,
     """
     wanted = {}
     for gpu in host.gpus():
-        model = profiles.model(host.model(gpu))
+        model = host.model(gpu)
         for gi in host.instances(gpu):
-            prof = model.profiles[gi.profile]
             uuid = provider_uuid(hostname, gpu, gi.start)
-            traits = ({profile_trait(gi.profile), model_trait(model.name),
-                       OWNER_TRAIT} | memory_traits(prof.memory_gb))
+            traits = frozenset(mig_traits.slice_traits(model, gi.profile))
             wanted[uuid] = Provider(
                 uuid, '%sgpu%s:slice%d' % (name_prefix(hostname), gpu,
                                            gi.start),
                 compute_rp_uuid, gpu, gi.id, gi.profile, gi.start,
                 {SLICE_RC: inventory(1 if (gpu, gi.id) in in_use and
                                      uuid in unallocated else 0)},
-                frozenset(traits))
+                traits)
     return wanted
 
 

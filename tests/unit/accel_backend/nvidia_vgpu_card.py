@@ -20,6 +20,12 @@ card can hold more; a full card lists the header alone; type ids are the
 card's own.  The maxima are those of the H100 PCIe 80GB C-series
 profiles; the ids are illustrative (each card numbers them from its own
 ``first_id``).
+
+``MigCard``: the same files for a GPU in MIG mode, its GPU instances in
+a ``mig.host.SimulatedMigHost``: a free VF lists the MIG-backed types
+(NVIDIA's vGPU types reference, "Hopper Architecture vGPU Types", the
+H200 SXM5 141GB table) whose profile has a GPU instance no vGPU holds,
+and a vGPU takes one of them (the lowest start) until it is destroyed.
 """
 
 import os
@@ -27,6 +33,8 @@ import os
 import fixtures
 
 from accel_backend.agent.discovery import nvidia_vfio
+from accel_backend.agent.mig import host as mig_host
+from accel_backend.agent.mig import vgpu_types
 
 HEADER = 'ID    : vGPU Name'
 #: ``(profile name, most per card)`` of an H100 PCIe 80GB.
@@ -68,6 +76,11 @@ class Card:
                                    'creatable_vgpu_types'), 'w') as f:
                 f.write('\n'.join(lines) + '\n')
 
+    def written(self, vf, value):
+        """The driver took ``value`` (a type id, 0: destroyed) on
+        ``vf``: every VF's list follows."""
+        self.refresh()
+
     def write_vfs(self, current=None):
         """Create the ``nvidia/`` files; ``current``: ``{vf: type id}``."""
         for vf in self.vfs:
@@ -97,9 +110,78 @@ class DriverFixture(fixtures.Fixture):
                     'writing %d to the current_vgpu_type of %s failed: '
                     '[Errno 22] Invalid argument' % (value, address))
             real(root, address, value)
-            card.refresh()
+            card.written(address, value)
         self.useFixture(fixtures.MonkeyPatch(
             'accel_backend.agent.discovery.nvidia_vfio._write', write))
+
+
+#: The MIG-backed types of an H200 SXM5 141GB, largest first.
+H200_MIG_TYPES = ('NVIDIA H200X-7-141C', 'NVIDIA H200X-4-71C',
+                  'NVIDIA H200X-3-71C', 'NVIDIA H200X-2-35C',
+                  'NVIDIA H200X-1-35C', 'NVIDIA H200X-1-18C',
+                  'NVIDIA H200X-1-18CME')
+
+
+class MigCard(Card):
+    """A GPU in MIG mode: GPU ``gpu`` of ``host`` (a
+    ``SimulatedMigHost``), type ids from ``first_id`` in ``types``
+    order."""
+
+    def __init__(self, root, pf, vfs, first_id, host, gpu,
+                 types=H200_MIG_TYPES):
+        self.root, self.pf, self.vfs = root, pf, list(vfs)
+        self.host, self.gpu = host, gpu
+        self.ids = {first_id + i: (name, None)
+                    for i, name in enumerate(types)}
+        #: ``{vf: GI id}`` of the vGPUs.
+        self.taken = {}
+
+    def free_instances(self):
+        """The GIs (``GpuInstance``) no vGPU holds, by start."""
+        held = set(self.taken.values())
+        return [gi for gi in self.host.instances(self.gpu)
+                if gi.id not in held]
+
+    def creatable(self):
+        free = {gi.profile for gi in self.free_instances()}
+        return {i: n for i, (n, _) in self.ids.items()
+                if vgpu_types.mig_profile(n) in free}
+
+    def written(self, vf, value):
+        if value:
+            profile = vgpu_types.mig_profile(self.ids[value][0])
+            self.taken[vf] = next(gi.id for gi in self.free_instances()
+                                  if gi.profile == profile)
+        else:
+            self.taken.pop(vf, None)
+        self.refresh()
+
+    def write_vfs(self, current=None):
+        super().write_vfs(current)
+        for vf, value in sorted((current or {}).items()):
+            self.written(vf, value)
+
+
+def h200_mig_cards(root, host):
+    """The two cards of the ``h200-mig-vgpu-vfio`` tree under ``root``,
+    GPUs 0 and 1 of ``host``."""
+    return [MigCard(root, pf, ['%s:%02x.%d' % (pf[:-5], (4 + i) // 8,
+                                                (4 + i) % 8)
+                               for i in range(8)], first, host, gpu)
+            for gpu, (pf, first) in enumerate((('0000:41:00.0', 1101),
+                                               ('0000:c1:00.0', 2101)))]
+
+
+def h200_mig_host():
+    """The GPU instances of the ``h200-mig-vgpu-vfio`` tree: GPU 0 (at
+    0000:41:00.0) carved into a 2g.35gb, two 1g.18gb and a 3g.71gb;
+    GPU 1 (at 0000:c1:00.0) in MIG mode without any."""
+    host = mig_host.SimulatedMigHost({0: 'H200-SXM5-141GB',
+                                      1: 'H200-SXM5-141GB'})
+    for profile, start in (('2g.35gb', 0), ('1g.18gb', 2), ('1g.18gb', 3),
+                           ('3g.71gb', 4)):
+        host.create(0, profile, start)
+    return host
 
 
 def h100_cards(root):

@@ -179,6 +179,32 @@ def h100_vgpu_vfio(root):
     cards[1].write_vfs({'0000:c1:00.4': 2052})
 
 
+def h200_mig_vgpu_vfio(root):
+    """Two H200 SXM5 141GB (10de:2335, subsystem 10de:18bf, the ids of
+    the recorded ``h200-vm-no-iommu``) in MIG mode for MIG-backed vGPU
+    under NVIDIA's vendor-specific VFIO framework, eight VFs each, all on
+    ``nvidia`` (``nvidia_vgpu_card.MigCard``; the GPU instances are not
+    in sysfs: ``nvidia_vgpu_card.h200_mig_host``).  0000:41:00.0 is
+    carved into a 2g.35gb, two 1g.18gb and a 3g.71gb and has no vGPU
+    yet, so its VFs list ``H200X-3-71C`` (id 1103), ``H200X-2-35C``
+    (1104) and ``H200X-1-18C`` (1106).  0000:c1:00.0 has no GPU
+    instance: its VFs list nothing."""
+    _host_bridge(root)
+    cards = nvidia_vgpu_card.h200_mig_cards(
+        root, nvidia_vgpu_card.h200_mig_host())
+    for card, numa, group in zip(cards, (0, 1), (40, 80)):
+        st.write_function(root, card.pf, '10de', '2335', '030200',
+                          numa=numa, driver='nvidia', iommu_group=group,
+                          virtfns=card.vfs, sriov_totalvfs=16,
+                          subsystem=('10de', '18bf'))
+        for i, vf in enumerate(card.vfs):
+            st.write_function(root, vf, '10de', '2335', '030200', numa=numa,
+                              driver='nvidia', iommu_group=group + 1 + i,
+                              physfn=card.pf, subsystem=('10de', '18bf'))
+    for card in cards:
+        card.write_vfs()
+
+
 def fpga_pairs(root):
     """Alveo U250 (management PF 10ee:5004 on ``xclmgmt``, user PF
     10ee:5005 on vfio-pci) and U280 (500c/500d), and an Intel PAC N3000
@@ -233,7 +259,8 @@ TREES = {'gpu-audio-group': gpu_audio_group, 'switch-group': switch_group,
          'hgx-h100': hgx_h100,
          'qat-vfs': qat_vfs, 't4-mdev-in-use': t4_mdev_in_use,
          'a100-vgpu-vfs': a100_vgpu_vfs, 'fpga-pairs': fpga_pairs,
-         'h100-vgpu-vfio': h100_vgpu_vfio}
+         'h100-vgpu-vfio': h100_vgpu_vfio,
+         'h200-mig-vgpu-vfio': h200_mig_vgpu_vfio}
 
 
 def write(name, root):

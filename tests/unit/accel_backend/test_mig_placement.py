@@ -26,6 +26,7 @@ import testtools
 from accel_backend.agent.mig import host as mig_host
 from accel_backend.agent.mig import inventory
 from accel_backend.agent.mig import profiles
+from accel_backend.agent.mig import traits as mig_traits
 from accel_backend.agent.placement import client as pclient
 from tests import placement_fixture
 from tests.unit.accel_backend import base
@@ -81,7 +82,7 @@ class Base(placement_fixture.PlacementTestCase):
 
     def allocate(self, consumer, rp_uuid):
         self.checker.put('/allocations/%s' % consumer, {
-            'allocations': {rp_uuid: {'resources': {inventory.SLICE_RC: 1}}},
+            'allocations': {rp_uuid: {'resources': {mig_traits.SLICE_RC: 1}}},
             'project_id': PROJECT, 'user_id': USER,
             'consumer_generation': None})
 
@@ -119,15 +120,15 @@ def layout_host(models, layouts):
 class TestNames(testtools.TestCase):
 
     def test_traits(self):
-        self.assertEqual('CUSTOM_MIG_3G_71GB', inventory.profile_trait(
+        self.assertEqual('CUSTOM_MIG_3G_71GB', mig_traits.profile_trait(
             '3g.71gb'))
-        self.assertEqual('CUSTOM_MIG_1G_18GB_ME', inventory.profile_trait(
+        self.assertEqual('CUSTOM_MIG_1G_18GB_ME', mig_traits.profile_trait(
             '1g.18gb+me'))
         self.assertEqual('CUSTOM_GPU_H200_SXM5_141GB',
-                         inventory.model_trait(H200))
+                         mig_traits.model_trait(H200))
         self.assertEqual({'CUSTOM_MIG_MEM_GE_5GB', 'CUSTOM_MIG_MEM_GE_10GB',
                           'CUSTOM_MIG_MEM_GE_20GB'},
-                         inventory.memory_traits(35))
+                         mig_traits.memory_traits(35))
 
     def test_tree(self):
         host = layout_host({0: H200, 1: H200}, [['4g.71gb', '3g.71gb']])

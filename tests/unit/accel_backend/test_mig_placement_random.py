@@ -32,6 +32,7 @@ from accel_backend.agent.mig import host as mig_host
 from accel_backend.agent.mig import inventory
 from accel_backend.agent.mig import planner
 from accel_backend.agent.mig import profiles
+from accel_backend.agent.mig import traits as mig_traits
 from tests.unit.accel_backend import test_mig_placement as tmpl
 from tests.unit.accel_backend import test_mig_planner as tmp
 
@@ -71,8 +72,8 @@ class Cloud:
     def take(self, profile):
         resp = self.client.get(
             '/allocation_candidates?resources=%s:1&required=%s,%s' % (
-                inventory.SLICE_RC, inventory.profile_trait(profile),
-                inventory.model_trait(H200)), ok=(200, 400))
+                mig_traits.SLICE_RC, mig_traits.profile_trait(profile),
+                mig_traits.model_trait(H200)), ok=(200, 400))
         # 400: a resource class or trait nobody created yet.
         cands = {rp for req in resp.json()['allocation_requests']
                  for rp in req['allocations']} if resp.ok else set()
@@ -123,7 +124,7 @@ class Cloud:
         gpu, gi_id, uuid = got
         consumer = uuidutils.generate_uuid()
         self.client.put('/allocations/%s' % consumer, {
-            'allocations': {uuid: {'resources': {inventory.SLICE_RC: 1}}},
+            'allocations': {uuid: {'resources': {mig_traits.SLICE_RC: 1}}},
             'project_id': PROJECT, 'user_id': USER,
             'consumer_generation': None})
         self.in_use.add((gpu, gi_id))
@@ -181,12 +182,12 @@ class Cloud:
             self.mismatch('free')
         usages = self.checker.get('/usages?project_id=%s' % PROJECT).json()[
             'usages']
-        if usages.get(inventory.SLICE_RC, 0) != len(self.in_use):
+        if usages.get(mig_traits.SLICE_RC, 0) != len(self.in_use):
             self.mismatch('project_usage')
         if full:
             for uuid, prov in want.items():
                 used = self.checker.get('/resource_providers/%s/usages' % (
-                    uuid)).json()['usages'].get(inventory.SLICE_RC, 0)
+                    uuid)).json()['usages'].get(mig_traits.SLICE_RC, 0)
                 if used != (1 if (prov.gpu, prov.gi_id) in self.in_use
                             else 0):
                     self.mismatch('provider_usage')

@@ -32,6 +32,18 @@ checkpointed in ``$state_path/nvidia-vgpu-types.json`` before it is
 relied on: after a restart on a full card the VFs are still named.
 Released VFs are cleaned with ``vgpu``: their vGPU is destroyed and a
 fresh one created (``agent.cleaning.worker.run_method``).
+
+A GPU in MIG mode (its VFs list or carry MIG-backed types,
+``mig.vgpu_types``) sells MIG slices instead: one deployable per
+MIG-backed type of ``[nvidia_vgpu] profiles`` its VFs carry (subname
+the type's table name), resource class ``CUSTOM_MIG_SLICE`` with the
+slice's traits (``mig.traits``: profile, GPU model, memory) and
+``CUSTOM_VGPU_<TYPE>``, its VFs of that type as attach handles.  A pass
+gives free VFs each enabled MIG-backed type, in the order listed, while
+the card lists it, that is while a free GPU instance of its profile
+exists: the inventory is the GPU instances the host has carved, and a
+MIG slice is never sold twice nor the GPU whole.  A GPU whose model has
+no MIG table here (``mig.profiles``) is not offered (warned).
 """
 
 import json
@@ -42,6 +54,10 @@ from oslo_log import log as logging
 
 from accel_backend.agent.discovery.drivers import base
 from accel_backend.agent.discovery import nvidia_vfio
+from accel_backend.agent.mig import profiles as mig_profiles
+from accel_backend.agent.mig import traits as mig_traits
+from accel_backend.agent.mig import vgpu_types
+from accel_backend import exception
 
 LOG = logging.getLogger(__name__)
 VENDOR = '10de'
@@ -111,27 +127,42 @@ class NvidiaVGPUDriver(base.PCIDriverBase):
             pf = by_address.get(pf_address)
             if pf is None or self.refused(pf):
                 continue
-            dep = self._gpu(pf, sorted(vfs, key=lambda v: v.address))
-            if dep is not None:
-                found.append(dep)
+            found.extend(self._gpu(pf, sorted(vfs,
+                                              key=lambda v: v.address)))
         return found
 
     def _gpu(self, pf, vfs):
-        """The deployable of one GPU, or None (logged)."""
+        """The deployables of one GPU (list; empty when not offered,
+        logged)."""
         catalog = {}
         for vf in vfs:
             catalog.update(nvidia_vfio.creatable(self.root, vf.address))
         self._learn(pf.address, catalog)
         names = self._names.get(pf.address, {})
-        # A card runs one profile at a time: the one its VFs carry, else
-        # the first enabled one it can create now.
         carried = {names.get(nvidia_vfio.current(self.root, vf.address))
                    for vf in vfs}
+        if any(vgpu_types.mig_profile(n) for n in
+               (carried | set(catalog.values())) - {None}):
+            return self._mig_gpu(pf, vfs, names)
+        dep = self._time_sliced(pf, vfs, catalog, names, carried)
+        return [] if dep is None else [dep]
+
+    def _time_sliced(self, pf, vfs, catalog, names, carried):
+        """The deployable of a GPU not in MIG mode, or None (logged)."""
+        # A card runs one profile at a time: the one its VFs carry, else
+        # the first enabled one it can create now.
         profile = next((p for p in self.profiles if p in carried), None)
         if profile is None and not carried - {None}:
             creatable = set(catalog.values())
             profile = next((p for p in self.profiles if p in creatable),
                            None)
+        if profile is None and not (carried | set(catalog.values())) - {
+                None}:
+            self._warn_once(pf.address, 'GPU %s: no VF lists or carries a '
+                            'vGPU type (a GPU in MIG mode without a free '
+                            'GPU instance, or a full one): not offered',
+                            pf.address)
+            return None
         if profile is None:
             self._warn_once(pf.address, 'GPU %s offers the vGPU profiles '
                             '%s; [nvidia_vgpu] profiles enables none of '
@@ -166,6 +197,62 @@ class NvidiaVGPUDriver(base.PCIDriverBase):
             pf, device_type='GPU', resource_class='VGPU',
             traits={profile_trait(profile)} | base.pci_traits(pf),
             attach_handles=handles, std_board_info=info)
+
+    def _mig_gpu(self, pf, vfs, names):
+        """The deployables of a GPU in MIG mode: one per enabled
+        MIG-backed type its VFs carry (list)."""
+        try:
+            model = mig_profiles.model_for_pci(pf.vendor_id, pf.product_id)
+        except exception.MigModelUnknown:
+            self._warn_once(('model', pf.address), 'GPU %s (%s:%s) is in '
+                            'MIG mode and no MIG table here has its model: '
+                            'its MIG-backed vGPUs are not offered',
+                            pf.address, pf.vendor_id, pf.product_id)
+            return []
+        enabled = [p for p in self.profiles if vgpu_types.mig_profile(p)]
+        if self.configure:
+            for profile in enabled:
+                self._configure(pf, vfs, profile)
+        carrying = {}
+        for vf in vfs:
+            type_id = nvidia_vfio.current(self.root, vf.address)
+            if not type_id:
+                continue
+            name = names.get(type_id)
+            if name not in enabled:
+                self._warn_once(vf.address, 'VF %s of GPU %s carries vGPU '
+                                'type %s (%s), which [nvidia_vgpu] profiles '
+                                'does not enable: not offered', vf.address,
+                                pf.address, type_id, name or 'unknown')
+                continue
+            carrying.setdefault(name, []).append(vf)
+        return [dep for dep in (self._slices(pf, model, name, carrying[name],
+                                             len(vfs))
+                                for name in enabled if name in carrying)
+                if dep is not None]
+
+    def _slices(self, pf, model, name, vfs, vf_count):
+        """The deployable of the VFs ``vfs`` of ``pf`` carrying the
+        MIG-backed type ``name``, or None when it is no profile of the
+        GPU's ``model`` (warned)."""
+        mig = vgpu_types.mig_profile(name)
+        try:
+            traits = mig_traits.slice_traits(model, mig)
+        except KeyError:
+            self._warn_once(('profile', pf.address, name), 'GPU %s: vGPU '
+                            'type %s runs on MIG %s, which is no profile of '
+                            'the %s: not offered', pf.address, name, mig,
+                            model)
+            return None
+        handles = [('PCI', dict(vf.address_parts, managed='no',
+                                vgpu_profile=name)) for vf in vfs]
+        info = base.board_info(pf, vgpu_profile=name, mig_profile=mig,
+                               vfs=vf_count)
+        return self.deployable(
+            pf, device_type='GPU', resource_class=mig_traits.SLICE_RC,
+            traits=traits | {profile_trait(name)} | base.pci_traits(pf),
+            attach_handles=handles, std_board_info=info,
+            subname=vgpu_types.table_name(name))
 
     def _configure(self, pf, vfs, profile):
         """Give free VFs ``profile`` while the card can create it."""
