@@ -165,9 +165,10 @@ class MigCard(Card):
 def h200_mig_cards(root, host):
     """The two cards of the ``h200-mig-vgpu-vfio`` tree under ``root``,
     GPUs 0 and 1 of ``host``."""
-    return [MigCard(root, pf, ['%s:%02x.%d' % (pf[:-5], (4 + i) // 8,
-                                                (4 + i) % 8)
-                               for i in range(8)], first, host, gpu)
+    def vfs(pf):
+        return ['%s:%02x.%d' % (pf[:-5], (4 + i) // 8, (4 + i) % 8)
+                for i in range(8)]
+    return [MigCard(root, pf, vfs(pf), first, host, gpu)
             for gpu, (pf, first) in enumerate((('0000:41:00.0', 1101),
                                                ('0000:c1:00.0', 2101)))]
 
