@@ -67,6 +67,8 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
     COMPUTE = 'compute1'
     SYSFS_ROOT = SYSFS_TWO_GPUS
     DEVICE_SPECS = [T4_SPEC]
+    #: ``{section: {option: value}}`` added to accel_backend's config.
+    ACCEL_SECTIONS = {}
     ARQ_BINDING_TIMEOUT = 10
 
     def setUp(self):
@@ -141,11 +143,14 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
 
     def accel_config(self, tmpdir):
         """accel_backend config file text for this test."""
+        sections = {'DEFAULT': {'host': self.COMPUTE,
+                                'state_path': tmpdir},
+                    'nova': {'event_retry_timeout': 30}}
+        for name, opts in self.ACCEL_SECTIONS.items():
+            sections.setdefault(name, {}).update(opts)
         return launch_accel.config(
             self.placement_fixture.endpoint, self.api_fixture.base_url,
-            os.path.abspath(self.SYSFS_ROOT), self.DEVICE_SPECS,
-            DEFAULT={'host': self.COMPUTE, 'state_path': tmpdir},
-            nova={'event_retry_timeout': 30})
+            os.path.abspath(self.SYSFS_ROOT), self.DEVICE_SPECS, **sections)
 
     def _start_accel_backend(self):
         tmpdir = self.useFixture(fixtures.TempDir()).path
