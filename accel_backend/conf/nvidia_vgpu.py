@@ -24,7 +24,11 @@ OPTS = [
                      '``creatable_vgpu_types`` gives them (e.g. ``NVIDIA '
                      'H100-40C``). Each GPU offers the first of these it '
                      'supports, one profile per GPU (a time-sliced GPU runs '
-                     'one framebuffer size at a time). Empty: nothing is '
+                     'one framebuffer size at a time). A GPU in MIG mode '
+                     'offers every MIG-backed type listed here (``NVIDIA '
+                     'H200X-3-71C``: ``<board>-<slices>-<GB>C``), one '
+                     '``CUSTOM_MIG_SLICE`` provider per type, each vGPU on '
+                     'a GPU instance of its own. Empty: nothing is '
                      'offered, with a warning naming what the GPUs offer.'),
     cfg.BoolOpt('configure_vfs', default=True,
                 help='Give every free VF of a GPU its profile (write the '
