@@ -147,9 +147,18 @@ OPTS = [
                 help='mdev driver: the enabled mdev types (e.g. '
                      'nvidia-222), as Nova\'s ``[devices] '
                      'enabled_mdev_types``; each physical GPU offers one '
-                     'of them (``[mdev_<type>] device_addresses``). Empty: '
+                     'of them (``[mdev_<type>] device_addresses``), except '
+                     'a GPU in MIG mode, which offers every enabled '
+                     'MIG-backed type as ``CUSTOM_MIG_SLICE``. Empty: '
                      'no mediated device is reported, with a warning '
                      'that names the GPUs offering types.'),
+    cfg.StrOpt('nvidia_smi_path', default='nvidia-smi',
+               help='mdev driver: the ``nvidia-smi`` program, run only '
+                    'for a GPU in MIG mode whose MIG-backed vGPU types '
+                    'are mdev types on its VFs (Ampere), to count its GPU '
+                    'instances (``--query-gpu=index,pci.bus_id`` and '
+                    '``mig -lgi``); sysfs does not say how many are free. '
+                    'When it fails, the GPU is not offered.'),
     cfg.IntOpt('fake_total', default=16, min=1,
                help='fake driver: number of accelerators of the fake '
                     'device.'),

@@ -30,6 +30,10 @@ Started with MIG": "Creating GPU Instances", "Instance Geometry" and
 * ``nvidia-smi mig -i <gpu> -lgi`` lists the GIs: a table of ``GPU``,
   ``Name``, ``Profile ID``, ``Instance ID`` and ``Placement
   Start:Size``.
+* ``nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader``
+  names each GPU's index and PCI address (nvidia-smi's ``--help-query-
+  gpu``: ``pci.bus_id`` is ``domain:bus:device.function`` in hex, the
+  domain written with 8 digits: ``0, 00000000:CA:00.0``).
 * ``nvidia-smi mig -i <gpu> -dci -gi <id>`` then ``-dgi -gi <id>``
   destroys one: the guide destroys the compute instances before their GI
   (``-dci -ci 0,1,2 -gi 1``, then ``-dgi``, which without ``-gi``
@@ -218,6 +222,48 @@ def run_command(argv):
             command=' '.join(argv), reason='exit status %d: %s' % (
                 proc.returncode, (proc.stdout + proc.stderr).strip()))
     return proc.stdout
+
+
+def parse_bus_ids(text):
+    """``{PCI address (``DDDD:BB:SS.F``, lower case): index (int)}`` of
+    ``nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader``
+    output.
+
+    :raises exception.MigCommandFailed: a line it cannot read.
+    """
+    found = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        index, _, bus_id = (p.strip() for p in line.partition(','))
+        domain, _, rest = bus_id.lower().partition(':')
+        try:
+            found['%04x:%s' % (int(domain, 16), rest)] = int(index)
+        except ValueError:
+            raise exception.MigCommandFailed(
+                command='nvidia-smi --query-gpu=index,pci.bus_id',
+                reason='unreadable line %r' % line)
+    return found
+
+
+def instances_at(pci_address, model_name, run=None, binary='nvidia-smi'):
+    """The GIs (list of ``GpuInstance``, by start) of the GPU at
+    ``pci_address`` (str, ``DDDD:BB:SS.F``), of model ``model_name``.
+
+    :param run: as for ``NvidiaSmiMigHost``.
+    :raises exception.MigCommandFailed: nvidia-smi failed, or does not
+        list a GPU at that address.
+    """
+    run = run or run_command
+    indexes = parse_bus_ids(run([binary, '--query-gpu=index,pci.bus_id',
+                                 '--format=csv,noheader']))
+    if pci_address.lower() not in indexes:
+        raise exception.MigCommandFailed(
+            command='nvidia-smi --query-gpu=index,pci.bus_id',
+            reason='no GPU at %s' % pci_address)
+    index = indexes[pci_address.lower()]
+    return NvidiaSmiMigHost({index: model_name}, run=run,
+                            binary=binary).instances(index)
 
 
 class NvidiaSmiMigHost(MigHost):

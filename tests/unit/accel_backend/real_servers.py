@@ -155,6 +155,47 @@ def a100_vgpu_vfs(root):
                                    max_instance=most)
 
 
+#: ``(type id, name)`` of the MIG-backed types of an A100 HGX 40GB (the
+#: names of NVIDIA's vGPU types reference, "MIG-Backed NVIDIA vGPU
+#: (C-Series) for NVIDIA A100 HGX 40GB"; the ids are illustrative).
+A100_MIG_TYPES = (('nvidia-470', 'NVIDIA A100X-7-40C'),
+                  ('nvidia-471', 'NVIDIA A100X-4-20C'),
+                  ('nvidia-472', 'NVIDIA A100X-3-20C'),
+                  ('nvidia-473', 'NVIDIA A100X-2-10C'),
+                  ('nvidia-474', 'NVIDIA A100X-1-10C'),
+                  ('nvidia-475', 'NVIDIA A100X-1-5C'),
+                  ('nvidia-476', 'NVIDIA A100X-1-5CME'))
+
+
+def a100_mig_vgpu_vfs(root):
+    """An A100 HGX 40GB (A100-SXM4-40GB, 10de:20b0) in MIG mode for
+    MIG-backed vGPU with the mdev-based vGPU manager: PF and eight VFs
+    on ``nvidia``, the MIG-backed types as mdev types of every VF, one
+    vGPU per VF.  Its GPU instances (not in sysfs; what ``nvidia-smi
+    mig -lgi`` lists in ``test_mdev_mig``) are a 2g.10gb, two 1g.5gb and
+    a 3g.20gb.  VF .4 holds an ``nvidia-472`` (A100X-3-20C) vGPU, on the
+    3g.20gb; every other VF shows ``available_instances`` 1 for the
+    types of the free instances (A100X-2-10C, A100X-1-5C) and 0 for the
+    rest."""
+    _host_bridge(root)
+    pf = '0000:ca:00.0'
+    vfs = ['0000:ca:%02x.%d' % ((4 + i) // 8, (4 + i) % 8)
+           for i in range(8)]
+    st.write_function(root, pf, '10de', '20b0', '030200', numa=1,
+                      driver='nvidia', iommu_group=90, virtfns=vfs,
+                      sriov_totalvfs=16)
+    free = ('nvidia-473', 'nvidia-475')
+    for i, vf in enumerate(vfs):
+        st.write_function(root, vf, '10de', '20b0', '030200', numa=1,
+                          driver='nvidia', iommu_group=91 + i, physfn=pf)
+        for type_id, name in A100_MIG_TYPES:
+            held = i == 0 and type_id == 'nvidia-472'
+            st.write_mdev_type(
+                root, vf, type_id, name,
+                1 if i and type_id in free else 0,
+                created=(MDEV_IN_USE[0],) if held else ())
+
+
 def h100_vgpu_vfio(root):
     """Two H100 PCIe 80GB (10de:2331, subsystem 10de:1626) in vGPU mode
     under NVIDIA's vendor-specific VFIO framework (vGPU 17+, kernel
@@ -260,7 +301,8 @@ TREES = {'gpu-audio-group': gpu_audio_group, 'switch-group': switch_group,
          'qat-vfs': qat_vfs, 't4-mdev-in-use': t4_mdev_in_use,
          'a100-vgpu-vfs': a100_vgpu_vfs, 'fpga-pairs': fpga_pairs,
          'h100-vgpu-vfio': h100_vgpu_vfio,
-         'h200-mig-vgpu-vfio': h200_mig_vgpu_vfio}
+         'h200-mig-vgpu-vfio': h200_mig_vgpu_vfio,
+         'a100-mig-vgpu-vfs': a100_mig_vgpu_vfs}
 
 
 def write(name, root):

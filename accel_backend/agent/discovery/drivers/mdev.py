@@ -42,14 +42,29 @@ provider per physical GPU (named after its PF) whose attach handles are
 its VFs, capacity the GPU's maximum for the type (``max_instances``, else
 ``max_instance=`` of the type's ``description``) and never more than the
 VFs that offer it; without a known maximum the GPU is not reported.
+
+A GPU in MIG mode (its VFs offer MIG-backed types, ``mig.vgpu_types``)
+offers every enabled MIG-backed type that ``[mdev_<type>]
+device_addresses`` does not keep for other GPUs: one deployable per type
+(subname the type id), resource class ``CUSTOM_MIG_SLICE`` with the
+slice's traits (``mig.traits``) and ``CUSTOM_MDEV_<TYPE>``, its attach
+handles the VFs ``drivers.mdev_mig`` gives the type, as many as the GPU
+has GPU instances of its profile (counted with ``[discovery]
+nvidia_smi_path``).  A GPU whose model has no MIG table, or whose GPU
+instances cannot be listed, is not offered (warned).
 """
 
 import os_traits
 from oslo_log import log as logging
 
 from accel_backend.agent.discovery.drivers import base
+from accel_backend.agent.discovery.drivers import mdev_mig
 from accel_backend.agent.discovery import sysfs
+from accel_backend.agent.mig import host as mig_host
+from accel_backend.agent.mig import profiles as mig_profiles
+from accel_backend.agent.mig import traits as mig_traits
 from accel_backend.conf import discovery as discovery_conf
+from accel_backend import exception
 from accel_common import pci
 
 LOG = logging.getLogger(__name__)
@@ -121,6 +136,7 @@ class MdevDriver(base.PCIDriverBase):
                 seen[pattern] = type_id
         self.default_type = next(
             (t for t in self.enabled if not self.addresses[t]), None)
+        self.nvidia_smi = conf.discovery.nvidia_smi_path
         self._warned = set()
 
     def _warn_once(self, key, msg, *args):
@@ -155,6 +171,9 @@ class MdevDriver(base.PCIDriverBase):
         found = []
         for address, (gpu, parents) in sorted(gpus.items()):
             if self.refused(gpu):
+                continue
+            if mdev_mig.in_mig_mode(parents):
+                found.extend(self._mig_gpu(gpu, parents))
                 continue
             dep = self._gpu(gpu, parents)
             if dep is not None:
@@ -200,6 +219,49 @@ class MdevDriver(base.PCIDriverBase):
             traits={type_trait(type_id)} | base.pci_traits(gpu),
             attach_handles=handles[:capacity], subname=type_id,
             std_board_info=info)
+
+    def _mig_gpu(self, gpu, parents):
+        """The deployables of a GPU in MIG mode (list; empty when not
+        offered, warned)."""
+        addresses = [gpu.address] + [fn.address for fn, _ in parents]
+        mine = [t for t in self.enabled if not self.patterns[t] or any(
+            p.matches(a) for a in addresses for p in self.patterns[t])]
+        profiles = mdev_mig.type_profiles(parents, mine)
+        if not profiles:
+            return []
+        try:
+            model = mig_profiles.model_for_pci(gpu.vendor_id, gpu.product_id)
+            instances = mig_host.instances_at(gpu.address, model,
+                                              binary=self.nvidia_smi)
+        except (exception.MigModelUnknown,
+                exception.MigCommandFailed) as e:
+            self._warn_once(('mig', gpu.address), 'GPU %s is in MIG mode; '
+                            'its MIG-backed vGPUs are not offered: %s',
+                            gpu.address, e)
+            return []
+        found = []
+        for type_id, fns in mdev_mig.slice_functions(
+                parents, profiles, instances).items():
+            try:
+                traits = mig_traits.slice_traits(model, profiles[type_id])
+            except KeyError:
+                self._warn_once(('profile', gpu.address, type_id), 'GPU %s: '
+                                'mdev type %s runs on MIG %s, no profile of '
+                                'the %s: not offered', gpu.address, type_id,
+                                profiles[type_id], model)
+                continue
+            handles = [('MDEV', dict(fn.address_parts, parent=fn.address,
+                                     asked_type=type_id,
+                                     vgpu_mark='%s_%s' % (type_id,
+                                                          fn.address)))
+                       for fn in fns]
+            info = base.board_info(gpu, mig_profile=profiles[type_id])
+            found.append(self.deployable(
+                gpu, device_type='GPU', resource_class=mig_traits.SLICE_RC,
+                traits=traits | {type_trait(type_id)} | base.pci_traits(gpu),
+                attach_handles=handles, subname=type_id,
+                std_board_info=info))
+        return found
 
     def _capacity(self, gpu, type_id, offered):
         """Devices of ``type_id`` the GPU can hold now, or None when it is
