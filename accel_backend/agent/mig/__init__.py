@@ -10,8 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""MIG (Multi-Instance GPU) partitioning: not wired into the agent yet.
+"""MIG (Multi-Instance GPU): slices sold, and partitioning.
 
+``traits``: what a slice is called in Placement (``CUSTOM_MIG_SLICE``
+and its traits), for every provider that sells one; ``vgpu_types``: the
+MIG profile a MIG-backed vGPU type runs on.  The discovery drivers
+``nvidia_vgpu`` and ``mdev`` sell the slices of GPU instances an
+operator carved.  Partitioning is not wired into the agent yet:
 ``profiles``: each GPU model's MIG profiles and the rules of a GPU's
 layout of GPU instances; ``host``: the host-side interface
 (``MigHost``), a simulated host and one driving ``nvidia-smi mig``;
