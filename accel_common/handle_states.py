@@ -31,6 +31,14 @@ by older releases, derived from the state (``IN_USE_STATES``)::
                    cleaning_hung-->    clean_failed
     clean_failed --retry-->            dirty      (an operator enabled
                                                    the device)
+    any not quarantined
+                 --quarantine-->       quarantined (released while a
+                                                   ``NoExecute`` taint
+                                                   covers it: a failed
+                                                   device, never cleaned
+                                                   and sold again as is)
+    quarantined  --lift-->             dirty      (its last ``NoExecute``
+                                                   taint was removed)
 
 An ARQ letting go of a handle that is not ``bound`` (a row changed by
 hand, before the audit reclaimed it) releases it all the same: any state
@@ -58,8 +66,9 @@ BOUND = 'bound'
 DIRTY = 'dirty'
 CLEANING = 'cleaning'
 CLEAN_FAILED = 'clean_failed'
+QUARANTINED = 'quarantined'
 #: Every state of an attach handle.
-STATES = (AVAILABLE, BOUND, DIRTY, CLEANING, CLEAN_FAILED)
+STATES = (AVAILABLE, BOUND, DIRTY, CLEANING, CLEAN_FAILED, QUARANTINED)
 #: The source of ``discover``: no row yet.
 NEW = None
 
@@ -74,8 +83,11 @@ CLEANED = 'cleaned'                # the cleaning step succeeded
 CLEANING_FAILED = 'cleaning_failed'  # the cleaning step failed
 CLEANING_HUNG = 'cleaning_hung'    # the audit: the step hangs
 RETRY = 'retry'                    # an operator enabled the device
+QUARANTINE = 'quarantine'          # released under a NoExecute taint
+LIFT = 'lift'                      # its last NoExecute taint was removed
 TRIGGERS = (DISCOVER, CLAIM, IMPORT, RECLAIM, RELEASE, START_CLEANING,
-            CLEANED, CLEANING_FAILED, CLEANING_HUNG, RETRY)
+            CLEANED, CLEANING_FAILED, CLEANING_HUNG, RETRY, QUARANTINE,
+            LIFT)
 
 
 def _table():
@@ -87,6 +99,7 @@ def _table():
         (CLEANING, AVAILABLE): (CLEANED,),
         (CLEANING, CLEAN_FAILED): (CLEANING_FAILED, CLEANING_HUNG),
         (CLEAN_FAILED, DIRTY): (RETRY,),
+        (QUARANTINED, DIRTY): (LIFT,),
     }
     for state in STATES:
         if state != BOUND:
@@ -94,6 +107,8 @@ def _table():
         for target in (DIRTY, AVAILABLE):
             table[(state, target)] = table.get((state, target), ()) + (
                 RELEASE,)
+        if state != QUARANTINED:
+            table[(state, QUARANTINED)] = (QUARANTINE,)
     return table
 
 
@@ -109,7 +124,7 @@ CLAIMABLE_STATES = tuple(s for s in STATES
                          if CLAIM in TRANSITIONS.get((s, BOUND), ()))
 #: States of a released handle not yet clean: reserved in Placement
 #: (``accel_backend.objects.deployable.reserved_units``).
-OUT_OF_SERVICE_STATES = (DIRTY, CLEANING, CLEAN_FAILED)
+OUT_OF_SERVICE_STATES = (DIRTY, CLEANING, CLEAN_FAILED, QUARANTINED)
 #: States the cleaner has to finish (after a restart too).
 TO_CLEAN_STATES = tuple(s for s in STATES if START_CLEANING in
                         TRANSITIONS.get((s, CLEANING), ()))

@@ -49,6 +49,7 @@ health already does both, ``objects.deployable.reserved_units``,
 from accel_backend.common import aer
 from accel_backend.common import discovered
 from accel_backend.objects import device as device_obj
+from accel_backend.objects import quarantine
 from accel_backend.objects import taint as taint_obj
 from accel_common import taints
 
@@ -115,6 +116,7 @@ def reconcile(session, dev):
             if function not in want:
                 removed.append(taint_obj.payload(dep, taint))
                 taint_obj.remove(session, dep, taint)
+                quarantine.lift(session, dep)
         for function, (effect, reason) in sorted(want.items()):
             taint = have.get(function)
             if taint is not None and taint.effect == effect:

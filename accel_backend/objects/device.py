@@ -37,6 +37,7 @@ from accel_backend.common import discovered
 from accel_backend.db import lookup
 from accel_backend.db import models
 from accel_backend import exception
+from accel_backend.objects import taint as taint_obj
 from accel_backend import utils
 from accel_common import handle_states
 
@@ -223,14 +224,25 @@ def release_handle(session, handle):
 
     It becomes ``dirty`` (reserved in Placement until the cleaner has
     cleaned it), or ``available`` at once when its deployable needs no
-    cleaning.  The handle id is noted in ``session.info`` so that the
-    cleaner wakes up when the transaction commits.  A handle that was not
-    ``bound`` (a row changed by hand) is released all the same, with a
-    warning (``accel_common.handle_states``).
+    cleaning, or ``quarantined`` when a ``NoExecute`` taint covers it
+    (``objects.taint.no_execute_handles``: a failed device, kept out of
+    cleaning and resale until the taint is removed,
+    ``objects.quarantine.lift``).
+    The handle id is noted in ``session.info`` so that the cleaner wakes
+    up when the transaction commits.  A handle that was not ``bound`` (a
+    row changed by hand) is released all the same, with a warning
+    (``accel_common.handle_states``).
     """
     if not handle_in_use(handle):
         LOG.warning('Attach handle %s is released while %s, not bound; '
                     'released all the same', handle.uuid, handle.state)
+    if handle.deployable is not None and handle.id in \
+            taint_obj.no_execute_handles(handle.deployable):
+        LOG.warning('Attach handle %s is quarantined: a NoExecute taint '
+                    'covers it', handle.uuid)
+        transition(handle, handle_states.QUARANTINED,
+                   handle_states.QUARANTINE)
+        return
     method = handle.deployable.cleaning if handle.deployable else None
     if method in (None, 'none'):
         transition(handle, handle_states.AVAILABLE, handle_states.RELEASE)
@@ -245,7 +257,8 @@ def dirty_providers(handles):
     Placement before the release is answered
     (``agent.placement.reserved.ReservedUnits.reserve_released``)."""
     return {h.deployable.rp_uuid for h in handles
-            if h is not None and h.state == handle_states.DIRTY and
+            if h is not None and h.state in (handle_states.DIRTY,
+                                             handle_states.QUARANTINED) and
             h.deployable is not None and h.deployable.rp_uuid}
 
 

@@ -31,8 +31,11 @@ Effects:
     reserves one unit (``objects.deployable.reserved_units``, the one
     computation of reserved units).  ARQs already bound stay.
 ``NoExecute``
-    the same for now, recorded and shown; replacing or releasing the
-    device under its guests comes later (issue 53 item 2).
+    the same, and an attach handle it covers is quarantined when its ARQ
+    lets go of it (``objects.device.release_handle``), never cleaned and
+    sold again while the taint stays; ``nova_accel``'s compute driver
+    replaces such a device under a running guest
+    (``nova_accel.hotplug.replace``).
 
 The key is free text, so automatic taints live beside the operator's:
 ``accel.openstack.org/drain`` is the maintenance drain's
@@ -52,6 +55,7 @@ from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import pool_members
 from accel_backend import utils
+from accel_common import taints as taints_common
 
 #: ``function`` of a taint of the whole deployable.
 WHOLE = ''
@@ -150,15 +154,22 @@ def remove_key(session, dep, key, function=None):
     return len(gone)
 
 
-def held_handles(dep):
+def no_execute_handles(dep):
+    """``held_handles`` of ``dep``'s ``NoExecute`` taints alone: the
+    handles a release quarantines (``objects.device.release_handle``)."""
+    return held_handles(dep, effects=(taints_common.NO_EXECUTE,))
+
+
+def held_handles(dep, effects=taints_common.EFFECTS):
     """The attach handles of ``dep`` its taints keep from the claim.
 
     :param dep: ``models.Deployable`` with its device, attach handles and
         taints loadable.
+    :param effects: the effects of the taints that count (tuple of str).
     :returns: set of handle ids: all of them under a taint of the whole
         deployable, else those of its tainted functions.
     """
-    taints = dep.taints
+    taints = [t for t in dep.taints if t.effect in effects]
     if not taints:
         return set()
     if any(t.function == WHOLE for t in taints):

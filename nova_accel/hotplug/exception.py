@@ -62,3 +62,19 @@ class NoServiceCredentials(HotplugError):
 
     msg_fmt = ('No credentials to call the accelerator service: the request '
                'carries no token and [service_user] has no auth_type.')
+
+
+class NoReplacementDevice(HotplugError):
+    """No free, untainted device satisfies the ARQ's request group on the
+    instance's host: the failed device is left under the guest."""
+
+    msg_fmt = ('No device can replace %(rp)s (ARQ %(arq)s, device profile '
+               '%(profile)s) of instance %(instance_uuid)s on host '
+               '%(host)s: the device is left as it is.')
+
+
+class ARQNotReplaceable(HotplugError):
+    """The ARQ is not a Bound ARQ of the instance."""
+
+    msg_fmt = ('ARQ %(arq)s cannot be replaced for instance '
+               '%(instance_uuid)s: %(reason)s')

@@ -222,6 +222,13 @@ class AllocationEditor(object):
         """Add ``delta`` (``{rp: {"resources": {RC: n}}}``)."""
         return self._modify(lambda cur: add_resources(cur, delta), 'grow')
 
+    def move(self, remove, add):
+        """Take ``remove`` off the allocation and add ``add``, in one
+        ``PUT`` (a device replaced: the consumer never holds both nor
+        neither)."""
+        return self._modify(lambda cur: add_resources(
+            subtract_resources(cur, remove), add), 'move')
+
     def shrink(self, delta):
         """Remove ``delta`` (what :meth:`grow` added)."""
         return self._modify(lambda cur: subtract_resources(cur, delta),

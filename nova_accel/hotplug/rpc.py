@@ -16,13 +16,15 @@ The bundle's compute drivers serve, on Nova's own message bus (Nova's
 configured ``transport_url``, through ``nova.rpc``), the topic
 ``[nova_accel] hotplug_topic`` (default ``nova-accel-compute``) with
 ``server`` = the compute service's host, so a request reaches the one
-compute that runs the instance.  Methods (version 1.0):
+compute that runs the instance.  Methods (version 1.1):
 
 * ``attach_accelerators(ctxt, instance_uuid, device_profile)``
 * ``detach_accelerators(ctxt, instance_uuid, device_profile)``
+* ``replace_accelerator(ctxt, instance_uuid, arq_uuid)`` (1.1)
 
-Both return a dict (see :class:`nova_accel.hotplug.manager.HotplugManager`)
-and are synchronous: the caller waits up to its timeout.
+Each returns a dict (see :class:`nova_accel.hotplug.manager.HotplugManager`
+and :class:`nova_accel.hotplug.replace.ReplaceManager`) and is
+synchronous: the caller waits up to its timeout.
 """
 
 # Nova's own options read below ([DEFAULT] arq_binding_timeout).
@@ -40,7 +42,7 @@ from nova_accel.hotplug import exception
 LOG = logging.getLogger(__name__)
 CONF = nova_accel.conf.CONF
 
-VERSION = '1.0'
+VERSION = '1.1'
 NAMESPACE = 'nova_accel_hotplug'
 
 
@@ -93,6 +95,16 @@ class HotplugEndpoint(object):
         """
         return self._run(self.manager.detach, ctxt, instance_uuid,
                          device_profile)
+
+    @messaging.expected_exceptions(exception.HotplugError)
+    def replace_accelerator(self, ctxt, instance_uuid, arq_uuid):
+        """RPC ``replace_accelerator`` (1.1): ``ReplaceManager.replace``.
+
+        :returns: its result dict.
+        :raises HotplugError: any failure.
+        """
+        return self._run(self.manager.replace, ctxt, instance_uuid,
+                         arq_uuid)
 
 
 def start_server(host, manager):
@@ -166,15 +178,17 @@ class HotplugAPI(object):
         """``arq_binding_timeout`` plus Nova's ``rpc_response_timeout``."""
         return CONF.arq_binding_timeout + CONF.rpc_response_timeout
 
-    def _call(self, ctxt, method, instance_uuid, device_profile, host=None,
-              timeout=None):
+    def _call(self, ctxt, method, instance_uuid, device_profile=None,
+              host=None, timeout=None, version=None, **kwargs):
         if host is None:
             host = instance_host(ctxt, instance_uuid)
-        cctxt = self.client.prepare(server=host,
+        cctxt = self.client.prepare(server=host, version=version,
                                     timeout=timeout or self.default_timeout())
+        if device_profile is not None:
+            kwargs['device_profile'] = device_profile
         try:
             return cctxt.call(ctxt, method, instance_uuid=instance_uuid,
-                              device_profile=device_profile)
+                              **kwargs)
         except exception.HotplugError:
             raise
         except messaging.RemoteError as exc:
@@ -197,3 +211,12 @@ class HotplugAPI(object):
         """Hot-remove one attach of ``device_profile``."""
         return self._call(ctxt, 'detach_accelerators', instance_uuid,
                           device_profile, host=host, timeout=timeout)
+
+    def replace(self, ctxt, instance_uuid, arq_uuid, host=None,
+                timeout=None):
+        """Give the instance another device for its Bound ARQ
+        ``arq_uuid``, on its host; returns the summary (compute at RPC
+        1.1 or later)."""
+        return self._call(ctxt, 'replace_accelerator', instance_uuid,
+                          host=host, timeout=timeout, version='1.1',
+                          arq_uuid=arq_uuid)

@@ -110,3 +110,14 @@ def forget(instance, attach_id=None):
         if attach_id is None or key.startswith(
                 '%s%s:' % (PREFIX, attach_id)):
             del instance.system_metadata[key]
+
+
+def move(instance, arq_uuid, rp_uuid):
+    """Record that hot-plugged ARQ ``arq_uuid`` of ``instance`` is now on
+    provider ``rp_uuid`` (a replaced device); nothing for an ARQ that was
+    not hot-plugged.  The caller saves the instance."""
+    for key in _keys(instance):
+        if key.endswith(':' + arq_uuid):
+            value = jsonutils.loads(instance.system_metadata[key])
+            value['rp'] = rp_uuid
+            instance.system_metadata[key] = jsonutils.dumps(value)

@@ -55,7 +55,7 @@ from oslo_utils import excutils
 from accel_common import arq_states
 from accel_common import pci
 from nova_accel.hotplug import clients
-from nova_accel.hotplug import manager as hotplug_manager
+from nova_accel.hotplug import replace
 from nova_accel.hotplug import rpc
 from nova_accel.hotplug import state
 from nova_accel.virt import hostdev
@@ -79,7 +79,7 @@ class HotplugDriverMixin(object):
         when ``[nova_accel] hotplug_enabled``."""
         super().init_host(host)
         self._accel_hotplug_server = rpc.start_server(
-            host, hotplug_manager.HotplugManager(self, host))
+            host, replace.ReplaceManager(self, host))
 
     def cleanup_host(self, host):
         """Stop the hot-plug RPC server (if any), then Nova's

@@ -33,6 +33,7 @@ from accel_backend.api.schemas import taint as taint_schema
 from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
+from accel_backend.objects import quarantine
 from accel_backend.objects import taint as taint_obj
 
 #: The microversion that serves the taints.
@@ -126,6 +127,8 @@ def delete(req, deployable_uuid, taint_uuid):
         taint = taint_obj.get(dep, taint_uuid)
         note = taint_obj.payload(dep, taint)
         taint_obj.remove(session, dep, taint)
+        # A failed device the taint quarantined goes to cleaning now.
+        quarantine.lift(session, dep)
         return dep.rp_uuid, note
 
     svc = util.service(req)

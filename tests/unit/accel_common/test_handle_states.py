@@ -35,8 +35,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
 
 # Written out independently of the module: the transitions of the
 # lifecycle between tenants and what makes each.
-STATES = ('available', 'bound', 'dirty', 'cleaning', 'clean_failed')
-NOT_BOUND = ('available', 'dirty', 'cleaning', 'clean_failed')
+STATES = ('available', 'bound', 'dirty', 'cleaning', 'clean_failed',
+          'quarantined')
+NOT_BOUND = ('available', 'dirty', 'cleaning', 'clean_failed',
+             'quarantined')
 EXPECTED = {(None, 'available', 'discover')}
 EXPECTED |= {('available', 'bound', t) for t in ('claim', 'import')}
 EXPECTED |= {(s, 'bound', 'reclaim') for s in NOT_BOUND}
@@ -47,10 +49,14 @@ EXPECTED |= {('dirty', 'cleaning', 'start_cleaning'),
              ('cleaning', 'available', 'cleaned'),
              ('cleaning', 'clean_failed', 'cleaning_failed'),
              ('cleaning', 'clean_failed', 'cleaning_hung'),
-             ('clean_failed', 'dirty', 'retry')}
+             ('clean_failed', 'dirty', 'retry'),
+             ('quarantined', 'dirty', 'lift')}
+# A failed device's handle, released under a NoExecute taint.
+EXPECTED |= {(s, 'quarantined', 'quarantine') for s in STATES
+             if s != 'quarantined'}
 TRIGGERS = ('discover', 'claim', 'import', 'reclaim', 'release',
             'start_cleaning', 'cleaned', 'cleaning_failed', 'cleaning_hung',
-            'retry')
+            'retry', 'quarantine', 'lift')
 
 
 class TestTable(testtools.TestCase):
@@ -61,12 +67,12 @@ class TestTable(testtools.TestCase):
         self.assertEqual(('bound',), hs.IN_USE_STATES)
         self.assertEqual(('available',), hs.CLAIMABLE_STATES)
         self.assertEqual(('dirty', 'cleaning'), hs.TO_CLEAN_STATES)
-        self.assertEqual({'dirty', 'cleaning', 'clean_failed'},
-                         set(hs.OUT_OF_SERVICE_STATES))
+        self.assertEqual({'dirty', 'cleaning', 'clean_failed',
+                          'quarantined'}, set(hs.OUT_OF_SERVICE_STATES))
 
     def test_every_transition_and_trigger(self):
         cases = list(itertools.product((None,) + STATES, STATES, TRIGGERS))
-        self.assertEqual(6 * 5 * 10, len(cases))
+        self.assertEqual(7 * 6 * 12, len(cases))
         for source, target, trigger in cases:
             if (source, target, trigger) in EXPECTED:
                 hs.check(source, target, trigger)
@@ -84,7 +90,8 @@ class TestTable(testtools.TestCase):
         self.assertEqual(
             'attach handle state dirty cannot change to bound on claim '
             '(allowed from dirty: cleaning on start_cleaning, bound on '
-            'reclaim, dirty on release, available on release)',
+            'reclaim, dirty on release, available on release, quarantined '
+            'on quarantine)',
             str(err))
 
     def test_sources(self):

@@ -1,0 +1,140 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A device replaced under a running server, on its host
+(``nova_accel.hotplug.replace``, RPC ``replace_accelerator``): Nova 34's
+harness (API, conductor, scheduler, compute with the bundle's libvirt
+driver on fake libvirt, real Placement) and accel_backend in-process.
+The operator taints the server's GPU ``NoExecute`` through the API
+(microversion 2.5); the compute hot-unplugs it, moves the allocation,
+rebinds the same ARQ to the other GPU and hot-plugs that; the failed
+GPU's attach handle is quarantined until the taint goes."""
+
+from accel_backend.objects import device as device_obj
+from nova_accel.hotplug import exception as hp_exc
+from nova_accel.hotplug import replace
+from tests.functional import base
+from tests.functional.base import hostdev_addresses
+from tests.functional import test_hotplug
+
+TAINTS = '/v2/deployables/%s/taints'
+
+
+class ReplaceTest(test_hotplug.HotplugTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.flavor = self.accel_flavor('gpu')
+
+    def accel_v25(self, method, path, body=None, expect=(200,)):
+        resp = self.accel_api.request(
+            base.ACCEL_URL + path, method, json=body, raise_exc=False,
+            headers={'X-Auth-Token': 'admin',
+                     'OpenStack-API-Version': 'accelerator 2.5'})
+        self.assertIn(resp.status_code, expect, resp.text)
+        return resp.json() if resp.content else None
+
+    def deployable_of(self, rp):
+        deps = self.accel_v25('GET', '/v2/deployables')['deployables']
+        return next(d['uuid'] for d in deps if d['rp_uuid'] == rp)
+
+    def taint(self, rp, effect='NoExecute'):
+        return self.accel_v25('POST', TAINTS % self.deployable_of(rp), {
+            'key': 'failed', 'effect': effect, 'reason': 'GPU fell off'},
+            expect=(201,))
+
+    def handle_states(self, rp):
+        with self.accel.db.transaction() as session:
+            return sorted(h.state for d in device_obj.list_(session)
+                          for dep in d.deployables if dep.rp_uuid == rp
+                          for h in dep.attach_handles)
+
+    def replace(self, server, arq_uuid):
+        return self.hotplug.replace(self.ctxt, server['id'], arq_uuid,
+                                    timeout=60)
+
+    def events(self, server):
+        actions = self.api_fixture.admin_api.get_instance_actions(
+            server['id'])
+        (action,) = [a for a in actions
+                     if a['action'] == replace.ACTION]
+        detail = self.api_fixture.admin_api.api_get(
+            '/servers/%s/os-instance-actions/%s' % (
+                server['id'], action['request_id'])).body['instanceAction']
+        return [(e['event'], e['result']) for e in detail['events']]
+
+    def test_replace_a_failed_gpu_under_a_running_server(self):
+        server = self._create_server(flavor_id=self.flavor, networks='none')
+        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        old = self.rps[address]
+        (other,) = [a for a in self.rps if a != address]
+        arq = self.assert_one_bound_arq(server['id'], old)
+        self.taint(old)
+
+        result = self.replace(server, arq['uuid'])
+
+        new = self.rps[other]
+        self.assertEqual((old, new), (result['old'], result['new']))
+        # The guest has the other GPU, the same ARQ is Bound to it, the
+        # allocation moved, and the failed GPU's handle is quarantined.
+        self.assertEqual([other], hostdev_addresses(
+            self.guest_xml(server['id'])))
+        self.assertEqual(arq['uuid'], self.assert_one_bound_arq(
+            server['id'], new)['uuid'])
+        allocs = self.allocations(server['id'])
+        self.assertEqual({'PGPU': 1}, allocs[new])
+        self.assertNotIn(old, allocs)
+        self.assertEqual(['quarantined'], self.handle_states(old))
+        self.assertEqual([(replace.EVENT, 'Success')], self.events(server))
+        self.assertEqual('ACTIVE', self.api.get_server(server['id'])['status'])
+        # What Nova rebuilds the guest from finds the new GPU.
+        self._reboot_server(server, hard=True)
+        self.assertEqual([other], hostdev_addresses(
+            self.guest_xml(server['id'])))
+        # The taint goes: the failed GPU is cleaned, then offered again.
+        (taint,) = self.accel_v25('GET', TAINTS % self.deployable_of(old))[
+            'taints']
+        path = TAINTS % self.deployable_of(old) + '/' + taint['uuid']
+        self.accel_v25('DELETE', path, expect=(204,))
+        self.assertNotEqual(['quarantined'], self.handle_states(old))
+        self.accel.cleaner.clean_pending()
+        self.assertEqual(['available'], self.handle_states(old))
+
+    def test_no_free_device_leaves_the_server_as_it_is(self):
+        server = self._create_server(flavor_id=self.flavor, networks='none')
+        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        old = self.rps[address]
+        arq = self.assert_one_bound_arq(server['id'], old)
+        (other,) = [a for a in self.rps if a != address]
+        # The other GPU is drained: nothing can take the failed one's
+        # place.
+        self.taint(self.rps[other], effect='NoSchedule')
+        self.taint(old)
+
+        err = self.assertRaises(hp_exc.HotplugError, self.replace, server,
+                                arq['uuid'])
+        self.assertIn('No device can replace %s' % old, str(err))
+        self.assertEqual([address], hostdev_addresses(
+            self.guest_xml(server['id'])))
+        self.assert_one_bound_arq(server['id'], old)
+        self.assertEqual({'PGPU': 1}, self.allocations(server['id'])[old])
+        self.assertEqual(['bound'], self.handle_states(old))
+        self.assertEqual([(replace.EVENT, 'Error')], self.events(server))
+        self.assertEqual('ACTIVE', self.api.get_server(server['id'])['status'])
+
+    def test_an_arq_of_another_server_is_refused(self):
+        server = self._create_server(flavor_id=self.flavor, networks='none')
+        plain = self.boot_plain()
+        arq = self.arqs_of(server['id'])[0]
+        err = self.assertRaises(hp_exc.HotplugError, self.replace, plain,
+                                arq['uuid'])
+        self.assertIn('not a Bound ARQ of the instance', str(err))
