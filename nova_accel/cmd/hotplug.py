@@ -19,6 +19,8 @@
         [--timeout <seconds>]
     nova-accel --config-file /etc/nova/nova.conf \\
         detach-accelerator --server <uuid> --device-profile <name>
+    nova-accel --config-file /etc/nova/nova.conf \\
+        replace-accelerator --server <uuid> --arq <uuid>
 
 It runs where ``nova-manage`` runs, with the same ``nova.conf``: it finds
 the server's compute host in Nova's databases (``[api_database]``, then the
@@ -67,6 +69,7 @@ LOG = logging.getLogger(__name__)
 COMMANDS = {
     'attach-accelerator': 'attach',
     'detach-accelerator': 'detach',
+    'replace-accelerator': 'replace',
 }
 
 
@@ -83,10 +86,25 @@ def _add_parsers(subparsers):
                             help='UUID of the server (ACTIVE).')
         parser.add_argument('--device-profile', required=True,
                             help='Name of the device profile.')
-        parser.add_argument('--timeout', type=int, default=None,
-                            help='Seconds to wait for the compute host '
-                                 '(default: arq_binding_timeout + '
-                                 'rpc_response_timeout).')
+        _add_timeout(parser)
+    parser = subparsers.add_parser(
+        'replace-accelerator', help='Give a running server another device '
+        'for one of its Bound ARQs, on its host (the device failed or is '
+        'tainted NoExecute): hot-unplug, move the allocation, rebind, '
+        'hot-plug.')
+    parser.add_argument('--server', required=True,
+                        help='UUID of the server (ACTIVE).')
+    parser.add_argument('--arq', required=True,
+                        help='UUID of the server\'s Bound ARQ whose device '
+                             'is replaced.')
+    _add_timeout(parser)
+
+
+def _add_timeout(parser):
+    parser.add_argument('--timeout', type=int, default=None,
+                        help='Seconds to wait for the compute host '
+                             '(default: arq_binding_timeout + '
+                             'rpc_response_timeout).')
 
 
 command_opt = cfg.SubCommandOpt('command', title='Commands',
@@ -108,7 +126,10 @@ def run(command, server, device_profile, timeout=None, context=None,
         out=sys.stdout, err=sys.stderr):
     """Run one command (what ``main`` does once the options are parsed).
 
-    :param command: ``attach-accelerator`` or ``detach-accelerator``.
+    :param command: ``attach-accelerator``, ``detach-accelerator`` or
+        ``replace-accelerator``.
+    :param device_profile: the device profile name, or for
+        ``replace-accelerator`` the ARQ's UUID.
     :returns: the exit status.
     :raises ImportError: Nova cannot be imported (``main`` checks first).
     """
@@ -131,7 +152,8 @@ def run(command, server, device_profile, timeout=None, context=None,
 
 def main(argv=None):
     """``nova-accel attach-accelerator|detach-accelerator <server>
-    <device profile>``: console script; reads Nova's configuration
+    <device profile>`` or ``replace-accelerator <server> <arq>``: console
+    script; reads Nova's configuration
     (``--config-file``), asks the server's compute node over RPC and
     prints the JSON result.
 
@@ -152,9 +174,11 @@ def main(argv=None):
     nova_config.parse_args(argv, prog='nova-accel')
     logging.setup(conf, 'nova')
     nova_objects.register_all()
+    what = (conf.command.arq if conf.command.name == 'replace-accelerator'
+            else conf.command.device_profile)
     try:
-        return run(conf.command.name, conf.command.server,
-                   conf.command.device_profile, timeout=conf.command.timeout)
+        return run(conf.command.name, conf.command.server, what,
+                   timeout=conf.command.timeout)
     finally:
         nova_rpc.cleanup()
 

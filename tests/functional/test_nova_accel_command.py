@@ -66,6 +66,7 @@ class NovaAccelCommandTest(testtools.TestCase):
         self.assertEqual(0, proc.returncode, proc.stderr)
         self.assertIn('usage: nova-accel', proc.stdout)
         self.assertIn('attach-accelerator', proc.stdout)
+        self.assertIn('replace-accelerator', proc.stdout)
         # A bad command line is Nova's parser's exit status 2, with usage.
         proc = self.nova_accel('with-nova', 'attach-accelerator')
         self.assertEqual(2, proc.returncode, proc.stdout)

@@ -19,7 +19,11 @@ The operator taints the server's GPU ``NoExecute`` through the API
 rebinds the same ARQ to the other GPU and hot-plugs that; the failed
 GPU's attach handle is quarantined until the taint goes."""
 
+import io
+import json
+
 from accel_backend.objects import device as device_obj
+from nova_accel.cmd import hotplug as cmd
 from nova_accel.hotplug import exception as hp_exc
 from nova_accel.hotplug import replace
 from tests.functional import base
@@ -131,10 +135,21 @@ class ReplaceTest(test_hotplug.HotplugTestBase):
         self.assertEqual([(replace.EVENT, 'Error')], self.events(server))
         self.assertEqual('ACTIVE', self.api.get_server(server['id'])['status'])
 
-    def test_an_arq_of_another_server_is_refused(self):
+    def test_command(self):
+        """``nova-accel replace-accelerator``, once options are parsed."""
         server = self._create_server(flavor_id=self.flavor, networks='none')
         plain = self.boot_plain()
         arq = self.arqs_of(server['id'])[0]
-        err = self.assertRaises(hp_exc.HotplugError, self.replace, plain,
-                                arq['uuid'])
-        self.assertIn('not a Bound ARQ of the instance', str(err))
+        # Another server's ARQ: refused, exit status 1 and the reason.
+        out, err = io.StringIO(), io.StringIO()
+        self.assertEqual(1, cmd.run('replace-accelerator', plain['id'],
+                                    arq['uuid'], out=out, err=err))
+        self.assertIn('not a Bound ARQ of the instance', err.getvalue())
+        # Its own: the summary as JSON.
+        self.assertEqual(0, cmd.run('replace-accelerator', server['id'],
+                                    arq['uuid'], timeout=60, out=out,
+                                    err=err))
+        result = json.loads(out.getvalue())
+        self.assertEqual((arq['uuid'], arq['device_rp_uuid']),
+                         (result['arq'], result['old']))
+        self.assert_one_bound_arq(server['id'], result['new'])
