@@ -17,7 +17,10 @@ name; 2.3 device ``status`` (2.0 to 2.3 are Cyborg 17's); 2.4, accel_backend's
 own, ``GET /v2/deployables/free_by_numa_node`` (free units per NUMA node of
 the pools spanning nodes, for Nova's scheduler filter); 2.5, its own,
 device taints (``/v2/deployables/{uuid}/taints``, ``taints`` in the
-deployable view).  No header means
+deployable view); 2.6, its own, ``GET /v2/deployables?taint_effect=``
+(the deployables with a taint of that effect: what a compute node's
+failed-device watch reads, ``nova_accel.hotplug.failed_devices``).  No
+header means
 2.0 (Nova sends none); ``latest`` means the maximum; anything outside
 [min, max] is 406.
 """
@@ -28,7 +31,7 @@ from accel_backend import exception
 
 SERVICE_TYPE = 'accelerator'
 MIN_VERSION = (2, 0)
-MAX_VERSION = (2, 5)
+MAX_VERSION = (2, 6)
 
 
 def fmt(version):

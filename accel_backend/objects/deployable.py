@@ -35,17 +35,23 @@ from accel_backend import utils
 from accel_common import handle_states
 
 
-def list_(session, limit=None, marker=None, with_taints=False):
+def list_(session, limit=None, marker=None, with_taints=False,
+          taint_effect=None):
     """Deployables ordered by ``id``, one page (``db.paging``).
 
     :param limit: page size (int) or None for all.
     :param marker: UUID (str) of the previous page's last deployable, or
         None.
     :param with_taints: load the page's taints too, in one statement.
+    :param taint_effect: None, or keep only the deployables with a taint
+        of that effect (str).
     :returns: list of ``models.Deployable``.
     :raises InvalidMarker: no deployable has the marker's UUID.
     """
-    deps = lookup.page(session, models.Deployable, limit=limit,
+    where = () if taint_effect is None else (sa.exists().where(
+        models.DeployableTaint.deployable_id == models.Deployable.id,
+        models.DeployableTaint.effect == taint_effect),)
+    deps = lookup.page(session, models.Deployable, where=where, limit=limit,
                        marker=marker)
     if with_taints and deps:
         found = {d.id: [] for d in deps}

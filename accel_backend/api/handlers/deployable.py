@@ -29,6 +29,7 @@ from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
 from accel_backend.objects import numa_free
+from accel_common import taints as taints_common
 
 #: The microversion that serves ``GET /v2/deployables/free_by_numa_node``.
 FREE_BY_NUMA_NODE_VERSION = (2, 4)
@@ -36,18 +37,31 @@ FREE_BY_NUMA_NODE_VERSION = (2, 4)
 
 #: The microversion from which a deployable's view has its ``taints``.
 TAINTS_VERSION = (2, 5)
+#: The microversion from which the list takes ``?taint_effect=``.
+TAINT_EFFECT_VERSION = (2, 6)
 
 
 def list_(req):
-    """``GET [?limit=&marker=]`` -> 200 ``{"deployables": [...]}``
-    (``taints`` from 2.5).
+    """``GET [?limit=&marker=][&taint_effect=]`` -> 200 ``{"deployables":
+    [...]}`` (``taints`` from 2.5; from 2.6 ``taint_effect``, one of
+    ``accel_common.taints.EFFECTS``, keeps the deployables with a taint
+    of that effect).
 
     :raises InvalidLimit, InvalidMarker: 400.
+    :raises BadRequest: 400, ``taint_effect`` is no effect.
     """
     taints = util.version(req) >= TAINTS_VERSION
+    effect = None
+    if util.version(req) >= TAINT_EFFECT_VERSION:
+        effect = req.GET.get('taint_effect')
+        if effect is not None and effect not in taints_common.EFFECTS:
+            raise exception.BadRequest(
+                reason='taint_effect must be one of %s' % ', '.join(
+                    taints_common.EFFECTS))
     return util.list_response(req, deployable_policy.GET_ALL, 'deployables',
                               deployable_obj.list_, deployable_obj.to_dict,
-                              filters={'with_taints': taints},
+                              filters={'with_taints': taints,
+                                       'taint_effect': effect},
                               view_args=(taints,))
 
 
