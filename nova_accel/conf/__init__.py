@@ -64,6 +64,28 @@ OPTS = [
              'the guest OS sees the device\'s locality. The host node '
              'comes from the ARQ (attach_handle_info numa_node) or '
              'libvirt\'s node device. Needs QEMU pxb/pxb-pcie support.'),
+    cfg.BoolOpt(
+        'replace_failed',
+        default=False,
+        help='Replace, under their running guests, the devices the '
+             'accelerator service taints NoExecute (a health fault, or '
+             'an operator draining a device): every '
+             'replace_failed_interval seconds the compute driver asks for '
+             'the NoExecute-tainted devices (accelerator API 2.6) and, '
+             'for each Bound ARQ of an instance of this host on one of '
+             'them, hot-unplugs the device, moves the allocation to a '
+             'free device of the same request group on this host, '
+             'rebinds the ARQ and hot-plugs the new device '
+             '(nova-accel replace-accelerator does it on request). '
+             'Without a free device the guest keeps the device and gets '
+             'an instance fault. Off: tainted devices stay under their '
+             'guests.'),
+    cfg.FloatOpt(
+        'replace_failed_interval',
+        default=15.0, min=1.0,
+        help='Seconds between two looks for NoExecute-tainted devices '
+             '(replace_failed); a replacement that found no free device '
+             'is tried again after 20 of them.'),
     cfg.StrOpt(
         'hotplug_topic',
         default='nova-accel-compute',

@@ -54,13 +54,16 @@ from oslo_utils import excutils
 
 from accel_common import arq_states
 from accel_common import pci
+import nova_accel.conf
 from nova_accel.hotplug import clients
+from nova_accel.hotplug import failed_devices
 from nova_accel.hotplug import replace
 from nova_accel.hotplug import rpc
 from nova_accel.hotplug import state
 from nova_accel.virt import hostdev
 
 LOG = logging.getLogger(__name__)
+CONF = nova_accel.conf.CONF
 
 _GONE_TASK_STATES = (task_states.DELETING, task_states.SHELVING_OFFLOADING)
 _GONE_VM_STATES = (vm_states.DELETED, vm_states.SOFT_DELETED)
@@ -72,18 +75,27 @@ class HotplugDriverMixin(object):
     ``accel_detach_hostdev(instance, element)``."""
 
     _accel_hotplug_server = None
+    _accel_failed_watch = None
 
     def init_host(self, host):
         """Nova's ``ComputeDriver.init_host`` (Nova 34), then start the
         hot-plug RPC server of ``host`` (str, the compute host name)
-        when ``[nova_accel] hotplug_enabled``."""
+        when ``[nova_accel] hotplug_enabled``, and the failed-device
+        watch when ``[nova_accel] replace_failed``."""
         super().init_host(host)
-        self._accel_hotplug_server = rpc.start_server(
-            host, replace.ReplaceManager(self, host))
+        manager = replace.ReplaceManager(self, host)
+        self._accel_hotplug_server = rpc.start_server(host, manager)
+        if CONF.nova_accel.replace_failed:
+            self._accel_failed_watch = failed_devices.FailedDeviceWatch(
+                manager, host, CONF.nova_accel.replace_failed_interval
+            ).start()
 
     def cleanup_host(self, host):
-        """Stop the hot-plug RPC server (if any), then Nova's
-        ``ComputeDriver.cleanup_host`` (Nova 34)."""
+        """Stop the failed-device watch and the hot-plug RPC server (if
+        any), then Nova's ``ComputeDriver.cleanup_host`` (Nova 34)."""
+        watch, self._accel_failed_watch = self._accel_failed_watch, None
+        if watch is not None:
+            watch.stop()
         server, self._accel_hotplug_server = self._accel_hotplug_server, None
         rpc.stop_server(server)
         super().cleanup_host(host)

@@ -25,6 +25,7 @@ import json
 from accel_backend.objects import device as device_obj
 from nova_accel.cmd import hotplug as cmd
 from nova_accel.hotplug import exception as hp_exc
+from nova_accel.hotplug import failed_devices
 from nova_accel.hotplug import replace
 from tests.functional import base
 from tests.functional.base import hostdev_addresses
@@ -33,7 +34,7 @@ from tests.functional import test_hotplug
 TAINTS = '/v2/deployables/%s/taints'
 
 
-class ReplaceTest(test_hotplug.HotplugTestBase):
+class ReplaceTestBase(test_hotplug.HotplugTestBase):
 
     def setUp(self):
         super().setUp()
@@ -75,6 +76,9 @@ class ReplaceTest(test_hotplug.HotplugTestBase):
             '/servers/%s/os-instance-actions/%s' % (
                 server['id'], action['request_id'])).body['instanceAction']
         return [(e['event'], e['result']) for e in detail['events']]
+
+
+class ReplaceTest(ReplaceTestBase):
 
     def test_replace_a_failed_gpu_under_a_running_server(self):
         server = self._create_server(flavor_id=self.flavor, networks='none')
@@ -153,3 +157,48 @@ class ReplaceTest(test_hotplug.HotplugTestBase):
         self.assertEqual((arq['uuid'], arq['device_rp_uuid']),
                          (result['arq'], result['old']))
         self.assert_one_bound_arq(server['id'], result['new'])
+
+
+class FailedDeviceWatchTest(ReplaceTestBase):
+    """``[nova_accel] replace_failed``: the compute's watch finds the
+    NoExecute-tainted device of its guest and replaces it (``look`` is
+    what the watch thread runs every ``replace_failed_interval``)."""
+
+    def watch(self):
+        manager = replace.ReplaceManager(
+            self.computes[self.COMPUTE].driver, self.COMPUTE)
+        return failed_devices.FailedDeviceWatch(manager, self.COMPUTE, 1)
+
+    def test_a_tainted_device_is_replaced_at_the_next_look(self):
+        server = self._create_server(flavor_id=self.flavor, networks='none')
+        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        old = self.rps[address]
+        (other,) = [a for a in self.rps if a != address]
+        watch = self.watch()
+        self.assertEqual([], watch.look())
+        self.taint(old)
+
+        ((instance, arq_uuid, result),) = watch.look()
+
+        self.assertEqual((server['id'], old, self.rps[other]),
+                         (instance, result['old'], result['new']))
+        self.assertEqual([other], hostdev_addresses(
+            self.guest_xml(server['id'])))
+        self.assertEqual(['quarantined'], self.handle_states(old))
+        # Nothing more to do at the next look.
+        self.assertEqual([], watch.look())
+
+    def test_no_free_device_is_tried_again_later_not_every_look(self):
+        server = self._create_server(flavor_id=self.flavor, networks='none')
+        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        (other,) = [a for a in self.rps if a != address]
+        self.taint(self.rps[other], effect='NoSchedule')
+        self.taint(self.rps[address])
+        watch = self.watch()
+        ((_, _, err),) = watch.look()
+        self.assertIsInstance(err, hp_exc.NoReplacementDevice)
+        for _ in range(failed_devices.RETRY_LOOKS - 1):
+            self.assertEqual([], watch.look())
+        self.assertEqual(1, len(watch.look()))
+        self.assertEqual([address], hostdev_addresses(
+            self.guest_xml(server['id'])))
