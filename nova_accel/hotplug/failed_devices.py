@@ -25,6 +25,10 @@ Every ``replace_failed_interval`` seconds, in a thread of nova-compute:
    one of those providers is replaced
    (``replace.ReplaceManager.replace``: same host, same request group).
 
+Before that, every look resumes the replacements a crash of nova-compute
+interrupted (a plan in the instance's ``system_metadata``,
+``replace.plans``).
+
 A replacement that fails (no free device: the guest keeps its device
 and the instance gets a fault) is tried again after ``RETRY_LOOKS``
 looks, not at every one.
@@ -44,6 +48,7 @@ import nova_accel.conf
 from nova_accel.cyborg_client import transport
 from nova_accel.hotplug import clients
 from nova_accel.hotplug import exception
+from nova_accel.hotplug import replace
 
 LOG = logging.getLogger(__name__)
 CONF = nova_accel.conf.CONF
@@ -139,26 +144,38 @@ class FailedDeviceWatch(object):
         """
         self._looks += 1
         context = nova_context.get_admin_context()
+        instances = [i for i in objects.InstanceList.get_by_host(
+            context, self.host, expected_attrs=['system_metadata'])
+            if i.vm_state == vm_states.ACTIVE and not i.task_state]
+        tried = [self._replace(context, inst, {'uuid': arq_uuid},
+                               (arq_uuid, plan['old']))
+                 for inst in instances
+                 for arq_uuid, plan in sorted(replace.plans(inst).items())
+                 if self._due((arq_uuid, plan['old']))]
         tainted = no_execute_providers(context)
         if not tainted:
-            return []
+            return tried
         mine = tainted & self._host_providers(context)
         if not mine:
-            return []
+            return tried
         client = clients.accel_client(context)
-        tried = []
-        for inst in objects.InstanceList.get_by_host(context, self.host):
-            if inst.vm_state != vm_states.ACTIVE or inst.task_state:
-                continue
+        done = {arq for _, arq, _ in tried}
+        for inst in instances:
             for arq in client.get_arqs_for_instance(inst.uuid):
+                if arq['uuid'] in done:
+                    continue
                 key = (arq['uuid'], arq.get('device_rp_uuid'))
                 if (arq.get('state') != arq_states.BOUND or
-                        key[1] not in mine or
-                        self._looks - self._failed.get(
-                            key, -RETRY_LOOKS) < RETRY_LOOKS):
+                        key[1] not in mine or not self._due(key)):
                     continue
                 tried.append(self._replace(context, inst, arq, key))
         return tried
+
+    def _due(self, key):
+        """Whether ``(arq uuid, rp uuid)`` may be tried at this look: it
+        never failed, or ``RETRY_LOOKS`` looks ago."""
+        return self._looks - self._failed.get(key, -RETRY_LOOKS) >= \
+            RETRY_LOOKS
 
     def _replace(self, context, inst, arq, key):
         started = time.monotonic()

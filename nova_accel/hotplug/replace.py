@@ -31,7 +31,10 @@ an operator drains it with a ``NoExecute`` taint):
 The ARQ keeps its UUID, so Nova's later reads of the instance's ARQs
 (reboot, rebuild) find the new device.  Each step is written to the
 instance's ``system_metadata`` (``accel_replace:<arq>``: the old and new
-providers and the last step begun) before it is acted on, and the whole
+providers, the group's resources and the step begun) before it is acted
+on, and every step is idempotent: asking again for the replacement of an
+ARQ with a plan (the command, or the failed-device watch, after a crash
+of nova-compute) resumes it where it stopped.  The whole
 is an instance action ``accelerator-replace`` with one event, so the
 operator and the server's owner see it (``openstack server event
 list``); a failure is also an instance fault.
@@ -64,6 +67,8 @@ ACTION = 'accelerator-replace'
 EVENT = 'accel_replace_device'
 #: ``system_metadata`` key prefix of a replacement in progress.
 PLAN_PREFIX = 'accel_replace:'
+#: The steps of a plan, in order.
+UNPLUG, MOVE, REBIND, PLUG = 'unplug', 'move allocation', 'rebind', 'plug'
 
 
 def plans(instance):
@@ -159,53 +164,96 @@ class ReplaceManager(manager.HotplugManager):
             instance.system_metadata[key] = jsonutils.dumps(plan)
         instance.save()
 
-    def _move(self, instance, editor, old_delta, candidates):
+    def _replace(self, context, admin, instance, arq_uuid):
+        client = self._client_factory(context)
+        plan = plans(instance).get(arq_uuid)
+        if plan is not None:
+            LOG.warning('Resuming the replacement of device %(old)s of ARQ '
+                        '%(arq)s at step "%(step)s"', dict(plan, arq=arq_uuid),
+                        instance=instance)
+            return self._run(client, instance, arq_uuid, plan)
+        arq = self._bound_arq(client, instance, arq_uuid)
+        group, _, candidates = self._choose(client, instance, arq)
+        plan = {'old': arq['device_rp_uuid'], 'new': None, 'step': UNPLUG,
+                'resources': dict(group.resources)}
+        self._persist(instance, arq_uuid, plan)
+        return self._run(client, instance, arq_uuid, plan, arq=arq,
+                         candidates=candidates)
+
+    def _run(self, client, instance, arq_uuid, plan, arq=None,
+             candidates=None):
+        """Run ``plan`` from its ``step`` on (each step idempotent, so
+        that one a crash interrupted is done again safely)."""
+        arq = arq or client.get_arq(arq_uuid)
+        old = plan['old']
+        if plan['step'] == UNPLUG:
+            LOG.warning('Replacing device %(old)s of ARQ %(arq)s: '
+                        'hot-unplugging it', {'old': old, 'arq': arq_uuid},
+                        instance=instance)
+            if arq.get('device_rp_uuid') == old and self.driver.accel_plugged(
+                    instance, arq):
+                self.driver.accel_unplug(instance, [arq])
+            self._step(instance, arq_uuid, plan, MOVE)
+        if plan['step'] == MOVE:
+            self._move(client, instance, arq_uuid, arq, plan, candidates)
+            self._step(instance, arq_uuid, plan, REBIND)
+        if plan['step'] == REBIND:
+            self._rebind(client, instance, arq_uuid, plan)
+            self._step(instance, arq_uuid, plan, PLUG)
+        (bound,) = waiter.wait_for_bound_arqs(
+            self.driver.virtapi, client, instance, [arq_uuid],
+            timeout=CONF.arq_binding_timeout)
+        hostdevs = []
+        if not self.driver.accel_plugged(instance, bound):
+            hostdevs = self.driver.accel_plug(instance, [bound])
+        state.move(instance, arq_uuid, plan['new'])
+        self._persist(instance, arq_uuid, None)
+        LOG.warning('Replaced device %(old)s of ARQ %(arq)s by %(new)s',
+                    {'old': old, 'arq': arq_uuid, 'new': plan['new']},
+                    instance=instance)
+        return {'instance_uuid': instance.uuid, 'arq': arq_uuid, 'old': old,
+                'new': plan['new'], 'hostdevs': hostdevs}
+
+    def _step(self, instance, arq_uuid, plan, step):
+        plan['step'] = step
+        self._persist(instance, arq_uuid, plan)
+
+    def _move(self, client, instance, arq_uuid, arq, plan, candidates):
+        """Move the allocation ``old`` -> a candidate, unless a ``PUT``
+        before a crash did already (``new`` in it, ``old`` not); the
+        candidate is persisted before each ``PUT``."""
+        editor = placement.AllocationEditor(self._placement, instance.uuid)
+        old = plan['old']
+        allocs = editor.read()['allocations']
+        if old not in allocs and plan['new'] in allocs:
+            return
+        if candidates is None:
+            _, _, candidates = self._choose(client, instance, dict(
+                arq, device_rp_uuid=old))
         last = None
         for alloc, _ in candidates[:manager.CANDIDATE_ATTEMPTS]:
+            plan['new'] = next(iter(alloc))
+            self._persist(instance, arq_uuid, plan)
             try:
-                editor.move(old_delta, alloc)
-                return next(iter(alloc))
+                editor.move({old: {'resources': plan['resources']}}, alloc)
+                return
             except exception.AllocationUpdateFailed as exc:
                 LOG.info('Candidate %(c)s refused: %(e)s; trying the next',
                          {'c': sorted(alloc), 'e': exc}, instance=instance)
                 last = exc
         raise last
 
-    def _replace(self, context, admin, instance, arq_uuid):
-        client = self._client_factory(context)
-        arq = self._bound_arq(client, instance, arq_uuid)
-        group, node, candidates = self._choose(client, instance, arq)
-        old = arq['device_rp_uuid']
-        plan = {'old': old, 'new': None, 'step': 'unplug'}
-        self._persist(instance, arq_uuid, plan)
-        LOG.warning('Replacing device %(old)s of ARQ %(arq)s: hot-unplugging '
-                    'it', {'old': old, 'arq': arq_uuid}, instance=instance)
-        self.driver.accel_unplug(instance, [arq])
-
-        plan['step'] = 'move allocation'
-        self._persist(instance, arq_uuid, plan)
-        editor = placement.AllocationEditor(self._placement, instance.uuid)
-        new = self._move(instance, editor,
-                         {old: {'resources': dict(group.resources)}},
-                         candidates)
-        plan.update(new=new, step='rebind')
-        self._persist(instance, arq_uuid, plan)
-        client.unbind_arqs([arq_uuid])
+    def _rebind(self, client, instance, arq_uuid, plan):
+        """Bind the ARQ to ``new`` (unbinding it from ``old`` first),
+        unless it is bound or binding there already."""
+        current = client.get_arq(arq_uuid)
+        if current.get('device_rp_uuid') == plan['new'] and current.get(
+                'state') in (arq_states.BOUND, arq_states.BIND_STARTED):
+            return
+        if current.get('state') != arq_states.INITIAL:
+            client.unbind_arqs([arq_uuid])
+        node = self._node(nova_context.get_admin_context(), instance)
         client.bind_arqs({arq_uuid: {
-            'hostname': node.hypervisor_hostname, 'device_rp_uuid': new,
-            'instance_uuid': instance.uuid,
+            'hostname': node.hypervisor_hostname,
+            'device_rp_uuid': plan['new'], 'instance_uuid': instance.uuid,
             'project_id': instance.project_id}})
-        bound = waiter.wait_for_bound_arqs(
-            self.driver.virtapi, client, instance, [arq_uuid],
-            timeout=CONF.arq_binding_timeout)
-
-        plan['step'] = 'plug'
-        self._persist(instance, arq_uuid, plan)
-        hostdevs = self.driver.accel_plug(instance, bound)
-        state.move(instance, arq_uuid, new)
-        self._persist(instance, arq_uuid, None)
-        LOG.warning('Replaced device %(old)s of ARQ %(arq)s by %(new)s',
-                    {'old': old, 'arq': arq_uuid, 'new': new},
-                    instance=instance)
-        return {'instance_uuid': instance.uuid, 'arq': arq_uuid, 'old': old,
-                'new': new, 'hostdevs': hostdevs}

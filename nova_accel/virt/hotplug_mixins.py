@@ -319,6 +319,13 @@ class LibvirtHotplugMixin(HotplugDriverMixin):
         guest.attach_device(hostdev.HostdevConfig(elem), persistent=True,
                             live=True)
 
+    def accel_plugged(self, instance, arq):
+        """Whether the live guest has every device of ``arq`` (an ARQ
+        dict with its attach handle)."""
+        guest = self._host.get_guest(instance)
+        return all(self._accel_find_hostdev(guest, _element_key(elem))
+                   for elem in hostdev.compose_hostdevs([arq]))
+
     def _accel_find_hostdev(self, guest, key, from_persistent_config=False):
         for dev in guest.get_all_devices(
                 vconfig.LibvirtConfigGuestHostdev,
@@ -346,6 +353,12 @@ class FakeHotplugMixin(HotplugDriverMixin):
         """Record ``elem``'s XML among the fake guest's hostdevs."""
         self.guest_hostdevs.setdefault(instance.uuid, []).append(
             hostdev.to_string(elem))
+
+    def accel_plugged(self, instance, arq):
+        """Whether the fake guest has every device of ``arq``."""
+        devs = self.guest_hostdevs.get(instance.uuid, [])
+        return all(hostdev.to_string(elem) in devs
+                   for elem in hostdev.compose_hostdevs([arq]))
 
     def accel_detach_hostdev(self, instance, elem):
         """Forget ``elem``'s XML from the fake guest's hostdevs (no-op

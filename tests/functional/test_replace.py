@@ -22,6 +22,9 @@ GPU's attach handle is quarantined until the taint goes."""
 import io
 import json
 
+import fixtures
+from nova import objects as nova_objects
+
 from accel_backend.objects import device as device_obj
 from nova_accel.cmd import hotplug as cmd
 from nova_accel.hotplug import exception as hp_exc
@@ -202,3 +205,90 @@ class FailedDeviceWatchTest(ReplaceTestBase):
         self.assertEqual(1, len(watch.look()))
         self.assertEqual([address], hostdev_addresses(
             self.guest_xml(server['id'])))
+
+
+class Crash(Exception):
+    """nova-compute stopping in the middle of a replacement."""
+
+
+class ResumeTest(ReplaceTestBase):
+    """A replacement interrupted after each of its steps (the plan in the
+    instance's ``system_metadata`` says which was begun) is finished by
+    the next ask, the watch's look here: one device in the guest, the
+    allocation and the ARQ on the new one, the failed one quarantined,
+    no plan left."""
+
+    def crash_after(self, step):
+        """Raise ``Crash`` once, when the plan is about to say ``step``
+        (its predecessor's action is done, not yet recorded)."""
+        real = replace.ReplaceManager._step
+        crashed = []
+
+        def step_or_crash(manager, instance, arq_uuid, plan, next_step):
+            if next_step == step and not crashed:
+                crashed.append(step)
+                raise Crash(step)
+            return real(manager, instance, arq_uuid, plan, next_step)
+        self.useFixture(fixtures.MockPatchObject(
+            replace.ReplaceManager, '_step', step_or_crash))
+
+    def crash_after_the_plug(self):
+        """Raise ``Crash`` once, after the new device is plugged, before
+        the plan is forgotten."""
+        real = replace.state.move
+        crashed = []
+
+        def move_or_crash(instance, arq_uuid, rp_uuid):
+            if not crashed:
+                crashed.append(rp_uuid)
+                raise Crash('plugged')
+            return real(instance, arq_uuid, rp_uuid)
+        self.useFixture(fixtures.MockPatchObject(replace.state, 'move',
+                                                 move_or_crash))
+
+    def check_resumed(self, step):
+        server = self._create_server(flavor_id=self.flavor, networks='none')
+        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        old = self.rps[address]
+        (other,) = [a for a in self.rps if a != address]
+        arq = self.assert_one_bound_arq(server['id'], old)
+        self.taint(old)
+        if step is None:
+            self.crash_after_the_plug()
+        else:
+            self.crash_after(step)
+        self.assertRaises(hp_exc.HotplugError, self.replace, server,
+                          arq['uuid'])
+        manager = replace.ReplaceManager(
+            self.computes[self.COMPUTE].driver, self.COMPUTE)
+        instance = nova_objects.Instance.get_by_uuid(
+            self.ctxt, server['id'], expected_attrs=['system_metadata'])
+        self.assertEqual([arq['uuid']], list(replace.plans(instance)))
+
+        ((_, _, result),) = failed_devices.FailedDeviceWatch(
+            manager, self.COMPUTE, 1).look()
+
+        new = self.rps[other]
+        self.assertEqual((old, new), (result['old'], result['new']))
+        self.assertEqual([other], hostdev_addresses(
+            self.guest_xml(server['id'])))
+        self.assert_one_bound_arq(server['id'], new)
+        allocs = self.allocations(server['id'])
+        self.assertEqual(({'PGPU': 1}, False),
+                         (allocs[new], old in allocs))
+        self.assertEqual(['quarantined'], self.handle_states(old))
+        instance.refresh()
+        self.assertEqual({}, replace.plans(instance))
+
+    def test_after_the_unplug(self):
+        self.check_resumed(replace.MOVE)
+
+    def test_after_the_allocation_moved(self):
+        self.check_resumed(replace.REBIND)
+
+    def test_after_the_rebind(self):
+        self.check_resumed(replace.PLUG)
+
+    def test_after_the_plug(self):
+        # The new device is in the guest already: not plugged twice.
+        self.check_resumed(None)
