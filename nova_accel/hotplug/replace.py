@@ -30,9 +30,9 @@ an operator drains it with a ``NoExecute`` taint):
 
 The ARQ keeps its UUID, so Nova's later reads of the instance's ARQs
 (reboot, rebuild) find the new device.  Each step is written to the
-instance's ``system_metadata`` (``accel_replace:<arq>``: the old and new
-providers, the group's resources and the step begun) before it is acted
-on, and every step is idempotent: asking again for the replacement of an
+instance's ``system_metadata`` (``replace_accelerator:<arq>``: the old
+and new providers, the group's resources and the step begun) before it
+is acted on, and every step is idempotent: asking again for the replacement of an
 ARQ with a plan (the command, or the failed-device watch, after a crash
 of nova-compute) resumes it where it stopped.  The whole
 is an instance action ``accelerator-replace`` with one event, so the
@@ -64,9 +64,9 @@ CONF = nova_accel.conf.CONF
 
 #: The instance action and its event.
 ACTION = 'accelerator-replace'
-EVENT = 'accel_replace_device'
+EVENT = 'replace_accelerator'
 #: ``system_metadata`` key prefix of a replacement in progress.
-PLAN_PREFIX = 'accel_replace:'
+PLAN_PREFIX = 'replace_accelerator:'
 #: The steps of a plan, in order.
 UNPLUG, MOVE, REBIND, PLUG = 'unplug', 'move allocation', 'rebind', 'plug'
 
