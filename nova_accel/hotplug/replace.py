@@ -32,10 +32,10 @@ The ARQ keeps its UUID, so Nova's later reads of the instance's ARQs
 (reboot, rebuild) find the new device.  Each step is written to the
 instance's ``system_metadata`` (``replace_accelerator:<arq>``: the old
 and new providers, the group's resources and the step begun) before it
-is acted on, and every step is idempotent: asking again for the replacement of an
-ARQ with a plan (the command, or the failed-device watch, after a crash
-of nova-compute) resumes it where it stopped.  The whole
-is an instance action ``accelerator-replace`` with one event, so the
+is acted on, and every step is idempotent: asking again for the
+replacement of an ARQ with a plan (the command, or the failed-device
+watch, after a crash of nova-compute) resumes it where it stopped.  The
+whole is an instance action ``accelerator-replace`` with one event, so the
 operator and the server's owner see it (``openstack server event
 list``); a failure is also an instance fault.
 """
