@@ -236,8 +236,9 @@ def release_handle(session, handle):
     if not handle_in_use(handle):
         LOG.warning('Attach handle %s is released while %s, not bound; '
                     'released all the same', handle.uuid, handle.state)
-    if handle.deployable is not None and handle.id in \
-            taint_obj.no_execute_handles(handle.deployable):
+    if (handle.deployable_id in taint_obj.no_execute_deployable_ids(
+            session) and handle.id in taint_obj.no_execute_handles(
+                handle.deployable)):
         LOG.warning('Attach handle %s is quarantined: a NoExecute taint '
                     'covers it', handle.uuid)
         transition(handle, handle_states.QUARANTINED,

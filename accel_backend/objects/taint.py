@@ -106,6 +106,7 @@ def set_(session, dep, key, effect, value=None, reason=None, set_by=None,
         when a taint of that key was replaced.
     :raises TaintFunctionInvalid: see ``check_function``.
     """
+    session.info.pop(_NO_EXECUTE_KEY, None)
     check_function(dep, function)
     for taint in dep.taints:
         if taint.key == key and taint.function == function:
@@ -152,6 +153,22 @@ def remove_key(session, dep, key, function=None):
         dep.taints.remove(taint)
     session.flush()
     return len(gone)
+
+
+#: ``session.info`` key of ``no_execute_deployable_ids``'s answer.
+_NO_EXECUTE_KEY = 'accel_backend.no_execute_deployables'
+
+
+def no_execute_deployable_ids(session):
+    """Ids (frozenset of int) of the deployables with a ``NoExecute``
+    taint, read once per session (one statement, however many handles a
+    transaction releases; the set is small).  A taint set later in the
+    same session is not in it: ``set_`` forgets the answer."""
+    if _NO_EXECUTE_KEY not in session.info:
+        session.info[_NO_EXECUTE_KEY] = frozenset(session.scalars(
+            sa.select(_TAINTS.c.deployable_id).distinct().where(
+                _TAINTS.c.effect == taints_common.NO_EXECUTE)))
+    return session.info[_NO_EXECUTE_KEY]
 
 
 def no_execute_handles(dep):

@@ -62,9 +62,10 @@ SUFFIXES = {'counter': ('_total', '_created'),
 
 def seed_gauge_rows(db, host='compute1', state=arq_states.INITIAL):
     """Store one enabled, healthy device of ``host`` (resource class
-    ``PGPU``) and one ARQ of it in ``state`` (default ``Initial``, which
-    no binder resumes): rows that make ``accel_devices`` and
-    ``accel_arqs`` have one sample each.
+    ``PGPU``) with a ``NoExecute`` taint and one ARQ of it in ``state``
+    (default ``Initial``, which no binder resumes): rows that make
+    ``accel_devices``, ``accel_device_taints`` and ``accel_arqs`` have
+    one sample each.
 
     :param db: ``accel_backend.db.api.Database`` at the current schema.
     """
@@ -74,9 +75,14 @@ def seed_gauge_rows(db, host='compute1', state=arq_states.INITIAL):
             model='T4', hostname=host, address='0000:af:00.0')
         session.add(device)
         session.flush()
-        session.add(models.Deployable(
+        dep = models.Deployable(
             uuid=uuidutils.generate_uuid(), device_id=device.id,
-            name='%s_gpu' % host, resource_class='PGPU'))
+            name='%s_gpu' % host, resource_class='PGPU')
+        session.add(dep)
+        session.flush()
+        session.add(models.DeployableTaint(
+            uuid=uuidutils.generate_uuid(), deployable_id=dep.id,
+            function='', key='failed', effect='NoExecute'))
         session.add(models.ARQ(
             uuid=uuidutils.generate_uuid(), state=state,
             device_profile_name='gpu', device_profile_group_id=0,
@@ -169,7 +175,7 @@ class PromtoolTest(testtools.TestCase):
 
     def test_check_rules(self):
         out = self.run_promtool('check', 'rules', RULES)
-        self.assertIn('SUCCESS: 8 rules found', out)
+        self.assertIn('SUCCESS: 9 rules found', out)
 
     def test_rule_tests_pass(self):
         self.assertIn('SUCCESS', self.run_promtool('test', 'rules',

@@ -66,6 +66,15 @@ class ReplaceTestBase(test_hotplug.HotplugTestBase):
                           for dep in d.deployables if dep.rp_uuid == rp
                           for h in dep.attach_handles)
 
+    def boot(self):
+        """A server with one GPU: ``(server, its GPU's address, the other
+        GPU's address, its Bound ARQ)``."""
+        server = self._create_server(flavor_id=self.flavor, networks='none')
+        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        (other,) = [a for a in self.rps if a != address]
+        arq = self.assert_one_bound_arq(server['id'], self.rps[address])
+        return server, address, other, arq
+
     def replace(self, server, arq_uuid):
         return self.hotplug.replace(self.ctxt, server['id'], arq_uuid,
                                     timeout=60)
@@ -84,11 +93,8 @@ class ReplaceTestBase(test_hotplug.HotplugTestBase):
 class ReplaceTest(ReplaceTestBase):
 
     def test_replace_a_failed_gpu_under_a_running_server(self):
-        server = self._create_server(flavor_id=self.flavor, networks='none')
-        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        server, address, other, arq = self.boot()
         old = self.rps[address]
-        (other,) = [a for a in self.rps if a != address]
-        arq = self.assert_one_bound_arq(server['id'], old)
         self.taint(old)
 
         result = self.replace(server, arq['uuid'])
@@ -121,11 +127,8 @@ class ReplaceTest(ReplaceTestBase):
         self.assertEqual(['available'], self.handle_states(old))
 
     def test_no_free_device_leaves_the_server_as_it_is(self):
-        server = self._create_server(flavor_id=self.flavor, networks='none')
-        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        server, address, other, arq = self.boot()
         old = self.rps[address]
-        arq = self.assert_one_bound_arq(server['id'], old)
-        (other,) = [a for a in self.rps if a != address]
         # The other GPU is drained: nothing can take the failed one's
         # place.
         self.taint(self.rps[other], effect='NoSchedule')
@@ -173,10 +176,8 @@ class FailedDeviceWatchTest(ReplaceTestBase):
         return failed_devices.FailedDeviceWatch(manager, self.COMPUTE, 1)
 
     def test_a_tainted_device_is_replaced_at_the_next_look(self):
-        server = self._create_server(flavor_id=self.flavor, networks='none')
-        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        server, address, other, _ = self.boot()
         old = self.rps[address]
-        (other,) = [a for a in self.rps if a != address]
         watch = self.watch()
         self.assertEqual([], watch.look())
         self.taint(old)
@@ -192,9 +193,7 @@ class FailedDeviceWatchTest(ReplaceTestBase):
         self.assertEqual([], watch.look())
 
     def test_no_free_device_is_tried_again_later_not_every_look(self):
-        server = self._create_server(flavor_id=self.flavor, networks='none')
-        (address,) = hostdev_addresses(self.guest_xml(server['id']))
-        (other,) = [a for a in self.rps if a != address]
+        server, address, other, _ = self.boot()
         self.taint(self.rps[other], effect='NoSchedule')
         self.taint(self.rps[address])
         watch = self.watch()
@@ -247,11 +246,8 @@ class ResumeTest(ReplaceTestBase):
                                                  move_or_crash))
 
     def check_resumed(self, step):
-        server = self._create_server(flavor_id=self.flavor, networks='none')
-        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        server, address, other, arq = self.boot()
         old = self.rps[address]
-        (other,) = [a for a in self.rps if a != address]
-        arq = self.assert_one_bound_arq(server['id'], old)
         self.taint(old)
         if step is None:
             self.crash_after_the_plug()

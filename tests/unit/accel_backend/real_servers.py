@@ -196,6 +196,23 @@ def a100_mig_vgpu_vfs(root):
                 created=(MDEV_IN_USE[0],) if held else ())
 
 
+def _vgpu_cards(root, cards, device, subsystem, total_vfs):
+    """The host bridge, then the PF and VFs of each of two NVIDIA
+    ``nvidia_vgpu_card`` cards (NUMA nodes 0 and 1, IOMMU groups from 40
+    and 80), all on ``nvidia``."""
+    _host_bridge(root)
+    for card, numa, group in zip(cards, (0, 1), (40, 80)):
+        st.write_function(root, card.pf, '10de', device, '030200',
+                          numa=numa, driver='nvidia', iommu_group=group,
+                          virtfns=card.vfs, sriov_totalvfs=total_vfs,
+                          subsystem=subsystem)
+        for i, vf in enumerate(card.vfs):
+            st.write_function(root, vf, '10de', device, '030200',
+                              numa=numa, driver='nvidia',
+                              iommu_group=group + 1 + i, physfn=card.pf,
+                              subsystem=subsystem)
+
+
 def h100_vgpu_vfio(root):
     """Two H100 PCIe 80GB (10de:2331, subsystem 10de:1626) in vGPU mode
     under NVIDIA's vendor-specific VFIO framework (vGPU 17+, kernel
@@ -205,17 +222,8 @@ def h100_vgpu_vfio(root):
     every C-series profile (ids 1051-1054).  On 0000:c1:00.0 VF .4
     carries an ``NVIDIA H100-40C`` (id 2052, 2 per card), so its free VFs
     list that profile alone."""
-    _host_bridge(root)
     cards = nvidia_vgpu_card.h100_cards(root)
-    for card, numa, group in zip(cards, (0, 1), (40, 80)):
-        st.write_function(root, card.pf, '10de', '2331', '030200',
-                          numa=numa, driver='nvidia', iommu_group=group,
-                          virtfns=card.vfs, sriov_totalvfs=32,
-                          subsystem=('10de', '1626'))
-        for i, vf in enumerate(card.vfs):
-            st.write_function(root, vf, '10de', '2331', '030200', numa=numa,
-                              driver='nvidia', iommu_group=group + 1 + i,
-                              physfn=card.pf, subsystem=('10de', '1626'))
+    _vgpu_cards(root, cards, '2331', ('10de', '1626'), 32)
     cards[0].write_vfs()
     cards[1].write_vfs({'0000:c1:00.4': 2052})
 
@@ -230,18 +238,9 @@ def h200_mig_vgpu_vfio(root):
     yet, so its VFs list ``H200X-3-71C`` (id 1103), ``H200X-2-35C``
     (1104) and ``H200X-1-18C`` (1106).  0000:c1:00.0 has no GPU
     instance: its VFs list nothing."""
-    _host_bridge(root)
     cards = nvidia_vgpu_card.h200_mig_cards(
         root, nvidia_vgpu_card.h200_mig_host())
-    for card, numa, group in zip(cards, (0, 1), (40, 80)):
-        st.write_function(root, card.pf, '10de', '2335', '030200',
-                          numa=numa, driver='nvidia', iommu_group=group,
-                          virtfns=card.vfs, sriov_totalvfs=16,
-                          subsystem=('10de', '18bf'))
-        for i, vf in enumerate(card.vfs):
-            st.write_function(root, vf, '10de', '2335', '030200', numa=numa,
-                              driver='nvidia', iommu_group=group + 1 + i,
-                              physfn=card.pf, subsystem=('10de', '18bf'))
+    _vgpu_cards(root, cards, '2335', ('10de', '18bf'), 16)
     for card in cards:
         card.write_vfs()
 

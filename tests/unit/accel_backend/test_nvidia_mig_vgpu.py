@@ -20,6 +20,7 @@ from accel_backend.agent.discovery import nvidia_vfio
 from accel_backend.agent.mig import vgpu_types
 from nova_accel.virt import hostdev
 from tests.unit.accel_backend import nvidia_vgpu_card as card_mod
+from tests.unit.accel_backend import test_nvidia_vgpu
 from tests.unit.accel_backend import test_real_servers
 
 A, B = '0000:41:00.0', '0000:c1:00.0'
@@ -44,23 +45,16 @@ class TestTypeNames(test_real_servers.testtools.TestCase):
         self.assertEqual('H200X-3-71C', vgpu_types.table_name(T3))
 
 
-class TestMigBackedVGPU(test_real_servers.RealServerTest):
+class TestMigBackedVGPU(test_nvidia_vgpu.VendorVFIOTestBase):
 
     TREE = test_real_servers.tree('h200-mig-vgpu-vfio')
-    DRIVERS = 'nvidia_vgpu,nvidia_gpu'
+    PROFILES = PROFILES
 
     def setUp(self):
         super().setUp()
         self.host = card_mod.h200_mig_host()
         self.cards = card_mod.h200_mig_cards(self.root, self.host)
         self.useFixture(card_mod.DriverFixture(self.cards))
-
-    def report(self, profiles=PROFILES, configure=True):
-        return super().report(groups={'nvidia_vgpu': {
-            'profiles': profiles, 'configure_vfs': str(configure)}})
-
-    def currents(self, card):
-        return [nvidia_vfio.current(self.root, vf) for vf in card.vfs]
 
     def slices(self):
         """``{vGPU type table name: (total, reserved)}`` of the

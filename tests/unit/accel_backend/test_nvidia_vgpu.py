@@ -29,22 +29,30 @@ T20 = 'CUSTOM_VGPU_NVIDIA_H100_20C'
 T40 = 'CUSTOM_VGPU_NVIDIA_H100_40C'
 
 
-class TestNvidiaVendorVFIO(test_real_servers.RealServerTest):
+class VendorVFIOTestBase(test_real_servers.RealServerTest):
+    """A ``Service`` with the ``nvidia_vgpu`` driver over a copy of
+    ``TREE``; ``PROFILES`` the default ``[nvidia_vgpu] profiles``."""
+
+    DRIVERS = 'nvidia_vgpu,nvidia_gpu'
+    PROFILES = PROFILES
+
+    def report(self, profiles=None, configure=True):
+        return super().report(groups={'nvidia_vgpu': {
+            'profiles': profiles or self.PROFILES,
+            'configure_vfs': str(configure)}})
+
+    def currents(self, card):
+        return [nvidia_vfio.current(self.root, vf) for vf in card.vfs]
+
+
+class TestNvidiaVendorVFIO(VendorVFIOTestBase):
 
     TREE = test_real_servers.tree('h100-vgpu-vfio')
-    DRIVERS = 'nvidia_vgpu,nvidia_gpu'
 
     def setUp(self):
         super().setUp()
         self.cards = card_mod.h100_cards(self.root)
         self.useFixture(card_mod.DriverFixture(self.cards))
-
-    def report(self, profiles=PROFILES, configure=True):
-        return super().report(groups={'nvidia_vgpu': {
-            'profiles': profiles, 'configure_vfs': str(configure)}})
-
-    def currents(self, card):
-        return [nvidia_vfio.current(self.root, vf) for vf in card.vfs]
 
     def test_free_vfs_get_the_profile_up_to_what_the_card_holds(self):
         svc = self.report()
