@@ -21,10 +21,12 @@ created with the UUIDs ``common.ids`` derives for them, every
 attach handle of the old deployables is moved under the pool deployable
 in whatever state it is (its UUID derives from the host and the PCI
 address, ``conductor.host_sync._sync_handles``, so it stays the same), each
-ARQ bound to an old provider gets the pool's ``device_rp_uuid``, and the
-old devices are deleted.  ``host_sync.sync`` then completes the pool's
-rows as on any pass.  Running ``move`` again after it committed finds
-nothing to move: it is idempotent.
+ARQ bound to an old provider gets the pool's ``device_rp_uuid``, a taint
+of an old deployable becomes the same taint of that member's function of
+the pool (``objects.taint``: its reservation in Placement stays one
+unit), and the old devices are deleted.  ``host_sync.sync`` then
+completes the pool's rows as on any pass.  Running ``move`` again after
+it committed finds nothing to move: it is idempotent.
 """
 
 import dataclasses
@@ -209,6 +211,21 @@ def _pool_deployable(session, hostname, item, aer_recovery_passes):
     return dep
 
 
+def _carry_taints(pool, dep, address):
+    """Give ``pool`` (a pool deployable) the taints of ``dep`` (a member's
+    per-device deployable) as taints of the member's function
+    ``address``; a key the pool already has there is kept as it is."""
+    have = {(t.function, t.key) for t in pool.taints}
+    for taint in dep.taints:
+        if (address, taint.key) in have:
+            continue
+        pool.taints.append(models.DeployableTaint(
+            uuid=ids.stable_uuid('taint', pool.uuid, address, taint.key),
+            function=address, key=taint.key, value=taint.value,
+            effect=taint.effect, reason=taint.reason,
+            set_by=taint.set_by, created_at=taint.created_at))
+
+
 def move(session, hostname, found, aer_recovery_passes=3):
     """Move the per-device rows of the pools' members under the pools
     (see the module docstring), in the caller's transaction.
@@ -234,6 +251,7 @@ def move(session, hostname, found, aer_recovery_passes=3):
                 moved[dep.rp_uuid] = pool.rp_uuid
                 for handle in list(dep.attach_handles):
                     handle.deployable = pool
+                _carry_taints(pool, dep, dev.address)
         session.flush()
         for dev in old:
             session.delete(dev)

@@ -29,7 +29,9 @@ from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import device_profile as dp_obj
+from accel_backend.objects import taint as taint_obj
 from accel_common import arq_states
+from accel_common import taints
 from tests.unit.accel_backend import test_pooled
 
 COMPUTE = test_pooled.COMPUTE
@@ -100,13 +102,13 @@ class MigrationBase(test_pooled.PooledTest):
             row = session.get(models.HostStatus, COMPUTE)
             return row and row.state
 
-    def check_migrated(self, svc):
+    def check_migrated(self, svc, reserved=0):
         self.assertEqual([POOL0, POOL1], sorted(self.providers()))
         pool = self.providers()[POOL0]['uuid']
         self.assertFalse(self.rp_exists(self.old_rp))
         self.assertEqual({pool: {'PGPU': 1}}, self.allocations())
         self.assertEqual({'PGPU': 1}, self.usage(pool))
-        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.assertEqual((4, reserved, 4), self.inv(POOL0))
         # The guest keeps its GPU: same handle, same PCI address.
         state, rp, handle, info = self.arq_handle(svc)
         self.assertEqual((arq_states.BOUND, pool), (state, rp))
@@ -130,6 +132,29 @@ class PoolMigrationTest(MigrationBase):
         state, rp, handle, info = self.arq_handle(svc)
         self.assertEqual((arq_states.BOUND, pool), (state, rp))
         self.assertEqual(self.handle[2:], (handle, info))
+
+    def test_a_taint_becomes_the_taint_of_the_pool_function(self):
+        other = '0000:3a:00.0'
+        with self.before.db.transaction() as session:
+            dep = session.scalar(sa.select(models.Deployable).where(
+                models.Deployable.rp_uuid == self.providers()[other][
+                    'uuid']))
+            taint_obj.set_(session, dep, 'maintenance',
+                           taints.NO_SCHEDULE, reason='fan noise',
+                           set_by='operator-1')
+        svc = self.pooled()
+        svc.report_pass()
+        # The tainted GPU reserves one unit of the pool.
+        self.check_migrated(svc, reserved=1)
+        with svc.db.transaction() as session:
+            pool = session.scalar(sa.select(models.Deployable).where(
+                models.Deployable.rp_uuid == self.providers()[POOL0][
+                    'uuid']))
+            self.assertEqual(
+                [(other, 'maintenance', 'NoSchedule', 'fan noise',
+                  'operator-1')],
+                [(t.function, t.key, t.effect, t.reason, t.set_by)
+                 for t in pool.taints])
 
     def test_one_pass_migrates_a_host_with_a_guest(self):
         svc = self.pooled()
