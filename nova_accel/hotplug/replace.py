@@ -135,6 +135,12 @@ class ReplaceManager(manager.HotplugManager):
                 arq=arq_uuid, instance_uuid=instance.uuid,
                 reason='not a Bound ARQ of the instance (%s)' % (
                     arq and arq.get('state')))
+        if arq.get('attach_handle_type') != 'PCI':
+            # A mediated device is created by Nova at spawn only.
+            raise exception.ARQNotReplaceable(
+                arq=arq_uuid, instance_uuid=instance.uuid,
+                reason='its attach handle is %s; only PCI devices are '
+                       'replaced' % arq.get('attach_handle_type'))
         return arq
 
     def _choose(self, client, instance, arq):
