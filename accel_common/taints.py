@@ -16,8 +16,9 @@ device taint`` commands (``nova_accel.osc.taint``).
 
 After Kubernetes DRA's device taints (KEP-5055, ``resource.k8s.io``
 ``DeviceTaint``): ``NoSchedule`` keeps new work off the device,
-``NoExecute`` also evicts it (here: recorded and shown; replacing the
-device under its guests is issue 53 item 2).
+``NoExecute`` also takes it from its guests (here: quarantined when
+released, and replaced under running guests by ``nova_accel``'s
+failed-device watch or ``nova-accel replace-accelerator``).
 """
 
 NO_SCHEDULE = 'NoSchedule'
@@ -26,6 +27,9 @@ EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
 #: The key ``accel-backend-manage device drain`` sets and ``undrain``
 #: removes.
 DRAIN_KEY = 'accel.openstack.org/drain'
+#: The audit's taint of a device a Bound ARQ holds without an allocation
+#: in Placement (``accel_backend.conductor.orphan_taints``).
+UNALLOCATED_KEY = 'accel.openstack.org/unallocated'
 #: The API microversion that serves taints (``OpenStack-API-Version:
 #: accelerator 2.5``).
 MICROVERSION = '2.5'

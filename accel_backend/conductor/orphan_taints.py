@@ -55,7 +55,7 @@ from accel_common import taints
 LOG = logging.getLogger(__name__)
 
 #: The key of the automatic taint.
-UNALLOCATED_KEY = 'accel.openstack.org/unallocated'
+UNALLOCATED_KEY = taints.UNALLOCATED_KEY
 #: ``set_by`` of the automatic taint (no user set it).
 SET_BY = 'accel_backend.audit'
 

@@ -33,6 +33,7 @@ from accel_backend.objects import device as device_obj
 from accel_backend.objects import taint as taint_obj
 from accel_backend import utils
 from accel_common import handle_states
+from accel_common import taints
 
 
 def list_(session, limit=None, marker=None, with_taints=False,
@@ -82,10 +83,15 @@ def reserved_units(dep):
 
     All of them when the device is not enabled (disabled, missing) or
     unhealthy or the deployable is tainted as a whole (``objects.taint``),
-    else one per handle that is dirty, being cleaned or failed cleaning
-    (``device.OUT_OF_SERVICE``) or is a tainted function's, and one per
-    unit of the total that has no handle (an unhealthy member of a pooled
-    deployable, ``objects.pool_members``), never more than the total.
+    else one per handle that is dirty, being cleaned, failed cleaning or
+    quarantined (``handle_states.OUT_OF_SERVICE_STATES``) or is a tainted
+    function's that no ARQ holds (one an ARQ holds is in the allocation's
+    usage already: reserving it too would hide a free unit of the pool)
+    or that the audit's ``accel.openstack.org/unallocated`` taint holds
+    (its ARQ has no allocation: that is the taint's point), and one per
+    unit of the total that has no handle (an unhealthy member
+    of a pooled deployable, ``objects.pool_members``), never more than
+    the total.
 
     :param dep: ``models.Deployable`` with its device, attach handles and
         taints loadable.
@@ -98,10 +104,13 @@ def reserved_units(dep):
             any(t.function == taint_obj.WHOLE for t in dep.taints)):
         return total
     held = taint_obj.held_handles(dep)
+    unallocated = taint_obj.held_handles(dep, keys=(taints.UNALLOCATED_KEY,))
     handles = dep.attach_handles
     return max(0, min(total, total - len(handles) + sum(
         1 for h in handles
-        if h.state in handle_states.OUT_OF_SERVICE_STATES or h.id in held)))
+        if h.state in handle_states.OUT_OF_SERVICE_STATES or
+        (h.id in held and (h.state != handle_states.BOUND or
+                           h.id in unallocated)))))
 
 
 def record_name(hostname, dep):

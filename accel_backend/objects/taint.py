@@ -177,16 +177,18 @@ def no_execute_handles(dep):
     return held_handles(dep, effects=(taints_common.NO_EXECUTE,))
 
 
-def held_handles(dep, effects=taints_common.EFFECTS):
+def held_handles(dep, effects=taints_common.EFFECTS, keys=None):
     """The attach handles of ``dep`` its taints keep from the claim.
 
     :param dep: ``models.Deployable`` with its device, attach handles and
         taints loadable.
     :param effects: the effects of the taints that count (tuple of str).
+    :param keys: None, or only the taints of these keys count (tuple).
     :returns: set of handle ids: all of them under a taint of the whole
         deployable, else those of its tainted functions.
     """
-    taints = [t for t in dep.taints if t.effect in effects]
+    taints = [t for t in dep.taints if t.effect in effects and
+              (keys is None or t.key in keys)]
     if not taints:
         return set()
     if any(t.function == WHOLE for t in taints):

@@ -144,17 +144,19 @@ class ReplaceManager(manager.HotplugManager):
         return arq
 
     def _choose(self, client, instance, arq):
-        """``(group, candidates)``: the ARQ's request group and the
-        allocation candidates that do not use its device."""
+        """``(group, node, candidates)``: the ARQ's request group, the
+        compute node, and the allocation candidates of the group on this
+        node, those on the ARQ's own provider first (a pool with another
+        free unit: Placement offers it only then; a per-device provider,
+        held by this very ARQ, never)."""
         groups = client.get_request_groups(arq['device_profile_name'])
         rid = requester_id(arq.get('device_profile_group_id') or 0)
         group = [g for g in groups if g.requester_id == rid]
         node = self._node(nova_context.get_admin_context(), instance)
         old = arq['device_rp_uuid']
-        candidates = [(alloc, mapping) for alloc, mapping in
-                      placement.device_candidates(self._placement, group,
-                                                  node.uuid)
-                      if old not in mapping.get(rid, []) and old not in alloc]
+        candidates = sorted(
+            placement.device_candidates(self._placement, group, node.uuid),
+            key=lambda c: old not in c[0])
         if not group or not candidates:
             raise exception.NoReplacementDevice(
                 rp=old, arq=arq['uuid'], profile=arq['device_profile_name'],
@@ -181,7 +183,8 @@ class ReplaceManager(manager.HotplugManager):
         arq = self._bound_arq(client, instance, arq_uuid)
         group, _, candidates = self._choose(client, instance, arq)
         plan = {'old': arq['device_rp_uuid'], 'new': None, 'step': UNPLUG,
-                'resources': dict(group.resources)}
+                'resources': dict(group.resources),
+                'old_handle': arq.get('attach_handle_uuid')}
         self._persist(instance, arq_uuid, plan)
         return self._run(client, instance, arq_uuid, plan, arq=arq,
                          candidates=candidates)
@@ -230,6 +233,8 @@ class ReplaceManager(manager.HotplugManager):
         candidate is persisted before each ``PUT``."""
         editor = placement.AllocationEditor(self._placement, instance.uuid)
         old = plan['old']
+        if plan['new'] == old:
+            return      # another unit of the same pool: nothing moves
         allocs = editor.read()['allocations']
         if old not in allocs and plan['new'] in allocs:
             return
@@ -240,6 +245,8 @@ class ReplaceManager(manager.HotplugManager):
         for alloc, _ in candidates[:manager.CANDIDATE_ATTEMPTS]:
             plan['new'] = next(iter(alloc))
             self._persist(instance, arq_uuid, plan)
+            if plan['new'] == old:
+                return
             try:
                 editor.move({old: {'resources': plan['resources']}}, alloc)
                 return
@@ -251,10 +258,13 @@ class ReplaceManager(manager.HotplugManager):
 
     def _rebind(self, client, instance, arq_uuid, plan):
         """Bind the ARQ to ``new`` (unbinding it from ``old`` first),
-        unless it is bound or binding there already."""
+        unless it is bound or binding there already, to another attach
+        handle than the old one."""
         current = client.get_arq(arq_uuid)
-        if current.get('device_rp_uuid') == plan['new'] and current.get(
-                'state') in (arq_states.BOUND, arq_states.BIND_STARTED):
+        if (current.get('device_rp_uuid') == plan['new'] and
+                current.get('state') in (arq_states.BOUND,
+                                         arq_states.BIND_STARTED) and
+                current.get('attach_handle_uuid') != plan['old_handle']):
             return
         if current.get('state') != arq_states.INITIAL:
             client.unbind_arqs([arq_uuid])

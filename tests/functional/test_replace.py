@@ -288,3 +288,30 @@ class ResumeTest(ReplaceTestBase):
     def test_after_the_plug(self):
         # The new device is in the guest already: not plugged twice.
         self.check_resumed(None)
+
+
+class PoolReplaceTest(ReplaceTestBase):
+    """The two GPUs as one pool (``"pool": true``): a failed member is
+    replaced by another of the same pool; the allocation stays."""
+
+    DEVICE_SPECS = [dict(base.T4_SPEC, pool=True)]
+
+    def test_replace_within_the_pool(self):
+        server = self._create_server(flavor_id=self.flavor, networks='none')
+        (address,) = hostdev_addresses(self.guest_xml(server['id']))
+        (pool,) = set(self.rps.values())
+        arq = self.assert_one_bound_arq(server['id'], pool)
+        self.accel_v25('POST', TAINTS % self.deployable_of(pool), {
+            'key': 'failed', 'effect': 'NoExecute', 'function': address},
+            expect=(201,))
+        before = self.allocations(server['id'])
+
+        result = self.replace(server, arq['uuid'])
+
+        self.assertEqual((pool, pool), (result['old'], result['new']))
+        (now,) = hostdev_addresses(self.guest_xml(server['id']))
+        self.assertNotEqual(address, now)
+        self.assertEqual(arq['uuid'], self.assert_one_bound_arq(
+            server['id'], pool)['uuid'])
+        self.assertEqual(before, self.allocations(server['id']))
+        self.assertEqual(['bound', 'quarantined'], self.handle_states(pool))
