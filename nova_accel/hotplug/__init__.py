@@ -17,6 +17,10 @@ Nova has no such operation; nova_accel adds it without touching Nova:
 * :mod:`.manager`: the pipeline (device profile -> Placement candidates on
   the instance's host -> allocation grown -> ARQs created, matched, bound
   -> binding waited for -> ``<hostdev>`` hot-plugged), with rollback;
+* :mod:`.replace`: a device replaced under a running instance (same host,
+  same request group), each step persisted and resumable;
+* :mod:`.failed_devices`: the compute node's watch that replaces the
+  devices tainted ``NoExecute`` (``[nova_accel] replace_failed``);
 * :mod:`.placement`: allocation candidates and consumer-generation-safe
   allocation edits;
 * :mod:`.rpc`: the RPC server the compute drivers run on Nova's message
