@@ -144,6 +144,11 @@ class ReplaceTest(ReplaceTestBase):
         self.assertEqual(['bound'], self.handle_states(old))
         self.assertEqual([(replace.EVENT, 'Error')], self.events(server))
         self.assertEqual('ACTIVE', self.api.get_server(server['id'])['status'])
+        # The instance fault says why (Nova's API shows faults of ERROR
+        # servers only; the fault is stored all the same).
+        fault = nova_objects.InstanceFault.get_latest_for_instance(
+            self.ctxt, server['id'])
+        self.assertIn('No device can replace %s' % old, fault.message)
 
     def test_command(self):
         """``nova-accel replace-accelerator``, once options are parsed."""
@@ -174,6 +179,21 @@ class FailedDeviceWatchTest(ReplaceTestBase):
         manager = replace.ReplaceManager(
             self.computes[self.COMPUTE].driver, self.COMPUTE)
         return failed_devices.FailedDeviceWatch(manager, self.COMPUTE, 1)
+
+    def test_the_compute_driver_runs_the_watch_when_asked(self):
+        driver = self.computes[self.COMPUTE].driver
+        self.assertIsNone(driver._accel_failed_watch)
+        # The compute's driver again, as nova-compute starts it.
+        driver.cleanup_host(self.COMPUTE)
+        self.flags(replace_failed=True, replace_failed_interval=30,
+                   group='nova_accel')
+        driver.init_host(self.COMPUTE)
+        watch = driver._accel_failed_watch
+        self.assertEqual(30, watch.interval)
+        self.assertTrue(watch._thread.is_alive())
+        driver.cleanup_host(self.COMPUTE)
+        self.assertIsNone(driver._accel_failed_watch)
+        self.assertFalse(watch._thread.is_alive())
 
     def test_a_tainted_device_is_replaced_at_the_next_look(self):
         server, address, other, _ = self.boot()
