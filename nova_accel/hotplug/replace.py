@@ -156,8 +156,8 @@ class ReplaceManager(manager.HotplugManager):
         old = arq['device_rp_uuid']
         candidates = sorted(
             placement.device_candidates(self._placement, group, node.uuid),
-            key=lambda c: old not in c[0])
-        if not group or not candidates:
+            key=lambda c: old not in c[0]) if group else []
+        if not candidates:
             raise exception.NoReplacementDevice(
                 rp=old, arq=arq['uuid'], profile=arq['device_profile_name'],
                 instance_uuid=instance.uuid, host=instance.host)
