@@ -24,7 +24,7 @@ to bind.  So when the audit (``conductor.audit``, step
 no allocation in Placement (``GET /allocations/<uuid>`` empty; the proof
 of ``nova_orphans`` asks it when Nova answers 404, this module when Nova
 answers otherwise), each device its Bound ARQs hold gets a
-``NoSchedule`` taint of key ``UNALLOCATED_KEY`` (``objects.taint``: a
+``NoSchedule`` taint of key ``taints.UNALLOCATED_KEY`` (``objects.taint``: a
 whole deployable is reserved in full, one function of a pooled
 deployable by one unit, and the claim skips it), committed before
 Placement is written.  ``set_by`` is ``SET_BY``; an administrator may
@@ -55,7 +55,6 @@ from accel_common import taints
 LOG = logging.getLogger(__name__)
 
 #: The key of the automatic taint.
-UNALLOCATED_KEY = taints.UNALLOCATED_KEY
 #: ``set_by`` of the automatic taint (no user set it).
 SET_BY = 'accel_backend.audit'
 
@@ -142,7 +141,7 @@ def _automatic(session, hostname):
         sa.select(models.DeployableTaint)
         .join(models.Deployable).join(models.Device)
         .where(models.Device.hostname == hostname,
-               models.DeployableTaint.key == UNALLOCATED_KEY)))
+               models.DeployableTaint.key == taints.UNALLOCATED_KEY)))
 
 
 def reconcile(session, hostname, suspects, unknown=()):
@@ -171,7 +170,7 @@ def reconcile(session, hostname, suspects, unknown=()):
         taint_obj.remove(session, dep, taint)
     for (dep, function), holders in sorted(
             wanted.items(), key=lambda i: (i[0][0].id, i[0][1])):
-        if any(t.key == UNALLOCATED_KEY and t.function == function
+        if any(t.key == taints.UNALLOCATED_KEY and t.function == function
                for t in dep.taints):
             continue
         reason = ('instance %s holds no allocation in Placement; reserved '
@@ -180,7 +179,7 @@ def reconcile(session, hostname, suspects, unknown=()):
                       ', '.join(sorted({i for i, _ in holders})),
                       ', '.join(a for _, a in holders)))
         taint, _ = taint_obj.set_(
-            session, dep, UNALLOCATED_KEY, taints.NO_SCHEDULE,
+            session, dep, taints.UNALLOCATED_KEY, taints.NO_SCHEDULE,
             value=holders[0][0], reason=reason, set_by=SET_BY,
             function=function)
         tainted.append(taint_obj.payload(dep, taint))
@@ -200,8 +199,9 @@ def untaint_handle(session, handle):
     dep = handle.deployable
     function = function_of(handle)
     gone = [taint_obj.payload(dep, t) for t in dep.taints
-            if t.key == UNALLOCATED_KEY and t.function == function]
-    taint_obj.remove_key(session, dep, UNALLOCATED_KEY, function=function)
+            if t.key == taints.UNALLOCATED_KEY and t.function == function]
+    taint_obj.remove_key(session, dep, taints.UNALLOCATED_KEY,
+                         function=function)
     return gone
 
 
@@ -220,7 +220,7 @@ def announce(notifications, tainted, untainted):
             LOG.warning('Audit: %s deployable %s%s (%s): %s', event,
                         note['deployable_uuid'],
                         ' function %s' % note['function']
-                        if note['function'] else '', UNALLOCATED_KEY,
+                        if note['function'] else '', taints.UNALLOCATED_KEY,
                         note['reason'])
             if notifications is not None:
                 notifications.device_taint('accelerator.device.' + event,

@@ -118,7 +118,6 @@ class TestDevstackPlugin(devstack_harness.DevstackPluginTestCase):
                          self.value(cpu, 'DEFAULT', 'compute_driver'))
         self.assertEqual('120', self.value(cpu, 'DEFAULT',
                                            'arq_binding_timeout'))
-        # Off unless local.conf says NOVA_ACCEL_REPLACE_FAILED=True.
         self.assertEqual('False', self.value(cpu, 'nova_accel',
                                              'replace_failed'))
         for conf in (self.ini(self.nova_conf), cpu):

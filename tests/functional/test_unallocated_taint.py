@@ -25,6 +25,7 @@ on the other T4 instead of on a device the claim would refuse.
 
 from accel_backend.conductor import audit
 from accel_backend.conductor import orphan_taints
+from accel_common import taints
 from tests.functional import base
 
 
@@ -67,7 +68,7 @@ class UnallocatedTaintTest(base.AccelServersTestBase):
         (dep,) = [d for d in resp.json()['deployables']
                   if d['rp_uuid'] == orphan_rp]
         (taint,) = dep['taints']
-        self.assertEqual((orphan_taints.UNALLOCATED_KEY, 'NoSchedule',
+        self.assertEqual((taints.UNALLOCATED_KEY, 'NoSchedule',
                           orphan_taints.SET_BY),
                          (taint['key'], taint['effect'], taint['set_by']))
         self.assertIn(first['id'], taint['reason'])

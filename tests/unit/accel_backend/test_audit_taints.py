@@ -29,6 +29,7 @@ from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
 from accel_backend.objects import deployable as deployable_obj
 from accel_common import handle_states
+from accel_common import taints
 from tests.unit.accel_backend import audit_fixtures
 from tests.unit.accel_backend.audit_fixtures import AuditTestBase
 from tests.unit.accel_backend.audit_fixtures import Clock
@@ -116,7 +117,7 @@ class TestUnallocatedTaint(AuditTestBase):
         first = self.auditor.run()
         self.assertEqual([(instance, nova_orphans.NOT_CONFIRMED)],
                          [k[:2] for k in first.kept_instances])
-        self.assertEqual([(orphan_taints.UNALLOCATED_KEY, 'NoSchedule',
+        self.assertEqual([(taints.UNALLOCATED_KEY, 'NoSchedule',
                            orphan_taints.SET_BY, instance)],
                          self.taints(self.af))
         self.assertEqual(1, self.reserved(self.af))
@@ -132,7 +133,7 @@ class TestUnallocatedTaint(AuditTestBase):
         self.assertEqual(handle_states.DIRTY, self.handle(handle)[1])
         # Dirty: still reserved, by the cleaning now.
         self.assertEqual(1, self.reserved(self.af))
-        key = orphan_taints.UNALLOCATED_KEY
+        key = taints.UNALLOCATED_KEY
         self.assertEqual([('accelerator.device.taint', self.af, key),
                           ('accelerator.arq.delete.end', arq),
                           ('accelerator.device.untaint', self.af, key)],
