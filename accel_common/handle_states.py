@@ -125,6 +125,11 @@ CLAIMABLE_STATES = tuple(s for s in STATES
 #: States of a released handle not yet clean: reserved in Placement
 #: (``accel_backend.objects.deployable.reserved_units``).
 OUT_OF_SERVICE_STATES = (DIRTY, CLEANING, CLEAN_FAILED, QUARANTINED)
+#: States in which a handle outlives its device's disappearance from the
+#: host: held by an ARQ, or quarantined (a failed device that was used:
+#: kept, ``missing``, so that it is cleaned before it is offered again
+#: if it comes back; ``conductor.host_sync``).
+KEPT_STATES = IN_USE_STATES + (QUARANTINED,)
 #: States the cleaner has to finish (after a restart too).
 TO_CLEAN_STATES = tuple(s for s in STATES if START_CLEANING in
                         TRANSITIONS.get((s, CLEANING), ()))
@@ -190,6 +195,12 @@ def in_use(state):
     """Whether a handle in ``state`` is in use (bool): the one definition
     of the ``in_use`` column, Cyborg's flag."""
     return state in IN_USE_STATES
+
+
+def kept(state):
+    """Whether a handle in ``state`` keeps its vanished device's record
+    (bool): ``KEPT_STATES``."""
+    return state in KEPT_STATES
 
 
 def columns(target, reason=None):

@@ -11,7 +11,8 @@
 # under the License.
 
 """``accel-backend-manage device drain|undrain <host|deployable UUID>``:
-maintenance of a host or one device (issue 53 item 3).
+maintenance of a host or one device (issue 53 item 3); ``device forget
+<device UUID>``: the records of a failed device that is gone for good.
 
 ``drain`` taints every deployable of the host (or the one named)
 ``NoSchedule`` with the key ``accel.openstack.org/drain``
@@ -29,6 +30,14 @@ then written to Placement through the reporter's writer
 written the command says so and still succeeds: the taint holds for the
 binder, and the periodic report of the host writes Placement from the
 database.
+
+A device that vanished while in use, and whose handle was then
+quarantined (its guest got another device, or was deleted), is kept as
+``missing`` so that, should it come back, it is cleaned before it is
+offered again (``conductor.host_sync``).  ``forget`` deletes such a
+device's records when it will not come back (returned to its vendor):
+it refuses any device that is not ``missing`` or that an ARQ still
+holds.  The host's next discovery pass deletes its resource provider.
 """
 
 import sys
@@ -42,6 +51,7 @@ from accel_backend.db import api as db_api
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend.objects import deployable as deployable_obj
+from accel_backend.objects import device as device_obj
 from accel_backend.objects import taint as taint_obj
 from accel_common import handle_states
 from accel_common import taints
@@ -146,6 +156,34 @@ def _handle_text(info):
                     if not isinstance(kv[1], (list, dict)))
 
 
+def _forget(conf):
+    db = db_api.Database.from_conf(conf)
+    try:
+        def forget(session):
+            dev = device_obj.get(session, conf.category.device)
+            held = [h.uuid for dep in dev.deployables
+                    for h in dep.attach_handles
+                    if device_obj.handle_in_use(h)]
+            if dev.status != device_obj.MISSING or held:
+                raise exception.Conflict(
+                    detail='device %s on %s is %s%s; only a missing '
+                           'device that no ARQ holds is forgotten' % (
+                               dev.uuid, dev.hostname, dev.status,
+                               ', held by an ARQ' if held else ''))
+            session.delete(dev)
+            return dev.hostname, dev.address
+        try:
+            host, address = db.write(forget)
+        except (exception.NotFound, exception.Conflict) as e:
+            print(str(e), file=sys.stderr)
+            return 1
+    finally:
+        db.dispose()
+    print('Forgot device %s of %s; its resource provider goes at the '
+          "host's next discovery pass" % (address, host))
+    return 0
+
+
 def _drain(conf):
     return _change(conf, drain=True)
 
@@ -155,7 +193,7 @@ def _undrain(conf):
 
 
 def add_parser(subparsers):
-    """Add ``device drain`` and ``device undrain`` to
+    """Add ``device drain``, ``undrain`` and ``forget`` to
     ``accel-backend-manage`` (``cmd.manage.add_commands``)."""
     device = subparsers.add_parser('device', help='device maintenance')
     sub = device.add_subparsers(dest='action', required=True)
@@ -171,3 +209,8 @@ def add_parser(subparsers):
         'deployable)')
     undrain.add_argument('target', help='host name or deployable UUID')
     undrain.set_defaults(func=_undrain)
+    forget = sub.add_parser(
+        'forget', help='delete the records of a missing device that no '
+        'ARQ holds (a failed device gone for good)')
+    forget.add_argument('device', help='device UUID')
+    forget.set_defaults(func=_forget)

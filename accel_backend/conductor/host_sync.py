@@ -162,7 +162,9 @@ def _item_addresses(item):
 
 
 def _in_use(dep):
-    return any(device_obj.handle_in_use(h) for h in dep.attach_handles)
+    """Whether ``dep`` must outlive its disappearance: a handle held by
+    an ARQ, or quarantined (``handle_states.kept``)."""
+    return any(handle_states.kept(h.state) for h in dep.attach_handles)
 
 
 def _device_in_use(dev):
@@ -296,9 +298,9 @@ def _vanished_devices(session, hostname, devs):
     present = []
     for dev in devs:
         if _device_in_use(dev):
-            LOG.warning('Device %s on %s vanished but is in use; keeping '
-                        'it as missing until it is released', dev.address,
-                        hostname)
+            LOG.warning('Device %s on %s vanished but is in use or '
+                        'quarantined; keeping it as missing until it is '
+                        'released or comes back', dev.address, hostname)
             # A device an operator disabled stays disabled (and so
             # reserved) when it comes back.
             if dev.status == device_obj.ENABLED:

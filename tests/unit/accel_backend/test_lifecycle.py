@@ -229,15 +229,12 @@ class TestHealthAndRemoval(ServiceTestBase):
         self.assertEqual((0, 1), self.reserved(bad))
         self.assertEqual('enabled', self.device_view(svc, bad)['status'])
 
-    def test_removed_device_in_use_missing_then_removed(self):
+    def test_removed_device_in_use_missing_quarantined_and_back(self):
         svc = self.make_service()
         svc.discover_and_report()
         arq, _ = self.bind(svc, GPU)
-        consumer = uuidutils.generate_uuid()
-        self.raw.put('/allocations/%s' % consumer, {
-            'allocations': {rp_uuid(GPU): {'resources': {'PGPU': 1}}},
-            'project_id': 'p1', 'user_id': 'u1',
-            'consumer_generation': None})
+        saved = os.path.join(self.tmp, 'saved')
+        shutil.copytree(os.path.join(self.root, GPU), saved, symlinks=True)
         shutil.rmtree(os.path.join(self.root, GPU))
         del svc.placement.log[:]
         for _ in range(3):
@@ -247,22 +244,35 @@ class TestHealthAndRemoval(ServiceTestBase):
         # No delete attempts while the device is still ours.
         self.assertEqual([], [c for c in svc.placement.log
                               if c[0] == 'DELETE'])
-        # Released: the row goes; the provider still has the allocation.
+        # Released under the NoExecute taint of its absence: the handle
+        # is quarantined, and the device is kept missing and reserved
+        # (without it, the row went and the device came back as new,
+        # offered uncleaned).
         self.delete_arq(svc, arq)
-        svc.cleaner.clean_pending()  # reset of a vanished device fails
-        del svc.placement.log[:]
+        svc.cleaner.clean_pending()
         for _ in range(3):
             svc.discover_and_report()
-        self.call(svc, '/v2/devices/%s' % device_uuid(GPU), status=404)
-        self.assertTrue(self.rp_exists(rp_uuid(GPU)))
+        self.assertEqual('missing', self.device_view(svc, GPU)['status'])
+        self.assertEqual(['quarantined'],
+                         [s for s, _ in self.handle_states(svc, GPU)])
         self.assertEqual((1, 1), self.reserved(GPU))
-        deletes = [c for c in svc.placement.log if c[0] == 'DELETE']
-        self.assertEqual(1, len(deletes))  # one 409, no loop
-        self.assertEqual(1, self.logger.output.count(
-            'of a removed device still has allocations'))
-        self.raw.delete('/allocations/%s' % consumer)
+        self.assertEqual([], [c for c in svc.placement.log
+                              if c[0] == 'DELETE'])
+        # It comes back (a rescan): the fault's taint goes, the handle is
+        # cleaned (a reset) before the device is offered again.
+        shutil.copytree(saved, os.path.join(self.root, GPU), symlinks=True)
         svc.discover_and_report()
-        self.assertFalse(self.rp_exists(rp_uuid(GPU)))
+        self.assertEqual('dirty', self.device_view(svc, GPU)['status'])
+        self.assertEqual(['dirty'],
+                         [s for s, _ in self.handle_states(svc, GPU)])
+        self.assertEqual((1, 1), self.reserved(GPU))
+        svc.cleaner.clean_pending()
+        self.assertEqual('1', self.reset_file(GPU).strip())
+        svc.discover_and_report()
+        self.assertEqual(['available'],
+                         [s for s, _ in self.handle_states(svc, GPU)])
+        self.assertEqual('enabled', self.device_view(svc, GPU)['status'])
+        self.assertEqual((0, 1), self.reserved(GPU))
 
 
 class TestPlacementCalls(ServiceTestBase):
