@@ -33,13 +33,14 @@ from tests.nested.cloud_base import _edus
 from tests.nested.cloud_base import EDU
 from tests.nested.cloud_base import RealGuestTestBase
 from tests.nested import demo_run
+from tests.nested.failed_device_steps import FailedDeviceSteps
 from tools.aio import devices
 from tools.aio import l1_restart
 from tools.aio import nested
 from tools.nested import node
 
 
-class TestARealGuest(RealGuestTestBase):
+class TestARealGuest(RealGuestTestBase, FailedDeviceSteps):
 
     # -- scenarios ---------------------------------------------------------
 
@@ -48,6 +49,9 @@ class TestARealGuest(RealGuestTestBase):
         # TCG inside TCG.
         server, arq, address, rp, out = self._boot_with_a_device()
         self._hot_add_and_remove(server)
+        self._drain_keeps_the_guest(server, arq, address, rp)
+        arq, address, rp, out = self._fail_and_replace(
+            server, arq, address, rp, self.console(server, bool))
         self._restart_compute(server, arq, address)
         self._stop_remove_rescan_start(server, arq, address, rp, out)
         self._delete_and_offer_again(server, address, rp)

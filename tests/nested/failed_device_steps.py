@@ -1,0 +1,155 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Steps of the real guest's life cycle (``test_cloud``) about devices
+that need service or fail (issue 53): a drained device stays under its
+guest; a device that L1's kernel loses under the running guest (a
+surprise removal through sysfs) is replaced by another while the guest
+runs, with ``[nova_accel] replace_failed`` on in L1's nova-compute
+(``tools.aio.nested.nova_conf``), and quarantined until it comes back.
+They reuse the guest the life cycle boots: a guest costs minutes."""
+
+import time
+
+import sqlalchemy as sa
+import testtools
+from testtools import content
+
+from accel_backend.conductor import health_taints
+from accel_backend.db import models
+from accel_common import taints
+from tests.nested.cloud_base import _edus
+from tools.aio import nested
+
+#: The accelerator microversion of the taints API.
+TAINTS = {'OpenStack-API-Version': 'accelerator 2.5'}
+
+
+class FailedDeviceSteps(testtools.TestCase):
+    """Mixed into ``cloud_base.RealGuestTestBase``'s scenarios (its
+    helpers: ``api``, ``arqs``, ``console``, ``sess``...)."""
+
+    def deployable_of(self, rp):
+        deps = self.api('GET', 'accel', '/v2/deployables',
+                        headers=TAINTS)['deployables']
+        return next(d for d in deps if d['rp_uuid'] == rp)
+
+    def reserved(self, rp, rc='CUSTOM_EDU'):
+        inventory = self.api('GET', 'placement', '/resource_providers/%s/'
+                             'inventories' % rp)['inventories'][rc]
+        return inventory['reserved'], inventory['total']
+
+    def handle_states(self, address):
+        """The states of the attach handles of L1's device at
+        ``address``, read from accel_backend's database (the API shows
+        none)."""
+        engine = sa.create_engine(self.cloud.layout.db_url('accel_backend'))
+        try:
+            with engine.connect() as conn:
+                return sorted(conn.scalars(
+                    sa.select(models.AttachHandle.state)
+                    .join(models.Deployable,
+                          models.AttachHandle.deployable_id ==
+                          models.Deployable.id)
+                    .join(models.Device,
+                          models.Deployable.device_id == models.Device.id)
+                    .where(models.Device.hostname == nested.L1_HOST,
+                           models.Device.address == address)))
+        finally:
+            engine.dispose()
+
+    def _drain_keeps_the_guest(self, server, arq, address, rp):
+        """An operator drains the guest's device (``NoSchedule``): the
+        guest keeps it and Placement reserves it, so that no new boot
+        gets it once the guest lets go; untainted, it is not reserved
+        any more."""
+        dep = self.deployable_of(rp)
+        taint = self.api('POST', 'accel', '/v2/deployables/%s/taints' % (
+            dep['uuid']), {'key': 'maintenance', 'effect': 'NoSchedule',
+                           'reason': 'fan noise'}, headers=TAINTS)
+        self.assertEqual((1, 1), self.reserved(rp))
+        self.assertEqual([(arq['uuid'], 'Bound', rp)], [
+            (a['uuid'], a['state'], a['device_rp_uuid'])
+            for a in self.arqs(server)])
+        self.assertEqual('vfio-pci',
+                         nested.device_state(self.sess, address)['driver'])
+        self.assertEqual(['maintenance'], [
+            t['key'] for t in self.deployable_of(rp)['taints']])
+        self.api('DELETE', 'accel', '/v2/deployables/%s/taints/%s' % (
+            dep['uuid'], taint['uuid']), headers=TAINTS)
+        self.assertEqual((0, 1), self.reserved(rp))
+
+    def _fail_and_replace(self, server, arq, address, rp, out):
+        """L1's kernel removes the guest's function while the guest runs
+        (``remove`` in sysfs: QEMU gives the function up, the guest sees
+        it leave).  The agent finds it gone while in use (``missing``,
+        tainted ``NoExecute``); L1's nova-compute replaces it: the same
+        ARQ is Bound to another function, which the guest lists.  The
+        failed one is quarantined, reserved; a rescan brings it back,
+        cleaned and offered again.
+
+        :returns: ``(arq, address, rp, console)`` of the replacement.
+        """
+        changes = out.count('guest: PCI functions changed')
+        started = time.monotonic()
+        # The write blocks until QEMU has released the function: in the
+        # background, as a surprise removal does not wait for anyone.
+        self.sess.sh("setsid sh -c 'echo 1 > /sys/bus/pci/devices/%s/"
+                     "remove' </dev/null >/dev/null 2>&1 &" % address)
+
+        def replaced():
+            (now,) = self.arqs(server)
+            return (now['state'] == 'Bound' and
+                    now['device_rp_uuid'] != rp) and now
+        self._until(replaced, 'the failed device was not replaced')
+        new = replaced()
+        rebound_s = time.monotonic() - started
+        self.assertEqual(arq['uuid'], new['uuid'])
+        info = new['attach_handle_info']
+        new_address = '%s:%s:%s.%s' % (info['domain'], info['bus'],
+                                       info['device'], info['function'])
+        # The guest saw one function leave and one arrive.
+        out = self.console(server, lambda text: text.count(
+            'guest: PCI functions changed') >= changes + 2 and
+            _edus(text) == 1, timeout=300)
+        listed_s = time.monotonic() - started
+        self.assertEqual(1, _edus(out), out[-2000:])
+        self.addDetail('replacement', content.text_content(
+            'ARQ rebound %.1f s, listed by the guest %.1f s after the '
+            'removal' % (rebound_s, listed_s)))
+        _, xml = self.sess.sh('virsh -c qemu:///system dumpxml %s' % (
+            server['OS-EXT-SRV-ATTR:instance_name']))
+        self.assertIn("<address domain='0x%s' bus='0x%s' slot='0x%s' "
+                      "function='0x%s'/>" % (info['domain'], info['bus'],
+                                             info['device'],
+                                             info['function']), xml)
+        self.assertEqual('vfio-pci', nested.device_state(
+            self.sess, new_address)['driver'])
+        actions = self.nova('GET', '/servers/%s/os-instance-actions' % (
+            server['id']))['instanceActions']
+        self.assertIn('accelerator-replace',
+                      [a['action'] for a in actions])
+        # The failed one: missing, tainted NoExecute, quarantined and
+        # reserved in Placement.
+        self.assertEqual('missing', self.device_status(address))
+        self.assertIn((health_taints.HEALTH_KEY, taints.NO_EXECUTE), [
+            (t['key'], t['effect'])
+            for t in self.deployable_of(rp)['taints']])
+        self.assertEqual(['quarantined'], self.handle_states(address))
+        self.assertEqual((1, 1), self.reserved(rp))
+        # Back on a rescan: cleaned, then offered again.
+        self.sess.sh('echo 1 > /sys/bus/pci/rescan')
+        self._until(lambda: self.handle_states(address) == [
+            'available'] and self.reserved(rp) == (0, 1),
+                    'the failed device is not offered again')
+        self.assertEqual('enabled', self.device_status(address))
+        return new, new_address, new['device_rp_uuid'], out
