@@ -148,8 +148,10 @@ class FailedDeviceSteps(testtools.TestCase):
         self.assertEqual((1, 1), self.reserved(rp))
         # Back on a rescan: cleaned, then offered again.
         self.sess.sh('echo 1 > /sys/bus/pci/rescan')
-        self._until(lambda: self.handle_states(address) == [
-            'available'] and self.reserved(rp) == (0, 1),
-                    'the failed device is not offered again')
+
+        def offered():
+            return (self.handle_states(address) == ['available'] and
+                    self.reserved(rp) == (0, 1))
+        self._until(offered, 'the failed device is not offered again')
         self.assertEqual('enabled', self.device_status(address))
         return new, new_address, new['device_rp_uuid'], out
