@@ -67,26 +67,41 @@ class FailedDeviceSteps(testtools.TestCase):
         finally:
             engine.dispose()
 
+    def _drain(self, address):
+        """Taint L1's device at ``address`` ``NoSchedule`` as an operator
+        drains it: Placement reserves it at once.
+
+        :returns: ``(deployable UUID, taint UUID, provider UUID)``.
+        """
+        rp = self.provider_of(address)
+        dep = self.deployable_of(rp)['uuid']
+        taint = self.api('POST', 'accel', '/v2/deployables/%s/taints' % dep,
+                         {'key': 'maintenance', 'effect': 'NoSchedule',
+                          'reason': 'fan noise'}, headers=TAINTS)
+        self.assertEqual((1, 1), self.reserved(rp))
+        self.assertEqual(['maintenance'], [
+            t['key'] for t in self.deployable_of(rp)['taints']])
+        return dep, taint['uuid'], rp
+
+    def _undrain(self, dep, taint, rp):
+        """Remove the drain taint: the device is not reserved any more."""
+        self.api('DELETE', 'accel', '/v2/deployables/%s/taints/%s' % (
+            dep, taint), headers=TAINTS)
+        self.assertEqual([], self.deployable_of(rp)['taints'])
+        self.assertEqual((0, 1), self.reserved(rp))
+
     def _drain_keeps_the_guest(self, server, arq, address, rp):
         """An operator drains the guest's device (``NoSchedule``): the
         guest keeps it and Placement reserves it, so that no new boot
         gets it once the guest lets go; untainted, it is not reserved
         any more."""
-        dep = self.deployable_of(rp)
-        taint = self.api('POST', 'accel', '/v2/deployables/%s/taints' % (
-            dep['uuid']), {'key': 'maintenance', 'effect': 'NoSchedule',
-                           'reason': 'fan noise'}, headers=TAINTS)
-        self.assertEqual((1, 1), self.reserved(rp))
+        drained = self._drain(address)
         self.assertEqual([(arq['uuid'], 'Bound', rp)], [
             (a['uuid'], a['state'], a['device_rp_uuid'])
             for a in self.arqs(server)])
         self.assertEqual('vfio-pci',
                          nested.device_state(self.sess, address)['driver'])
-        self.assertEqual(['maintenance'], [
-            t['key'] for t in self.deployable_of(rp)['taints']])
-        self.api('DELETE', 'accel', '/v2/deployables/%s/taints/%s' % (
-            dep['uuid'], taint['uuid']), headers=TAINTS)
-        self.assertEqual((0, 1), self.reserved(rp))
+        self._undrain(*drained)
 
     def _fail_and_replace(self, server, arq, address, rp, out):
         """L1's kernel removes the guest's function while the guest runs

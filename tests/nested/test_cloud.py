@@ -47,7 +47,13 @@ class TestARealGuest(RealGuestTestBase, FailedDeviceSteps):
     def test_boot_use_hotplug_delete_and_offer_again(self):
         # One guest for the whole life cycle: each boot costs minutes of
         # TCG inside TCG.
+        # L1's bridged function drained: the boot lands on the other
+        # function of the group asked for (node 1's); undrained, the
+        # bridged one serves the hot-add.
+        drained = self._drain(node.Layout.BRIDGED_EDUS[0])
         server, arq, address, rp, out = self._boot_with_a_device()
+        self.assertEqual(node.Layout.NUMA1_EDU, address)
+        self._undrain(*drained)
         self._hot_add_and_remove(server)
         self._drain_keeps_the_guest(server, arq, address, rp)
         arq, address, rp, out = self._fail_and_replace(

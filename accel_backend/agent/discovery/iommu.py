@@ -33,9 +33,11 @@ applies:
   assigned at all: it is reported unhealthy (its inventory is reserved,
   so Placement never offers it) with a reason that says which function
   blocks it;
-* two devices of one group cannot go to two guests: only the first (by
-  PCI address) is reported, the others are withheld with a warning
-  (``exclusive()``).
+* two devices of one group cannot go to two guests: only one is
+  reported, the others are withheld with a warning (``exclusive()``):
+  the one a guest holds now (on a ``vfio`` driver), else the first by
+  PCI address, so that a sibling that comes back (a rescan after a
+  surprise removal) never displaces the device under a guest.
 
 The members of a group are the functions of the scan whose
 ``iommu_group`` link names the same group: every PCI function of the host
@@ -139,14 +141,19 @@ def exclusive(deployables):
     and whose ``std_board_info`` names an IOMMU group are grouped; in a
     group with several devices, the lowest address is kept and the
     others are withheld with a warning (they would otherwise be sold to
-    two guests, and the second assignment would fail).  Mediated devices
+    two guests, and the second assignment would fail); a device on a
+    ``vfio`` driver (a guest holds it) is kept before the lowest address,
+    so a sibling that comes back does not make it vanish from under its
+    guest.  Mediated devices
     and functions without an IOMMU group pass unchanged.
 
     :param deployables: list of ``drivers.DiscoveredDeployable``.
     :returns: the kept deployables, in their order.
     """
     first = {}
-    for dep in sorted(deployables, key=lambda d: d.address):
+    for dep in sorted(deployables, key=lambda d: (
+            not str(d.std_board_info.get('driver') or '').startswith(
+                'vfio'), d.address)):
         group = _group_of(dep)
         if group is not None:
             first.setdefault(group, dep.address)

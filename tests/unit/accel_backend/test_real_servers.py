@@ -156,6 +156,16 @@ class TestTwoGPUsBehindOneSwitch(RealServerTest):
         svc.discover_and_report()
         self.assertEqual([], self.writes(svc))
 
+    def test_the_device_a_guest_holds_stays_reported(self):
+        # 0000:19:00.0 on no driver (back from a surprise removal) while a
+        # guest holds its group sibling 0000:1a:00.0 (on vfio-pci): the
+        # device under the guest stays the group's reported one, not the
+        # lowest address.
+        os.remove(os.path.join(self.root, '0000:19:00.0', 'driver'))
+        self.report()
+        self.assertEqual(['0000:1a:00.0', '0000:af:00.0'],
+                         sorted(self.providers()))
+
 
 class TestQATVirtualFunctions(RealServerTest):
 
