@@ -139,8 +139,14 @@ class TestRelease(fx.BinderTestBase):
         self.assertEqual('Bound', self.state(arq))
         with self.db.transaction() as session:
             arq_obj.unbind(arq_obj.get(session, arq))
+        # Released under the NoExecute taint of its absence: quarantined,
+        # and kept missing so that it is cleaned if it comes back.
         with self.db.transaction() as session:
-            self.assertEqual([], host_sync.sync(session, fx.HOST, []))
+            deps = host_sync.sync(session, fx.HOST, [])
+            self.assertEqual([self.af], [d.rp_uuid for d in deps])
+            self.assertEqual('missing', deps[0].device.status)
+            self.assertEqual(['quarantined'], [
+                h.state for h in deps[0].attach_handles])
 
 
 class TestSubmitAndResume(fx.BinderTestBase):
