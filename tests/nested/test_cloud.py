@@ -46,7 +46,9 @@ class TestARealGuest(RealGuestTestBase, FailedDeviceSteps):
 
     def test_boot_use_hotplug_delete_and_offer_again(self):
         # One guest for the whole life cycle: each boot costs minutes of
-        # TCG inside TCG.
+        # TCG inside TCG.  A drained device sends the boot elsewhere and
+        # keeps its guest; the guest's device removed by L1's kernel is
+        # replaced under the running guest (failed_device_steps).
         # L1's bridged function drained: the boot lands on the other
         # function of the group asked for (node 1's); undrained, the
         # bridged one serves the hot-add.
