@@ -17,6 +17,7 @@ import os
 
 import fixtures
 
+from accel_backend.cmd import manage
 from accel_backend import conf as accel_conf
 
 FIXTURES = os.path.abspath(os.path.join(
@@ -85,3 +86,22 @@ def make_conf(test, sysfs_root=TWO_GPUS, specs=(T4_SPEC,), **groups):
     with open(path, 'w') as f:
         f.write('\n'.join(lines) + '\n')
     return accel_conf.new_conf(config_files=[path])
+
+
+def run_manage(test, config_file, argv):
+    """Run ``accel-backend-manage`` (``cmd.manage.main``) in-process with
+    ``config_file``, its standard streams captured.
+
+    :param test: the ``testtools.TestCase`` (for its fixtures).
+    :param argv: the arguments after ``--config-file`` (list of str).
+    :returns: ``(exit status, stdout, stderr)``.
+    """
+    out = test.useFixture(fixtures.StringStream('stdout'))
+    err = test.useFixture(fixtures.StringStream('stderr'))
+    test.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+    test.useFixture(fixtures.MonkeyPatch('sys.stderr', err.stream))
+    code = manage.main(['--config-file', config_file] + list(argv))
+    out.stream.flush()
+    err.stream.flush()
+    return (code, out.getDetails()['stdout'].as_text(),
+            err.getDetails()['stderr'].as_text())

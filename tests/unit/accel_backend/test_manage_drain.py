@@ -14,12 +14,10 @@
 through ``cmd.manage.main``, on the database and the real Placement
 (openstack-placement's fixture) of a discovered two-GPU host."""
 
-import fixtures
 from oslo_utils import uuidutils
 import testtools
 
 from accel_backend.agent.placement import client as pclient
-from accel_backend.cmd import manage
 from accel_backend.common import ids
 from accel_backend.db import models
 from accel_backend.objects import arq as arq_obj
@@ -60,16 +58,8 @@ class DrainTest(testtools.TestCase):
 
     def manage(self, *argv):
         """``(exit status, stdout, stderr)`` of the command."""
-        out = self.useFixture(fixtures.StringStream('stdout'))
-        err = self.useFixture(fixtures.StringStream('stderr'))
-        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
-        self.useFixture(fixtures.MonkeyPatch('sys.stderr', err.stream))
-        code = manage.main(['--config-file', self.conf.config_file[0],
-                            'device'] + list(argv))
-        out.stream.flush()
-        err.stream.flush()
-        return (code, out.getDetails()['stdout'].as_text(),
-                err.getDetails()['stderr'].as_text())
+        return base.run_manage(self, self.conf.config_file[0],
+                               ['device'] + list(argv))
 
     def reserved(self, address):
         inv = self.raw.get('/resource_providers/%s/inventories' %

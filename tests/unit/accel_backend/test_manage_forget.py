@@ -19,10 +19,9 @@ Placement (openstack-placement's fixture) at the next pass."""
 import os
 import shutil
 
-import fixtures
 from oslo_utils import uuidutils
 
-from accel_backend.cmd import manage
+from tests.unit.accel_backend import base
 from tests.unit.accel_backend import test_lifecycle
 
 GPU = test_lifecycle.GPU
@@ -33,16 +32,8 @@ class ForgetTest(test_lifecycle.ServiceTestBase):
 
     def manage(self, *argv):
         """``(exit status, stdout, stderr)`` of the command."""
-        out = self.useFixture(fixtures.StringStream('stdout'))
-        err = self.useFixture(fixtures.StringStream('stderr'))
-        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
-        self.useFixture(fixtures.MonkeyPatch('sys.stderr', err.stream))
-        code = manage.main(['--config-file', self.conf.config_file[0],
-                            'device', 'forget'] + list(argv))
-        out.stream.flush()
-        err.stream.flush()
-        return (code, out.getDetails()['stdout'].as_text(),
-                err.getDetails()['stderr'].as_text())
+        return base.run_manage(self, self.conf.config_file[0],
+                               ['device', 'forget'] + list(argv))
 
     def passes(self, svc, n=2):
         for _ in range(n):
