@@ -18,8 +18,12 @@ handles and attributes of one host in the caller's transaction.  Every
 UUID is derived from (host, PCI address, ...) with
 ``common.ids.stable_uuid``, so rows and resource providers keep their
 identity across restarts and re-discovery.  A device or deployable
-that vanished while one of its attach handles is in use is kept (the
-device as ``missing``) until it is released.
+that vanished while one of its attach handles is in use, or
+quarantined (released under a ``NoExecute`` taint: a failed device a
+guest used), is kept (the device as ``missing``): until it is released,
+or, quarantined, until it comes back (then cleaned before it is offered
+again) or an operator forgets it (``accel-backend-manage device
+forget``).
 """
 
 from oslo_log import log as logging
@@ -175,10 +179,10 @@ _handle_key = pool_members.handle_key
 
 
 def _units(dev):
-    """``{PCI address: in use}`` of the functions behind ``dev``: the
+    """``{PCI address: kept}`` of the functions behind ``dev``: the
     device itself, or each member of a pool device
     (``common.pooling``), so that the mass-removal guard counts
-    functions."""
+    functions (one held or quarantined is kept, not removed)."""
     members = (dev.std_board_info or {}).get('members')
     if members is None:
         used = _device_in_use(dev)
@@ -187,7 +191,7 @@ def _units(dev):
                 [dev.address]}
     used = {_handle_key(h.attach_type, h.attach_info)
             for dep in dev.deployables for h in dep.attach_handles
-            if device_obj.handle_in_use(h)}
+            if handle_states.kept(h.state)}
     return {address: _handle_key(*m['handle']) in used
             for address, m in members.items()}
 
