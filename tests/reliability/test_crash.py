@@ -118,6 +118,18 @@ class CrashTestBase(testtools.TestCase):
             raise
         return {rp['uuid'] for rp in rps}
 
+    def reported_with_a_profile(self, accel):
+        """Wait until the ``gpus`` GPUs are stored and reported to
+        Placement, then create the device profile ``a100`` (one
+        ``PGPU``); returns the deployables (list of dicts)."""
+        deps = accel.wait_for_devices(self.gpus, timeout=60)
+        wait_for('first report', lambda: len(self.complete_providers()) ==
+                 self.gpus, 60, interval=0.5, log=accel.log_text)
+        accel.request('POST', '/v2/device_profiles', [
+            {'name': 'a100', 'groups': [{'resources:PGPU': '1'}]}],
+            expect=(201,))
+        return deps
+
     def assert_placement_matches_db(self):
         deps = self.accel.request('GET', '/v2/deployables')['deployables']
         self.assertEqual(self.gpus, len(deps))
@@ -204,12 +216,7 @@ class TestKillWhileBinding(CrashTestBase):
         :returns: ``(arqs, wanted)``: the ARQ UUIDs in order, and
             ``{arq: (rp uuid, instance uuid)}``.
         """
-        deps = accel.wait_for_devices(GPUS, timeout=60)
-        wait_for('first report', lambda: len(self.complete_providers()) ==
-                 GPUS, 60, interval=0.5, log=accel.log_text)
-        accel.request('POST', '/v2/device_profiles', [
-            {'name': 'a100', 'groups': [{'resources:PGPU': '1'}]}],
-            expect=(201,))
+        deps = self.reported_with_a_profile(accel)
         arqs = [accel.request('POST', '/v2/accelerator_requests',
                               {'device_profile_name': 'a100'},
                               expect=(201,))['arqs'][0]['uuid']

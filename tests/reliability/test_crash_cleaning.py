@@ -88,12 +88,7 @@ class TestKillWhileCleaning(CrashTestBase):
             'methods': 'nvidia_gpu:command,generic_pci:command',
             'command': self.script + ' {address}',
             'poll_interval': 1})
-        deps = accel.wait_for_devices(self.gpus, timeout=60)
-        wait_for('first report', lambda: len(self.complete_providers()) ==
-                 self.gpus, 60, interval=0.5, log=accel.log_text)
-        accel.request('POST', '/v2/device_profiles', [
-            {'name': 'a100', 'groups': [{'resources:PGPU': '1'}]}],
-            expect=(201,))
+        deps = self.reported_with_a_profile(accel)
         arqs = []
         for dep in deps:
             arq = accel.request('POST', '/v2/accelerator_requests',

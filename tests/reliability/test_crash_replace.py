@@ -77,23 +77,9 @@ class TestKillWhileReplacing(test_crash.CrashTestBase):
         rabbit = self.useFixture(rabbitmq.RabbitMQServer())
         accel = self.start_accel(binding={'workers': 4, 'mode': 'agents'},
                                  DEFAULT={'transport_url': rabbit.url})
-        deps = accel.wait_for_devices(GPUS, timeout=60)
-        wait_for('first report', lambda: len(self.complete_providers()) ==
-                 GPUS, 60, interval=0.5, log=accel.log_text)
-        accel.request('POST', '/v2/device_profiles', [
-            {'name': 'a100', 'groups': [{'resources:PGPU': '1'}]}],
-            expect=(201,))
+        deps = self.reported_with_a_profile(accel)
         old, new = deps[:SERVERS], deps[SERVERS:2 * SERVERS]
-        servers = {}
-        for dep in old:
-            arq = accel.request('POST', '/v2/accelerator_requests',
-                                {'device_profile_name': 'a100'},
-                                expect=(201,))['arqs'][0]['uuid']
-            servers[arq] = str(uuid.uuid4())
-            _patch_bind(accel, arq, dep['rp_uuid'], servers[arq])
-        wait_for('first binds', lambda: self.states(accel) == {
-            'Bound': SERVERS} and not accel.pending_events(), 60,
-            log=accel.log_text)
+        servers = self._servers_on(accel, old)
         # The servers' GPUs fail.
         for dep in old:
             accel.request('POST', '/v2/deployables/%s/taints' % dep['uuid'],
@@ -101,9 +87,52 @@ class TestKillWhileReplacing(test_crash.CrashTestBase):
                            'reason': 'fell off the bus'},
                           expect=(201,), headers=TAINTS)
         wanted = {arq: dep['rp_uuid'] for arq, dep in zip(servers, new)}
+        sent, at_kill = self._replace_and_kill(accel, wanted, servers)
 
-        # nova-compute replaces them one after the other (unbind, bind);
-        # the process is killed while it does.
+        self.nova.delay = 0.0
+        t0 = time.monotonic()
+        accel.start()
+        retried = self._next_look(accel, wanted, servers)
+
+        def recovered():
+            views = accel.request('GET', '/v2/accelerator_requests')['arqs']
+            return (all(v['state'] == 'Bound' and
+                        v['device_rp_uuid'] == wanted[v['uuid']]
+                        for v in views) and not accel.pending_events())
+        wait_for('recovery', recovered, 60, log=accel.all_logs)
+        recovery = time.monotonic() - t0
+
+        self._check_replaced(accel, wanted, servers, old)
+        self.figures = {'servers': SERVERS, 'states_at_kill': at_kill,
+                        'replacements_sent_before_kill': sent,
+                        'rebinds_retried': retried,
+                        'recovery_s': round(recovery, 2)}
+        self.addDetail('figures', content.json_content(self.figures))
+        test_crash.record_result('kill_while_replacing', self.figures)
+
+    def _servers_on(self, accel, deps):
+        """One Bound ARQ per deployable of ``deps``, each for a server of
+        its own; returns ``{arq: instance}``."""
+        servers = {}
+        for dep in deps:
+            arq = accel.request('POST', '/v2/accelerator_requests',
+                                {'device_profile_name': 'a100'},
+                                expect=(201,))['arqs'][0]['uuid']
+            servers[arq] = str(uuid.uuid4())
+            _patch_bind(accel, arq, dep['rp_uuid'], servers[arq])
+        wait_for('first binds', lambda: self.states(accel) == {
+            'Bound': len(deps)} and not accel.pending_events(), 60,
+            log=accel.log_text)
+        return servers
+
+    def _replace_and_kill(self, accel, wanted, servers):
+        """Replace each ARQ's device (unbind, bind to ``wanted``) as
+        nova-compute does, one after the other, with Nova answering
+        events after a second; kill the process under it.
+
+        :returns: ``(replacements sent before the kill, {state: count}
+            at the kill)``.
+        """
         self.nova.delay = 1.0
         sent = []
 
@@ -121,13 +150,13 @@ class TestKillWhileReplacing(test_crash.CrashTestBase):
                  60, interval=0.05, log=accel.log_text)
         accel.kill()
         thread.join(60)
-        at_kill = self.states(accel)
+        return len(sent), self.states(accel)
 
-        self.nova.delay = 0.0
-        t0 = time.monotonic()
-        accel.start()
-        # The compute side's next look: the rebind step again, for what
-        # is neither Bound nor binding on its new device.
+    @staticmethod
+    def _next_look(accel, wanted, servers):
+        """The compute side's next look, as the replacement's rebind
+        step does it: bind again each ARQ that is neither Bound nor
+        binding on its new device; returns how many."""
         retried = 0
         for arq, rp in wanted.items():
             view = accel.request('GET', '/v2/accelerator_requests/%s' % arq)
@@ -138,19 +167,15 @@ class TestKillWhileReplacing(test_crash.CrashTestBase):
                 _patch_unbind(accel, arq)
             _patch_bind(accel, arq, rp, servers[arq])
             retried += 1
+        return retried
 
-        def recovered():
-            views = accel.request('GET', '/v2/accelerator_requests')['arqs']
-            return (all(v['state'] == 'Bound' and
-                        v['device_rp_uuid'] == wanted[v['uuid']]
-                        for v in views) and not accel.pending_events())
-        wait_for('recovery', recovered, 60, log=accel.all_logs)
-        recovery = time.monotonic() - t0
-
+    def _check_replaced(self, accel, wanted, servers, old):
+        """Each ARQ Bound on its new GPU with a handle of its own and a
+        rebind event; the failed GPUs quarantined and reserved."""
         views = {a['uuid']: a for a in accel.request(
             'GET', '/v2/accelerator_requests')['arqs']}
-        self.assertEqual(SERVERS, len({v['attach_handle_uuid']
-                                       for v in views.values()}))
+        self.assertEqual(len(wanted), len({v['attach_handle_uuid']
+                                           for v in views.values()}))
         events = self.nova.events_by_tag()
         for arq in wanted:
             self.assertEqual(servers[arq], views[arq]['instance_uuid'])
@@ -158,23 +183,16 @@ class TestKillWhileReplacing(test_crash.CrashTestBase):
             self.assertGreaterEqual(events[arq].count('completed'), 2,
                                     events[arq])
         self.assertEqual([], accel.consistency_problems())
-        # The failed GPUs: quarantined, reserved, never offered as is.
         with accel.db() as conn:
             states = conn.execute(
                 'SELECT h.state FROM attach_handles h JOIN deployables d '
                 'ON h.deployable_id = d.id WHERE d.rp_uuid IN (%s)' % (
-                    ','.join('?' * SERVERS)),
+                    ','.join('?' * len(old))),
                 [d['rp_uuid'] for d in old]).fetchall()
-        self.assertEqual(['quarantined'] * SERVERS, [s for s, in states])
+        self.assertEqual(['quarantined'] * len(old), [s for s, in states])
         view = self.placement_view()
-        self.assertEqual([1] * SERVERS, [
+        self.assertEqual([1] * len(old), [
             view[d['rp_uuid']][1]['PGPU']['reserved'] for d in old])
-        self.figures = {'servers': SERVERS, 'states_at_kill': at_kill,
-                        'replacements_sent_before_kill': len(sent),
-                        'rebinds_retried': retried,
-                        'recovery_s': round(recovery, 2)}
-        self.addDetail('figures', content.json_content(self.figures))
-        test_crash.record_result('kill_while_replacing', self.figures)
 
     @staticmethod
     def states(accel):
