@@ -112,6 +112,9 @@ class Service:
             raise ValueError('role must be one of %s' % (ROLES,))
         self.conf = conf
         self.role = role
+        # Read now: a key no toleration may name refuses the start
+        # (``conf.taints.TolerableKeys``), not the first taint.
+        self.tolerable = tuple(conf.taints.tolerable_keys)
         self.db = None
         self.direct_db = direct_db
         if role != AGENT or direct_db:
@@ -131,6 +134,7 @@ class Service:
             self.placement, provider_records.compute_rp_names(conf),
             reserved_for=self._reserved_for,
             reserved_for_many=self._reserved_for_many,
+            traits_for=self._traits_for if self.db is not None else None,
             max_removal_share=conf.discovery.max_removal_share,
             checkpoint=(os.path.join(conf.state_path,
                                      provider_tree.CHECKPOINT)
@@ -289,11 +293,18 @@ class Service:
         if self.db is None:
             return self.store.reserved_units(rp_uuid)
         with self.db.transaction() as session:
-            return deployable_obj.reserved_units_of_rp(session, rp_uuid)
+            return deployable_obj.reserved_units_of_rp(
+                session, rp_uuid, self.tolerable)
 
     def _reserved_for_many(self, rp_uuids):   # an API's releases
         with self.db.transaction() as session:
-            return deployable_obj.reserved_units_of_rps(session, rp_uuids)
+            return deployable_obj.reserved_units_of_rps(
+                session, rp_uuids, self.tolerable)
+
+    def _traits_for(self, rp_uuid):   # a taint set or removed (the API)
+        with self.db.transaction() as session:
+            return deployable_obj.provider_traits_of_rp(
+                session, rp_uuid, self.tolerable)
 
     def start(self):
         """Serve the metrics when enabled; resume half-done binding and

@@ -20,7 +20,9 @@ dict whose keys are
   digits (Cyborg stores strings; an int is taken too).  1024 bounds what
   one profile can make accel_backend create: one ARQ per unit;
 * ``trait:<TRAIT>``: ``required`` or ``forbidden``;
-* ``accel:<key>``: Cyborg-only properties, any value, ignored by Nova.
+* ``accel:<key>``: Cyborg-only properties, any value, ignored by Nova;
+  but ``accel:tolerations`` must list taint keys as
+  ``accel_common.tolerations`` says.
 
 Resource classes and traits are standard (os-resource-classes, os-traits)
 or ``CUSTOM_[A-Z0-9_]+`` of at most 255 characters, as Placement takes
@@ -36,6 +38,8 @@ import re
 
 import os_resource_classes as orc
 import os_traits
+
+from accel_common import tolerations
 
 RESOURCES_PREFIX = 'resources:'
 TRAIT_PREFIX = 'trait:'
@@ -149,6 +153,11 @@ def parse_group(group, index=0):
             else:
                 raise invalid('%s must be required or forbidden, not %r'
                               % (key, value))
+        elif key == tolerations.GROUP_KEY:
+            try:
+                tolerations.parse(group)
+            except tolerations.InvalidTolerations as e:
+                raise invalid(str(e))
     if not resources:
         raise InvalidGroup(index,
                            'group %d asks for no resources:<RC>' % index)

@@ -95,18 +95,29 @@ def _in_use(session, deps):
 
 
 def _write_placement(conf, db, rp_uuids):
-    """Write the reserved units of ``rp_uuids`` now; False (and a line on
-    stderr) when Placement could not be written."""
+    """Write the traits and reserved units of ``rp_uuids`` now (a drain
+    of a tolerable key is a trait, ``accel_common.tolerations``); False
+    (and a line on stderr) when Placement could not be written."""
+    tolerable = conf.taints.tolerable_keys
+
     def reserved_for(rp_uuid):
         with db.transaction() as session:
-            return deployable_obj.reserved_units_of_rp(session, rp_uuid)
+            return deployable_obj.reserved_units_of_rp(session, rp_uuid,
+                                                       tolerable)
+
+    def traits_for(rp_uuid):
+        with db.transaction() as session:
+            return deployable_obj.provider_traits_of_rp(session, rp_uuid,
+                                                        tolerable)
     try:
         client = pclient.PlacementClient(pclient.adapter_from_conf(conf),
                                          host=conf.host)
-        writer = report.Reporter(client, [conf.host],
-                                 reserved_for=reserved_for).reserved
+        reporter = report.Reporter(client, [conf.host],
+                                   reserved_for=reserved_for,
+                                   traits_for=traits_for)
         for rp_uuid in rp_uuids:
-            writer.sync_reserved(rp_uuid)
+            reporter.sync_traits(rp_uuid)
+            reporter.reserved.sync_reserved(rp_uuid)
     except Exception as e:
         print('Placement not updated (%s); the periodic report of the host '
               'writes it from the database' % e, file=sys.stderr)

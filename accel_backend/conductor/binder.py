@@ -323,7 +323,8 @@ class Binder:
         wanted = collections.Counter(
             (arq.device_rp_uuid, arq.hostname) for arq in arqs
             if arq.uuid not in picked and arq.uuid not in numa_failed)
-        claimed = claim.claim(session, wanted)
+        claimed = claim.claim(session, wanted,
+                              tolerated=claim.tolerated(arqs))
         # Counted before any handle is popped: the keys left short.
         reasons = failure.diagnose(session, [
             key for key, n in wanted.items()

@@ -42,6 +42,7 @@ from accel_backend.db import models
 from accel_backend.objects import device as device_obj
 from accel_backend.objects import taint as taint_obj
 from accel_common import handle_states
+from accel_common import tolerations
 
 #: Claim rounds before the ARQs still without a handle fail.  Each round
 #: after the first only happens when a concurrent binder took a handle
@@ -136,26 +137,31 @@ _PROVIDER_FREE = _free_of_provider(
     _HANDLES.c.deployable_id, taint_obj.TAINTED)
 
 
-def _untainted(session, rows):
+def _untainted(session, rows, tolerated=None):
     """``rows`` (with ``id``, ``deployable_id``, ``tainted``) less the
-    handles the taints of their deployables hold (``objects.taint``); one
-    statement more only when a deployable is tainted."""
+    handles the taints of their deployables hold (``objects.taint``;
+    ``tolerated``: ``{deployable id: taint keys}`` the claiming group
+    tolerates); one statement more only when a deployable is tainted."""
     tainted = {r.deployable_id for r in rows if r.tainted}
     if not tainted:
         return rows
-    held = taint_obj.held_handle_ids(session, tainted)
+    held = taint_obj.held_handle_ids(session, tainted, tolerated=tolerated)
     return [r for r in rows if r.id not in held]
 
 
-def free_handles(session, rp_uuid, hostname):
+def free_handles(session, rp_uuid, hostname, tolerated=frozenset()):
     """The free handles of one provider of one host, by id, for a caller
     that picks which (``conductor.numa_fit``); never one a taint holds.
 
+    :param tolerated: the taint keys the claiming group tolerates
+        (``accel_common.tolerations.parse``; frozenset of str).
     :returns: list of Core rows (``id``, ``attach_type``,
         ``attach_info``, ``deployable_id``, ``tainted``).
     """
-    return _untainted(session, session.execute(
-        _PROVIDER_FREE, {'rp': rp_uuid, 'host': hostname}).all())
+    rows = session.execute(
+        _PROVIDER_FREE, {'rp': rp_uuid, 'host': hostname}).all()
+    return _untainted(session, rows, {r.deployable_id: tolerated
+                                      for r in rows if tolerated})
 
 
 def claim_ids(session, ids):
@@ -173,14 +179,19 @@ def claim_ids(session, ids):
     return got
 
 
-def _free_handles(session, keys, exclude):
+def _free_handles(session, keys, exclude, tolerated):
     """Free handles of each ``(rp_uuid, hostname)`` in ``keys``, by id.
 
+    :param tolerated: ``{(rp_uuid, hostname): taint keys}`` (see
+        ``claim``).
     :returns: ``{(rp_uuid, hostname): [handle id, ...]}``.
     """
-    rows = _untainted(session, session.execute(_FREE_HANDLES, {
+    rows = session.execute(_FREE_HANDLES, {
         'rps': sorted({rp for rp, _ in keys}),
-        'hosts': sorted({host for _, host in keys})}).all())
+        'hosts': sorted({host for _, host in keys})}).all()
+    rows = _untainted(session, rows, {
+        r.deployable_id: tolerated[(r.rp_uuid, r.hostname)] for r in rows
+        if tolerated.get((r.rp_uuid, r.hostname))})
     free = collections.defaultdict(list)
     for handle_id, rp, host, _dep, _tainted in rows:
         if (rp, host) in keys and handle_id not in exclude:
@@ -210,17 +221,21 @@ def _claim_ids(session, ids):
     return got
 
 
-def claim(session, wanted):
+def claim(session, wanted, tolerated=None):
     """Claim free attach handles for a batch of ARQs.
 
     Only ``available`` handles of enabled, healthy devices are claimed
     (never one that is dirty or being cleaned, nor one a taint holds,
-    ``objects.taint``), lowest id first.
+    ``objects.taint``, unless the ARQs' group tolerates it), lowest id
+    first.
 
     :param session: a ``Session`` in the binder's transaction.
     :param wanted: ``{(rp_uuid, hostname): number of handles}`` (ints
         >= 1): what the ARQs of the batch ask for, grouped by the
         deployable's resource provider and host.
+    :param tolerated: None, or ``{(rp_uuid, hostname): frozenset of taint
+        keys}`` the ARQs of that key tolerate
+        (``accel_common.tolerations``).
     :returns: ``{(rp_uuid, hostname): [row, ...]}``, the claimed handles
         (now ``in_use``, state ``bound``) as Core rows of
         ``attach_handles`` (every column, as claimed), at most the number
@@ -244,7 +259,7 @@ def claim(session, wanted):
     for _ in range(ROUNDS):
         if not need:
             break
-        free = _free_handles(session, set(need), lost)
+        free = _free_handles(session, set(need), lost, tolerated or {})
         chosen = {k: free.get(k, [])[:n] for k, n in need.items()}
         ids = {i for v in chosen.values() for i in v}
         claimed = _claim_ids(session, ids)
@@ -266,3 +281,34 @@ def claim(session, wanted):
         loaded.update((h.id, h) for h in session.execute(
             _READ_HANDLES, {'ids': unread}))
     return {k: [loaded[i] for i in v] for k, v in got.items()}
+
+
+def tolerated(arqs):
+    """The taint keys the ARQs of each provider tolerate, for the claim
+    (``claim.claim``'s ``tolerated``).
+
+    ARQs of several groups on one provider get the keys all of them
+    tolerate: a group that does not tolerate a taint is never given a
+    handle it holds.
+
+    :param arqs: ``conductor.bind_row.BindRow``.
+    :returns: ``{(rp_uuid, hostname): frozenset of str}``, without the
+        providers whose ARQs tolerate nothing.
+    """
+    found = {}
+    for arq in arqs:
+        key = (arq.device_rp_uuid, arq.hostname)
+        keys = group_tolerations(arq.device_profile_group)
+        found[key] = keys if key not in found else found[key] & keys
+    return {k: v for k, v in found.items() if v}
+
+
+def group_tolerations(group):
+    """``accel_common.tolerations.parse`` of a stored group (dict or
+    None): frozenset of taint keys."""
+    try:
+        return tolerations.parse(group or {})
+    except tolerations.InvalidTolerations:
+        # Profiles are checked when created; one imported from Cyborg
+        # that breaks the rule tolerates nothing.
+        return frozenset()

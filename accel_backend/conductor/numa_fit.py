@@ -143,7 +143,10 @@ def claim_groups(session, arqs):
         got = None
         for _ in range(claim.ROUNDS):
             free = collections.defaultdict(list)
-            for row in claim.free_handles(session, *gkey[:2]):
+            for row in claim.free_handles(
+                    session, *gkey[:2],
+                    tolerated=claim.group_tolerations(
+                        members[0].device_profile_group)):
                 if row.id not in lost:
                     free[nodes.get(pool_members.handle_key(
                         row.attach_type, row.attach_info))].append(row.id)

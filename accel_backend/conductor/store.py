@@ -56,24 +56,29 @@ class HostStore:
     :param aer_recovery_passes: ``[discovery] aer_recovery_passes`` (int).
     :param notifications: ``accel_backend.notifications.Notifications``
         told about health changes, or None.
+    :param tolerable: ``[taints] tolerable_keys`` (collection of str):
+        the taints reported as traits, not reservations
+        (``objects.taint.is_tolerable``).
     """
 
     def __init__(self, db, hostname, max_removal_share=1.0,
-                 aer_recovery_passes=3, notifications=None):
+                 aer_recovery_passes=3, notifications=None, tolerable=()):
         self.db = db
         self.hostname = hostname
         self.max_removal_share = max_removal_share
         self.aer_recovery_passes = aer_recovery_passes
         self.notifications = notifications
+        self.tolerable = frozenset(tolerable)
 
     @classmethod
     def from_conf(cls, db, conf, hostname=None, notifications=None):
         """A store of ``hostname`` (default ``conf.host``) with
-        ``[discovery]``'s limits."""
+        ``[discovery]``'s limits and ``[taints] tolerable_keys``."""
         return cls(db, hostname or conf.host,
                    max_removal_share=conf.discovery.max_removal_share,
                    aer_recovery_passes=conf.discovery.aer_recovery_passes,
-                   notifications=notifications)
+                   notifications=notifications,
+                   tolerable=conf.taints.tolerable_keys)
 
     @property
     def engine(self):
@@ -159,8 +164,10 @@ class HostStore:
         return provider_records.ProviderRecord(
             rp_uuid=dep.rp_uuid, address=address,
             resource_class=dep.resource_class, total=dep.num_accelerators,
-            traits=tuple(dep.traits),
-            reserved=deployable_obj.reserved_units(dep), subname=subname)
+            traits=tuple(sorted(deployable_obj.provider_traits(
+                dep, self.tolerable))),
+            reserved=deployable_obj.reserved_units(dep, self.tolerable),
+            subname=subname)
 
     def reserved_units(self, rp_uuid):
         """Units of the host's resource provider ``rp_uuid`` that must not
@@ -173,7 +180,8 @@ class HostStore:
                 sa.select(models.Device.hostname).join(models.Deployable)
                 .where(models.Deployable.rp_uuid == rp_uuid).limit(1))
             self._check(host, 'resource provider', rp_uuid)
-            return deployable_obj.reserved_units_of_rp(session, rp_uuid)
+            return deployable_obj.reserved_units_of_rp(session, rp_uuid,
+                                                       self.tolerable)
 
     def record_status(self, state, reason=None, code=None):
         """Record the outcome of a discovery pass or start

@@ -32,6 +32,7 @@ from accel_backend.conf import conductor
 from accel_backend.conf import discovery
 from accel_backend.conf import metrics
 from accel_backend.conf import nvidia_vgpu
+from accel_backend.conf import taints
 from accel_backend.conf import upgrade_levels
 
 LOG = logging.getLogger(__name__)
@@ -290,6 +291,8 @@ def register_opts(conf):
     conf.register_opts(conductor.OPTS, group=conductor.GROUP.name)
     conf.register_group(_own(upgrade_levels.GROUP))
     conf.register_opts(upgrade_levels.OPTS, group=upgrade_levels.GROUP.name)
+    conf.register_group(_own(taints.GROUP))
+    conf.register_opts(taints.OPTS, group=taints.GROUP.name)
     # oslo.middleware's /healthcheck (accel_backend.api.health): our
     # checks by default; an operator's [healthcheck] backends wins.
     conf.register_opts(healthcheck_opts.HEALTHCHECK_OPTS, group='healthcheck')
@@ -358,6 +361,7 @@ def list_opts():
         (nvidia_vgpu.GROUP, nvidia_vgpu.OPTS),
         (conductor.GROUP, conductor.OPTS),
         (upgrade_levels.GROUP, upgrade_levels.OPTS),
+        (taints.GROUP, taints.OPTS),
         (discovery.MDEV_TYPE_EXAMPLE_GROUP, discovery.MDEV_TYPE_OPTS),
         (_AUTHTOKEN_GROUP,
          ks_loading.get_auth_plugin_conf_options('password')),

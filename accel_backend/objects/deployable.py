@@ -77,12 +77,14 @@ def get(session, deployable_uuid):
                             deployable_uuid, exception.DeployableNotFound)
 
 
-def reserved_units(dep):
+def reserved_units(dep, tolerable=()):
     """Units of ``dep``'s inventory Placement must keep out of
     scheduling.
 
     All of them when the device is not enabled (disabled, missing) or
-    unhealthy or the deployable is tainted as a whole (``objects.taint``),
+    unhealthy or the deployable is tainted as a whole (``objects.taint``;
+    not by a tolerable taint, ``taint.is_tolerable``: its provider's
+    trait keeps it from the groups that do not tolerate it),
     else one per handle that is dirty, being cleaned, failed cleaning or
     quarantined (``handle_states.OUT_OF_SERVICE_STATES``) or is a tainted
     function's that no ARQ holds (one an ARQ holds is in the allocation's
@@ -95,15 +97,18 @@ def reserved_units(dep):
 
     :param dep: ``models.Deployable`` with its device, attach handles and
         taints loadable.
+    :param tolerable: ``[taints] tolerable_keys`` (collection of str).
     :returns: int, 0 to ``dep.num_accelerators``.
     """
     total = dep.num_accelerators or 0
     dev = dep.device
     if (dev.status != device_obj.ENABLED or
             dev.health == discovered.UNHEALTHY or
-            any(t.function == taint_obj.WHOLE for t in dep.taints)):
+            any(t.function == taint_obj.WHOLE and
+                not taint_obj.is_tolerable(t, tolerable)
+                for t in dep.taints)):
         return total
-    held = taint_obj.held_handles(dep)
+    held = taint_obj.held_handles(dep, tolerable=tolerable)
     unallocated = taint_obj.held_handles(dep, keys=(taints.UNALLOCATED_KEY,))
     handles = dep.attach_handles
     return max(0, min(total, total - len(handles) + sum(
@@ -132,22 +137,44 @@ def record_name(hostname, dep):
                      if dep.name.startswith(prefix) else None)
 
 
-def reserved_units_of_rp(session, rp_uuid):
+def reserved_units_of_rp(session, rp_uuid, tolerable=()):
     """``reserved_units`` of the deployable behind a resource provider.
 
     :param rp_uuid: the provider's UUID (str).
+    :param tolerable: see ``reserved_units``.
     :returns: int, or None when no deployable has that provider.
     """
     dep = session.scalar(sa.select(models.Deployable).where(
         models.Deployable.rp_uuid == rp_uuid))
-    return None if dep is None else reserved_units(dep)
+    return None if dep is None else reserved_units(dep, tolerable)
 
 
-def reserved_units_of_rps(session, rp_uuids):
+def provider_traits(dep, tolerable=()):
+    """The traits ``dep``'s resource provider must carry: the
+    deployable's own (discovery's) and those of its tolerable taints
+    (``taint.traits``), without the owner trait the reporter adds.
+
+    :param dep: ``models.Deployable`` with its taints loadable.
+    :param tolerable: see ``reserved_units``.
+    :returns: set of trait names.
+    """
+    return set(dep.traits or ()) | taint_obj.traits(dep, tolerable)
+
+
+def provider_traits_of_rp(session, rp_uuid, tolerable=()):
+    """``provider_traits`` of the deployable behind a resource provider,
+    or None when no deployable has it."""
+    dep = session.scalar(sa.select(models.Deployable).where(
+        models.Deployable.rp_uuid == rp_uuid))
+    return None if dep is None else provider_traits(dep, tolerable)
+
+
+def reserved_units_of_rps(session, rp_uuids, tolerable=()):
     """``reserved_units`` of the deployables behind several resource
     providers, in a number of statements that does not grow with them.
 
     :param rp_uuids: iterable of provider UUIDs (str).
+    :param tolerable: see ``reserved_units``.
     :returns: ``{rp_uuid: int}``; providers no deployable has are left
         out.
     """
@@ -160,7 +187,8 @@ def reserved_units_of_rps(session, rp_uuids):
         .options(orm.selectinload(models.Deployable.device),
                  orm.selectinload(models.Deployable.attach_handles),
                  orm.selectinload(models.Deployable.taints))).all()
-    return {dep.rp_uuid: reserved_units(dep) for dep in deps}
+    return {dep.rp_uuid: reserved_units(dep, tolerable)
+            for dep in deps}
 
 
 def to_dict(dep, base_url, with_taints=False):

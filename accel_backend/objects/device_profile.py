@@ -23,6 +23,7 @@ from accel_backend.db import lookup
 from accel_backend.db import models
 from accel_backend import exception
 from accel_backend import utils
+from accel_common import tolerations
 
 
 def create(session, name, groups, description=None, uuid=None):
@@ -94,13 +95,22 @@ def delete(session, dp):
     session.delete(dp)
 
 
-def to_dict(dp, base_url):
-    """Cyborg v2 view of a profile; ``base_url`` is the ``/v2`` URL."""
+def to_dict(dp, base_url, tolerable=()):
+    """Cyborg v2 view of a profile; ``base_url`` is the ``/v2`` URL.
+
+    :param tolerable: ``[taints] tolerable_keys``: each group gets a
+        forbidden trait per key it does not tolerate
+        (``accel_common.tolerations.forbidden_traits``).
+    """
+    groups = dp.groups
+    if tolerable:
+        groups = [dict(g, **tolerations.forbidden_traits(g, tolerable))
+                  for g in groups]
     return {
         'uuid': dp.uuid,
         'name': dp.name,
         'description': dp.description,
-        'groups': dp.groups,
+        'groups': groups,
         'created_at': utils.isotime(dp.created_at),
         'updated_at': utils.isotime(dp.updated_at),
         'links': [{'href': '%s/device_profiles/%s' % (base_url, dp.uuid),

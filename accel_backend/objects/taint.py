@@ -42,7 +42,14 @@ The key is free text, so automatic taints live beside the operator's:
 (``accel-backend-manage device drain``), ``accel.openstack.org/unhealthy``
 a health fault's (``conductor.health_taints``) and
 ``accel.openstack.org/unallocated`` the audit's
-(``conductor.orphan_taints``).  No tolerations.
+(``conductor.orphan_taints``).
+
+Tolerations (``accel_common.tolerations``): a ``NoSchedule`` taint of a
+whole deployable whose key the operator declared tolerable (``[taints]
+tolerable_keys``, passed in as ``tolerable``) reserves nothing; its
+provider carries the trait ``traits`` gives instead, and the claim gives
+its handles to the ARQs of groups that tolerate the key
+(``held_handle_ids``'s ``tolerated``).
 """
 
 import collections
@@ -56,6 +63,7 @@ from accel_backend import exception
 from accel_backend.objects import pool_members
 from accel_backend import utils
 from accel_common import taints as taints_common
+from accel_common import tolerations
 
 #: ``function`` of a taint of the whole deployable.
 WHOLE = ''
@@ -177,18 +185,51 @@ def no_execute_handles(dep):
     return held_handles(dep, effects=(taints_common.NO_EXECUTE,))
 
 
-def held_handles(dep, effects=taints_common.EFFECTS, keys=None):
+def is_tolerable(taint, tolerable):
+    """True when ``taint`` is shown to Placement as a trait rather than
+    a reservation: a ``NoSchedule`` taint of the whole deployable with a
+    key of ``tolerable``.
+
+    :param taint: ``models.DeployableTaint`` (or a row with ``key``,
+        ``effect`` and ``function``).
+    :param tolerable: the tolerable keys (``[taints] tolerable_keys``;
+        a collection of str).
+    """
+    return (taint.function == WHOLE and
+            taint.effect == taints_common.NO_SCHEDULE and
+            taint.key in tolerable)
+
+
+def traits(dep, tolerable):
+    """The traits ``dep``'s tolerable taints give its resource provider.
+
+    :param dep: ``models.Deployable`` with its taints loadable.
+    :param tolerable: see ``is_tolerable``.
+    :returns: set of ``CUSTOM_ACCEL_TAINT_<KEY>`` names.
+    """
+    if not tolerable:
+        return set()
+    return {tolerations.trait_name(t.key) for t in dep.taints
+            if is_tolerable(t, tolerable)}
+
+
+def held_handles(dep, effects=taints_common.EFFECTS, keys=None,
+                 tolerable=()):
     """The attach handles of ``dep`` its taints keep from the claim.
 
     :param dep: ``models.Deployable`` with its device, attach handles and
         taints loadable.
     :param effects: the effects of the taints that count (tuple of str).
     :param keys: None, or only the taints of these keys count (tuple).
+    :param tolerable: taints ``is_tolerable`` with these keys do not
+        count (collection of str; for the reserved units, as Placement
+        keeps those devices from other groups by trait).
     :returns: set of handle ids: all of them under a taint of the whole
         deployable, else those of its tainted functions.
     """
     taints = [t for t in dep.taints if t.effect in effects and
-              (keys is None or t.key in keys)]
+              (keys is None or t.key in keys) and
+              not is_tolerable(t, tolerable)]
     if not taints:
         return set()
     if any(t.function == WHOLE for t in taints):
@@ -205,7 +246,8 @@ def _function_keys(dev, functions):
 
 
 _OF_DEPLOYABLES = (
-    sa.select(_TAINTS.c.deployable_id, _TAINTS.c.function,
+    sa.select(_TAINTS.c.deployable_id, _TAINTS.c.function, _TAINTS.c.key,
+              _TAINTS.c.effect,
               _DEVICES.c.address, _DEVICES.c.std_board_info)
     .join(_DEPLOYABLES, _TAINTS.c.deployable_id == _DEPLOYABLES.c.id)
     .join(_DEVICES, _DEPLOYABLES.c.device_id == _DEVICES.c.id)
@@ -224,20 +266,28 @@ TAINTED = sa.exists().where(
     _TAINTS.c.deployable_id == _DEPLOYABLES.c.id).label('tainted')
 
 
-def held_handle_ids(session, deployable_ids):
+def held_handle_ids(session, deployable_ids, tolerated=None):
     """``held_handles`` of several deployables in two statements, for the
     claim (``conductor.claim``).
 
     :param deployable_ids: iterable of deployable ids (int) that have a
         taint.
+    :param tolerated: None, or ``{deployable id: frozenset of taint
+        keys}``: the keys the claiming ARQs' group tolerates
+        (``accel_common.tolerations.parse``); a ``NoSchedule`` taint of
+        a whole deployable with one of them holds nothing.
     :returns: set of attach handle ids.
     """
     ids = sorted(set(deployable_ids))
     if not ids:
         return set()
+    tolerated = tolerated or {}
     whole, functions, devices = set(), collections.defaultdict(set), {}
-    for dep_id, function, address, board in session.execute(
-            _OF_DEPLOYABLES, {'ids': ids}):
+    for row in session.execute(_OF_DEPLOYABLES, {'ids': ids}):
+        dep_id, function, address, board = (
+            row.deployable_id, row.function, row.address, row.std_board_info)
+        if is_tolerable(row, tolerated.get(dep_id, ())):
+            continue
         if function == WHOLE:
             whole.add(dep_id)
         else:

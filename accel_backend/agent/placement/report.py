@@ -59,6 +59,9 @@ class Reporter:
     :param checkpoint: path of the view's checkpoint
         (``provider_tree.ProviderTreeView``), saved after each report;
         None: in memory only.
+    :param traits_for: optional ``(rp_uuid) -> set of str or None``, the
+        traits the database wants now for one of our providers, the
+        owner trait aside (``sync_traits``).
 
     ``view``: the ``provider_tree.ProviderTreeView`` of what Placement
     last showed (it holds ``client``); ``custom``: the
@@ -68,8 +71,9 @@ class Reporter:
 
     def __init__(self, client, rp_names, reserved_for=None,
                  max_removal_share=1.0, checkpoint=None,
-                 reserved_for_many=None):
+                 reserved_for_many=None, traits_for=None):
         self.max_removal_share = max_removal_share
+        self.traits_for = traits_for
         self.rp_names = rp_names
         self.view = provider_tree.ProviderTreeView(client, rp_names,
                                                    checkpoint=checkpoint)
@@ -186,6 +190,27 @@ class Reporter:
             self._sync_traits(prov.rp_uuid, set(prov.traits) |
                               {provider_tree.OWNER_TRAIT})
             return True
+
+    def sync_traits(self, rp_uuid):
+        """Write the traits ``traits_for`` gives for one of our providers
+        now (a taint set or removed: ``objects.taint.traits``), read
+        under the reporter's lock, as ``ReservedUnits.sync_reserved``
+        does for the reserved units; the owner trait is kept.
+
+        :param rp_uuid: the deployable's resource provider UUID (str).
+        :returns: True when Placement shows those traits now, False when
+            the provider does not exist (yet), is not ours (``traits_for``
+            answered None) or there is no ``traits_for``.
+        :raises PlacementError: Placement failed or kept conflicting.
+        """
+        if self.traits_for is None:
+            return False
+        with self._lock:
+            traits = self.traits_for(rp_uuid)
+            if traits is None or self.view.refresh(rp_uuid) is None:
+                return False
+            return self._sync_traits(
+                rp_uuid, set(traits) | {provider_tree.OWNER_TRAIT})
 
     def _create_rp(self, dep, root_uuid, root_name):
         """:returns: True when the provider exists now, False when

@@ -10,7 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``/v2/device_profiles``."""
+"""``/v2/device_profiles``.
+
+With ``[taints] tolerable_keys`` set, every group served (``GET``, and
+the answer of a ``POST``) forbids the trait of each tolerable taint key
+it does not tolerate (``accel_common.tolerations.forbidden_traits``), so
+that Nova's request groups keep off devices those taints hold; the
+traits are created in Placement first (Placement refuses a request
+naming a trait it does not know).  ``doc/cyborg-deviations.md``.
+"""
+
+from oslo_log import log as logging
 
 from oslo_utils import uuidutils
 
@@ -20,6 +30,25 @@ from accel_backend.api.schemas import device_profile as schema
 from accel_backend.api import util
 from accel_backend import exception
 from accel_backend.objects import device_profile as dp_obj
+from accel_common import tolerations
+
+LOG = logging.getLogger(__name__)
+
+
+def _tolerable(req):
+    """``[taints] tolerable_keys`` (tuple), their traits created in
+    Placement (once per process; a failure is logged)."""
+    svc = util.service(req)
+    tolerable = tuple(svc.conf.taints.tolerable_keys)
+    if tolerable:
+        try:
+            svc.reporter.custom.ensure_traits(
+                svc.reporter.client,
+                [tolerations.trait_name(k) for k in tolerable])
+        except Exception as e:
+            LOG.warning('Could not create the traits of [taints] '
+                        'tolerable_keys in Placement: %s', e)
+    return tolerable
 
 
 def create(req):
@@ -34,14 +63,16 @@ def create(req):
     """
     util.context(req).can(dp_policy.CREATE)
     profile = util.json_body(req, schema.CREATE)[0]
-    schema.check_groups(profile['groups'])
+    schema.check_groups(profile['groups'],
+                        util.service(req).conf.taints.tolerable_keys)
     if 'uuid' in profile:
         util.check_uuid(profile['uuid'])
+    tolerable = _tolerable(req)
     with util.service(req).db.transaction() as session:
         dp = dp_obj.create(session, profile['name'], profile['groups'],
                            profile.get('description'),
                            uuid=profile.get('uuid'))
-        view = dp_obj.to_dict(dp, util.base_url(req))
+        view = dp_obj.to_dict(dp, util.base_url(req), tolerable)
     return util.response(201, view)
 
 
@@ -53,7 +84,8 @@ def list_(req):
     """
     return util.list_response(req, dp_policy.GET_ALL, 'device_profiles',
                               dp_obj.list_, dp_obj.to_dict,
-                              filters={'name': req.GET.get('name')})
+                              filters={'name': req.GET.get('name')},
+                              view_args=(_tolerable(req),))
 
 
 def show(req, ident):
@@ -66,9 +98,10 @@ def show(req, ident):
     util.context(req).can(dp_policy.GET_ONE)
     if not uuidutils.is_uuid_like(ident) and util.version(req) < (2, 2):
         raise exception.InvalidUUID(value=ident)
+    tolerable = _tolerable(req)
     with util.service(req).db.transaction() as session:
         view = dp_obj.to_dict(dp_obj.get(session, ident),
-                              util.base_url(req))
+                              util.base_url(req), tolerable)
     return util.response(200, {'device_profile': view})
 
 

@@ -23,7 +23,9 @@ written to Placement through the reporter's writer
 (``agent.placement.reserved.ReservedUnits.sync_reserved``): a tainted
 device is never bound again even when that write fails (502
 ``accel.placement.error``; the periodic report, which derives the
-reserved units from the database, repairs Placement).
+reserved units from the database, repairs Placement).  A tolerable taint
+(``[taints] tolerable_keys``, ``accel_common.tolerations``) is written as
+its trait instead of a reservation.
 
 Before 2.5 these paths answer as before, when they did not exist: 404.
 """
@@ -64,11 +66,15 @@ def list_(req, deployable_uuid):
 
 
 def _write_placement(req, rp_uuid):
-    """Write ``rp_uuid``'s reserved units as the database gives them now
-    (``ReservedUnits.sync_reserved``: read under the reporter's lock, so
-    no earlier read lands after it), whichever host the provider is of."""
+    """Write ``rp_uuid``'s traits (those of its tolerable taints,
+    ``Reporter.sync_traits``) and reserved units
+    (``ReservedUnits.sync_reserved``) as the database gives them now,
+    each read under the reporter's lock, so no earlier read lands after
+    it, whichever host the provider is of."""
     if rp_uuid:
-        util.service(req).reporter.reserved.sync_reserved(rp_uuid)
+        reporter = util.service(req).reporter
+        reporter.sync_traits(rp_uuid)
+        reporter.reserved.sync_reserved(rp_uuid)
 
 
 def create(req, deployable_uuid):

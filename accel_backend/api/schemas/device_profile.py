@@ -15,6 +15,7 @@ Cyborg 17 takes it (a bare object is 400 there too)."""
 
 from accel_backend import exception
 from accel_common import device_profile
+from accel_common import tolerations
 
 NAME_RE = r'^[a-zA-Z0-9-_]+$'
 
@@ -38,13 +39,25 @@ _PROFILE = {
 CREATE = {'type': 'array', 'minItems': 1, 'maxItems': 1, 'items': _PROFILE}
 
 
-def check_groups(groups):
+def check_groups(groups, tolerable=()):
     """Semantic checks of device profile groups: the rules of
-    :mod:`accel_common.device_profile`, shared with nova_accel.
+    :mod:`accel_common.device_profile`, shared with nova_accel, and each
+    tolerated taint key one of ``tolerable``.
 
+    :param groups: the body's ``groups``.
+    :param tolerable: ``[taints] tolerable_keys`` (collection of str).
     :raises InvalidDeviceProfile: naming the group index and key.
     """
     try:
         device_profile.parse_groups(groups)
     except device_profile.InvalidGroup as e:
         raise exception.InvalidDeviceProfile(reason=str(e))
+    for index, group in enumerate(groups):
+        unknown = sorted(tolerations.parse(group) - set(tolerable))
+        if unknown:
+            raise exception.InvalidDeviceProfile(reason=(
+                'group %d: %s names taint key(s) %s, which are not in '
+                '[taints] tolerable_keys (%s): such a taint reserves its '
+                'device, so the toleration would never take effect' % (
+                    index, tolerations.GROUP_KEY, ', '.join(unknown),
+                    ', '.join(tolerable) or 'empty')))

@@ -64,12 +64,14 @@ class _TaintTestBase(test_pooled.PooledTest):
         self.call(svc, '/v2/deployables/%s/taints/%s' % (
             dep['uuid'], taint['uuid']), V25, 'DELETE', 204)
 
-    def bind_group_state(self, svc, name):
-        """Bind one ARQ to ``name``; returns its resolved state (list)."""
+    def bind_group_state(self, svc, name, group=None):
+        """Bind one ARQ of ``group`` (default: one PGPU) to ``name``;
+        returns its resolved state (list)."""
         rp = self.providers()[name]['uuid']
         with svc.db.transaction() as session:
             profile = uuidutils.generate_uuid()
-            dp_obj.create(session, profile, [{'resources:PGPU': '1'}])
+            dp_obj.create(session, profile,
+                          [group or {'resources:PGPU': '1'}])
             (arq,) = arq_obj.create(session, profile, project_id='p1')
             arq_obj.start_binding(session, arq, test_pooled.COMPUTE, rp,
                                   uuidutils.generate_uuid())
@@ -129,6 +131,56 @@ class PoolTaintTest(_TaintTestBase):
         # A function of the other pool is not this pool's.
         self.taint(svc, dep, status=400, function='0000:9a:00.0')
         self.assertEqual((4, 0, 4), self.inv(POOL0))
+
+
+class TolerationPoolTaintTest(_TaintTestBase):
+    """``[taints] tolerable_keys = burn-in``: a ``burn-in`` taint of the
+    whole pool is its provider's trait, not a reservation, and the claim
+    gives its handles to tolerating groups only; a tainted function of a
+    pool stays reserved, whatever its key (``accel_common.tolerations``).
+    """
+
+    TOLERATES = {'resources:PGPU': '1', 'accel:tolerations': 'burn-in'}
+    TRAIT = 'CUSTOM_ACCEL_TAINT_BURN_IN'
+
+    def service(self, **kw):
+        return super().service(
+            groups={'taints': {'tolerable_keys': 'burn-in'}}, **kw)
+
+    def test_whole_pool_taint_is_a_trait_bound_only_when_tolerated(self):
+        svc = self.service()
+        dep = self.deployable_of(svc, POOL0)
+        taint = self.taint(svc, dep, key='burn-in')
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.assertIn(self.TRAIT, self.traits(POOL0))
+        self.assertNotIn(self.TRAIT, self.traits(test_pooled.POOL1))
+        # The periodic report derives the same from the database.
+        svc.discover_and_report()
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.assertIn(self.TRAIT, self.traits(POOL0))
+        # An ARQ whose group does not tolerate it is never bound there
+        # (a stale request group, a race), one that does is.
+        self.assertEqual([arq_states.BIND_FAILED],
+                         self.bind_group_state(svc, POOL0))
+        self.assertEqual([arq_states.BOUND],
+                         self.bind_group_state(svc, POOL0, self.TOLERATES))
+        self.untaint(svc, dep, taint)
+        self.assertNotIn(self.TRAIT, self.traits(POOL0))
+        self.assertEqual((4, 0, 4), self.inv(POOL0))
+        self.assertEqual([arq_states.BOUND],
+                         self.bind_group_state(svc, POOL0))
+
+    def test_a_tainted_function_is_reserved_even_when_tolerable(self):
+        svc = self.service()
+        dep = self.deployable_of(svc, POOL0)
+        self.taint(svc, dep, key='burn-in', function=TAINTED)
+        self.assertEqual((4, 1, 4), self.inv(POOL0))
+        self.assertNotIn(self.TRAIT, self.traits(POOL0))
+        for _ in range(3):
+            self.assertEqual([arq_states.BOUND], self.bind_group_state(
+                svc, POOL0, self.TOLERATES))
+        self.assertEqual([arq_states.BIND_FAILED], self.bind_group_state(
+            svc, POOL0, self.TOLERATES))
 
 
 class SpanningPoolTaintTest(_TaintTestBase):
