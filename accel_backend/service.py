@@ -112,8 +112,7 @@ class Service:
             raise ValueError('role must be one of %s' % (ROLES,))
         self.conf = conf
         self.role = role
-        # Read now: a key no toleration may name refuses the start
-        # (``conf.taints.TolerableKeys``), not the first taint.
+        # Read now: a bad key refuses the start (conf.taints).
         self.tolerable = tuple(conf.taints.tolerable_keys)
         self.db = None
         self.direct_db = direct_db
@@ -144,8 +143,7 @@ class Service:
         if self.transport is None and (role != EMBEDDED or
                                        mode == 'agents'):
             self.transport = transports.get_rpc_transport(conf)
-        self._owns_transport = transport is None and \
-            self.transport is not None
+        self._owns_transport = transport is None and bool(self.transport)
         self.binder = self.cleaner = self.auditor = self.store = None
         self.drivers = []
         if role in (EMBEDDED, CONDUCTOR):

@@ -116,7 +116,7 @@ def _write_placement(conf, db, rp_uuids):
                                    reserved_for=reserved_for,
                                    traits_for=traits_for)
         for rp_uuid in rp_uuids:
-            reporter.sync_traits(rp_uuid)
+            reporter.traits.sync(rp_uuid)
             reporter.reserved.sync_reserved(rp_uuid)
     except Exception as e:
         print('Placement not updated (%s); the periodic report of the host '

@@ -226,6 +226,9 @@ class ReplaceManager(manager.HotplugManager):
     def _step(self, instance, arq_uuid, plan, step):
         plan['step'] = step
         self._persist(instance, arq_uuid, plan)
+        # After the write: the line says what a crash from now on resumes.
+        LOG.info('Replacing device %(old)s of ARQ %(arq)s: step "%(step)s" '
+                 'begun', dict(plan, arq=arq_uuid), instance=instance)
 
     def _move(self, client, instance, arq_uuid, arq, plan, candidates):
         """Move the allocation ``old`` -> a candidate, unless a ``PUT``

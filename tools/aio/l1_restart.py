@@ -23,6 +23,7 @@ boots (the scenario 460 s against 600).
 """
 
 import datetime
+import shlex
 import time
 
 from tools.aio import nested
@@ -59,6 +60,40 @@ def prepare(cloud, sess):
         'nova-compute']
     log = sess.spawn(name, command, env=nested.l1_env(cloud.layout))
     return {'name': name, 'gate': gate, 'log': log, 'old': old}
+
+
+def kill_on_log_line(sess, replacement, line, log='nova-compute'):
+    """Have L1 SIGKILL the nova-compute ``replacement`` is to replace the
+    moment its log shows ``line``, as a crash at that point would: a
+    watcher in L1 follows the log (no round trip through the host), so
+    the process dies within milliseconds of writing the line.  Then
+    ``restart_compute`` starts the replacement (its stop finds the old
+    process gone).
+
+    :param sess: the ``tools.nested.session.Session``.
+    :param replacement: ``prepare``'s answer (its ``old`` PIDs).
+    :param line: a fixed string (str) of the log line.
+    :param log: the background command whose log to follow.
+    :returns: the watcher's background command name (``sess.exited``
+        says when it has killed).
+    """
+    name = 'kill-%s-%d' % (log, int(time.time() * 1000))
+    pids = ' '.join(str(pid) for pid in replacement['old'])
+    # grep quits at the first match; the kill is on the pipeline's right
+    # side, so it does not wait for tail, which only ends on its next
+    # write (the log's writer is dead by then: a timeout ends it).
+    sess.spawn(name, 'timeout 900 tail -n0 -s 0.1 -F logs/%s.log | '
+               '{ grep -m1 -F -e %s >/dev/null && kill -KILL %s; }' % (
+                   log, shlex.quote(line), pids))
+    return name
+
+
+def alive(sess, pids):
+    """The PIDs (ints) of ``pids`` still running in L1."""
+    _, out = sess.sh('for p in %s; do kill -0 $p 2>/dev/null && echo $p; '
+                     'done; true\n' % ' '.join(str(p) for p in pids),
+                     timeout=60)
+    return [int(p) for p in out.split() if p.isdigit()]
 
 
 def restart_compute(cloud, sess, token, say=print, replacement=None):

@@ -36,6 +36,7 @@ from accel_backend.agent.placement import custom_names
 from accel_backend.agent.placement import provider_tree
 from accel_backend.agent.placement import reserved as reserved_mod
 from accel_backend.agent.placement import retry
+from accel_backend.agent.placement import traits as traits_mod
 from accel_backend.common import provider_records
 from accel_backend.common import removal
 from accel_backend import exception
@@ -51,29 +52,24 @@ class Reporter:
 
     :param client: ``PlacementClient``.
     :param rp_names: candidate names of the compute node RP (list of str).
-    :param reserved_for: ``(rp_uuid) -> int or None`` and
-    :param reserved_for_many: ``(rp_uuids) -> {rp_uuid: int}``: optional,
-        the reserved units the database wants now (``reserved``'s).
+    :param reserved_for, reserved_for_many, traits_for: optional, what
+        the database wants now (``reserved.ReservedUnits``,
+        ``traits.ProviderTraits``).
     :param max_removal_share: largest share (0.0 to 1.0) of our providers
         one report may delete (``common.removal``).
     :param checkpoint: path of the view's checkpoint
         (``provider_tree.ProviderTreeView``), saved after each report;
         None: in memory only.
-    :param traits_for: optional ``(rp_uuid) -> set of str or None``, the
-        traits the database wants now for one of our providers, the
-        owner trait aside (``sync_traits``).
 
     ``view``: the ``provider_tree.ProviderTreeView`` of what Placement
-    last showed (it holds ``client``); ``custom``: the
-    ``custom_names.CustomNames`` that exist; ``reserved``: the
-    ``reserved.ReservedUnits`` writing reserved units at once.
+    last showed (it holds ``client``); ``custom``: the ``CustomNames``
+    that exist; ``reserved`` and ``traits`` write at once.
     """
 
     def __init__(self, client, rp_names, reserved_for=None,
                  max_removal_share=1.0, checkpoint=None,
                  reserved_for_many=None, traits_for=None):
         self.max_removal_share = max_removal_share
-        self.traits_for = traits_for
         self.rp_names = rp_names
         self.view = provider_tree.ProviderTreeView(client, rp_names,
                                                    checkpoint=checkpoint)
@@ -82,19 +78,18 @@ class Reporter:
         self.reserved = reserved_mod.ReservedUnits(
             self._lock, self.view.refresh, self.put_inventories,
             reserved_for=reserved_for, reserved_for_many=reserved_for_many)
-        # Providers of removed devices whose DELETE got a 409 (they have
-        # allocations): deleted once their usages are zero.
-        self._undeletable = {}
-        # Providers whose inventory of some classes could not be removed
-        # (placement.inventory.inuse): uuid -> those classes, kept and
+        self.traits = traits_mod.ProviderTraits(
+            self._lock, self.view.refresh, self.put_traits, traits_for)
+        # Providers of removed devices whose DELETE got a 409, and those
+        # whose inventory of some classes could not be removed
+        # (placement.inventory.inuse: uuid -> those classes): kept and
         # reserved until their usages are zero.
-        self._in_use = {}
+        self._undeletable, self._in_use = {}, {}
 
     @property
     def client(self):
         """The ``PlacementClient``: the view's, so that reads and writes
-        always go through one client (replace ``view.client`` to change
-        it)."""
+        go through one client (replace ``view.client`` to change it)."""
         return self.view.client
 
     def forget(self):
@@ -139,9 +134,9 @@ class Reporter:
                         self.view.refresh(prov.rp_uuid)
                 try:
                     self._sync_inventory(prov)
-                    self._sync_traits(prov.rp_uuid,
-                                      set(prov.traits) |
-                                      {provider_tree.OWNER_TRAIT})
+                    self.put_traits(prov.rp_uuid,
+                                    set(prov.traits) |
+                                    {provider_tree.OWNER_TRAIT})
                 except exception.PlacementError as e:
                     if e.kwargs.get('status') != 409:
                         raise
@@ -187,30 +182,9 @@ class Reporter:
                     prov, root_uuid, root_name):
                 return False
             self.custom.ensure_rc(self.client, prov.resource_class)
-            self._sync_traits(prov.rp_uuid, set(prov.traits) |
-                              {provider_tree.OWNER_TRAIT})
+            self.put_traits(prov.rp_uuid, set(prov.traits) |
+                            {provider_tree.OWNER_TRAIT})
             return True
-
-    def sync_traits(self, rp_uuid):
-        """Write the traits ``traits_for`` gives for one of our providers
-        now (a taint set or removed: ``objects.taint.traits``), read
-        under the reporter's lock, as ``ReservedUnits.sync_reserved``
-        does for the reserved units; the owner trait is kept.
-
-        :param rp_uuid: the deployable's resource provider UUID (str).
-        :returns: True when Placement shows those traits now, False when
-            the provider does not exist (yet), is not ours (``traits_for``
-            answered None) or there is no ``traits_for``.
-        :raises PlacementError: Placement failed or kept conflicting.
-        """
-        if self.traits_for is None:
-            return False
-        with self._lock:
-            traits = self.traits_for(rp_uuid)
-            if traits is None or self.view.refresh(rp_uuid) is None:
-                return False
-            return self._sync_traits(
-                rp_uuid, set(traits) | {provider_tree.OWNER_TRAIT})
 
     def _create_rp(self, dep, root_uuid, root_name):
         """:returns: True when the provider exists now, False when
@@ -376,16 +350,23 @@ class Reporter:
         self._put(dep.rp_uuid, 'inventories', body, self._took_inventories,
                   in_use=keep_allocated)
 
+    def _usages(self, rp_uuid):
+        """A provider's usages (dict, ``{}`` once it is gone): freeing
+        allocations does not bump its generation, so they are asked."""
+        resp = self.client.get('/resource_providers/%s/usages' % rp_uuid,
+                               ok=(200, 404))
+        return resp.json()['usages'] if resp.status_code == 200 else {}
+
     def _still_allocated(self, rp_uuid):
         """True while a provider still has allocations of the classes
-        kept in ``_in_use`` (freeing allocations does not bump its
-        generation, so its usages are asked: one GET)."""
-        usages = self.client.get('/resource_providers/%s/usages' % rp_uuid,
-                                 ok=(200, 404))
-        return usages.status_code == 200 and any(
-            usages.json()['usages'].get(rc) for rc in self._in_use[rp_uuid])
+        kept in ``_in_use``."""
+        usages = self._usages(rp_uuid)
+        return any(usages.get(rc) for rc in self._in_use[rp_uuid])
 
-    def _sync_traits(self, rp_uuid, traits):
+    def put_traits(self, rp_uuid, traits):
+        """Make one of our providers show ``traits`` (set of str, owner
+        trait included), as ``put_inventories`` writes (same answers and
+        errors); the caller holds the lock."""
         def body(cached):
             if cached.traits == traits:
                 return None
@@ -396,18 +377,13 @@ class Reporter:
         def done(cached, data):
             cached.generation = data['resource_provider_generation']
             cached.traits = set(data['traits'])
-        self._put(rp_uuid, 'traits', body, done)
+        return self._put(rp_uuid, 'traits', body, done)
 
     def _delete_rp(self, rp_uuid, generation):
-        if rp_uuid in self._undeletable:
-            # Freeing allocations does not bump a provider's generation:
-            # ask for its usages instead of collecting a 409 each run.
-            usages = self.client.get(
-                '/resource_providers/%s/usages' % rp_uuid,
-                ok=(200, 404))
-            if usages.status_code == 200 and any(
-                    usages.json()['usages'].values()):
-                return
+        # Its usages, not a 409 each run, say when it may go.
+        if rp_uuid in self._undeletable and any(
+                self._usages(rp_uuid).values()):
+            return
         resp = self.client.delete('/resource_providers/%s' % rp_uuid,
                                   ok=(204, 404, 409))
         if resp.status_code != 409:

@@ -67,13 +67,13 @@ def list_(req, deployable_uuid):
 
 def _write_placement(req, rp_uuid):
     """Write ``rp_uuid``'s traits (those of its tolerable taints,
-    ``Reporter.sync_traits``) and reserved units
+    ``ProviderTraits.sync``) and reserved units
     (``ReservedUnits.sync_reserved``) as the database gives them now,
     each read under the reporter's lock, so no earlier read lands after
     it, whichever host the provider is of."""
     if rp_uuid:
         reporter = util.service(req).reporter
-        reporter.sync_traits(rp_uuid)
+        reporter.traits.sync(rp_uuid)
         reporter.reserved.sync_reserved(rp_uuid)
 
 

@@ -249,9 +249,9 @@ class PatchTransactionTest(PatchTestBase):
         real = claim.claim
         calls = []
 
-        def deadlock_once(session, wanted):
+        def deadlock_once(session, wanted, **kw):
             calls.append(dict(wanted))
-            got = real(session, wanted)
+            got = real(session, wanted, **kw)
             if len(calls) == 1:
                 raise db_exc.DBDeadlock()
             return got
