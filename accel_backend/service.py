@@ -43,6 +43,7 @@ import threading
 from oslo_log import log as logging
 
 from accel_backend.agent import cleaning
+from accel_backend.agent.discovery import config_taints
 from accel_backend.agent.discovery import drivers as drivers_mod
 from accel_backend.agent.placement import client as placement_client
 from accel_backend.agent.placement import provider_tree
@@ -80,6 +81,13 @@ AGENT = 'agent'
 ROLES = (EMBEDDED, API, CONDUCTOR, AGENT)
 
 
+def _taint_options(conf):
+    """``([taints] tolerable_keys, [taints] devices)`` (tuple, list),
+    read at once: a bad value refuses the start (``conf.taints``), not
+    the first taint or discovery pass."""
+    return tuple(conf.taints.tolerable_keys), conf.taints.devices or []
+
+
 class Service:
     """One accel_backend process.
 
@@ -112,8 +120,7 @@ class Service:
             raise ValueError('role must be one of %s' % (ROLES,))
         self.conf = conf
         self.role = role
-        # Read now: a bad key refuses the start (conf.taints).
-        self.tolerable = tuple(conf.taints.tolerable_keys)
+        self.tolerable, self.taint_rules = _taint_options(conf)
         self.db = None
         self.direct_db = direct_db
         if role != AGENT or direct_db:
@@ -225,6 +232,7 @@ class Service:
                 reshape.spanning_in_use(self.reporter.client,
                                         self.conf.host)
                 if report and not span else None))
+        config_taints.attach(found, self.taint_rules)
         migrated = report and reshape.migrate(self.store, self.reporter,
                                               found, force=force)
         reported = self.store.sync(found, force=force)

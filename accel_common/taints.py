@@ -30,6 +30,9 @@ DRAIN_KEY = 'accel.openstack.org/drain'
 #: The audit's taint of a device a Bound ARQ holds without an allocation
 #: in Placement (``accel_backend.conductor.orphan_taints``).
 UNALLOCATED_KEY = 'accel.openstack.org/unallocated'
+#: ``set_by`` of the taints of ``[taints] devices`` (accel_backend's
+#: configuration file, set and removed by discovery).
+CONFIG_SET_BY = 'accel_backend.config'
 #: The API microversion that serves taints (``OpenStack-API-Version:
 #: accelerator 2.5``).
 MICROVERSION = '2.5'

@@ -55,6 +55,10 @@ class DiscoveredDeployable:
         one dict per function: ``address``, ``health``, ``health_reason``,
         ``std_board_info`` and ``handle`` (its ``(attach_type,
         attach_info)``); None otherwise.
+    :ivar taints: None, or the taints ``[taints] devices`` gives it
+        (``agent.discovery.config_taints``): dicts of ``function``
+        (``''`` for the whole deployable), ``key``, ``effect``,
+        ``value``, ``reason``.
     """
 
     address: str
@@ -75,3 +79,4 @@ class DiscoveredDeployable:
     health_reason: str = None
     pool: str = None
     members: list = None
+    taints: list = None

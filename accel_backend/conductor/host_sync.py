@@ -35,6 +35,7 @@ from accel_backend.common import discovered
 from accel_backend.common import hgx
 from accel_backend.common import ids
 from accel_backend.common import removal
+from accel_backend.conductor import config_taints
 from accel_backend.conductor import health_taints
 from accel_backend.db import models
 from accel_backend.objects import attribute as attribute_obj
@@ -75,8 +76,8 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
     :param aer_recovery_passes: passes without a new fatal AER error
         before a device is healthy again (``common.aer``).
     :param taint_changes: a list that gets ``('taint', payload)`` or
-        ``('untaint', payload)`` for each health taint set or removed
-        (``objects.taint.payload`` dicts), to notify after the commit.
+        ``('untaint', payload)`` for each health or ``config_taints``
+        taint set or removed (``objects.taint.payload``), to notify.
     :returns: list of ``models.Deployable`` present on the host.
     :raises MassRemovalRefused: more would be deleted; nothing changed.
     """
@@ -116,6 +117,10 @@ def sync(session, hostname, discovered, max_removal_share=1.0,
     devices = {id(dep.device): dep.device for dep in present}
     for dev in devices.values():
         added, removed = health_taints.reconcile(session, dev)
+        if dev.address in by_address:
+            more = config_taints.reconcile(session, dev,
+                                           by_address[dev.address])
+            added, removed = added + more[0], removed + more[1]
         if taint_changes is not None:
             taint_changes.extend([('taint', p) for p in added] +
                                  [('untaint', p) for p in removed])

@@ -24,8 +24,9 @@ not get (an older one).  A different major version, an unknown name or a
 missing required field is refused with ``PayloadError`` (the RPC call
 fails; nothing is stored).
 
-Versions: ``DiscoveredDeployable`` 1.0 (the fields of
-``accel_backend.common.discovered.DiscoveredDeployable``),
+Versions: ``DiscoveredDeployable`` 1.1 (the fields of
+``accel_backend.common.discovered.DiscoveredDeployable``; 1.1 added
+``taints``, which a 1.0 conductor ignores),
 ``ProviderRecord`` 1.0 (``accel_backend.common.provider_records
 .ProviderRecord``), ``PoolMove`` 1.0 (``accel_backend.objects
 .pool_migration.Move``; conductor API 1.1).
@@ -42,11 +43,12 @@ NAME, VERSION, DATA = 'accel.name', 'accel.version', 'accel.data'
 #: ``{name: (version, required fields, optional fields)}``.
 SCHEMAS = {
     'DiscoveredDeployable': (
-        '1.0',
+        '1.1',
         ('address', 'device_type', 'vendor_id', 'product_id', 'model',
          'driver_name', 'resource_class', 'traits', 'attach_handles'),
         ('numa_node', 'std_board_info', 'subname', 'deployable_name',
-         'cleaning', 'health', 'health_reason', 'pool', 'members')),
+         'cleaning', 'health', 'health_reason', 'pool', 'members',
+         'taints')),
     'ProviderRecord': (
         '1.0',
         ('rp_uuid', 'address', 'resource_class', 'total', 'traits',

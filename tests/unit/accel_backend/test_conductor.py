@@ -58,9 +58,13 @@ class TestPayloads(testtools.TestCase):
         return generic_pci.GenericPCIDriver(base.make_conf(self)).discover()
 
     def test_deployable_round_trip(self):
-        for dep in self.found():
+        found = self.found()
+        found[0].taints = [{'function': '', 'key': 'burn-in',
+                            'effect': 'NoSchedule', 'value': None,
+                            'reason': 'new board'}]
+        for dep in found:
             primitive = payloads.deployable(dep)
-            self.assertEqual('1.0', primitive['accel.version'])
+            self.assertEqual('1.1', primitive['accel.version'])
             # What crosses the broker is JSON.
             again = payloads.to_deployable(json.loads(json.dumps(primitive)))
             self.assertEqual(dep, again)
