@@ -177,6 +177,16 @@ class AccelServersTestBase(libvirt_base.ServersTestBase):
         self.assertIn(resp.status_code, expect, resp.text)
         return resp.json() if resp.content else None
 
+    def accel_v25(self, method, path, body=None, expect=(200,)):
+        """Call accel_backend's API as admin at microversion 2.5 (taints);
+        returns decoded JSON."""
+        resp = self.accel_api.request(
+            ACCEL_URL + path, method, json=body, raise_exc=False,
+            headers={'X-Auth-Token': 'admin',
+                     'OpenStack-API-Version': 'accelerator 2.5'})
+        self.assertIn(resp.status_code, expect, resp.text)
+        return resp.json() if resp.content else None
+
     def create_device_profile(self, name, groups):
         return self.accel_request('POST', '/v2/device_profiles',
                                   [{'name': name, 'groups': groups}],

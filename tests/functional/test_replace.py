@@ -43,14 +43,6 @@ class ReplaceTestBase(test_hotplug.HotplugTestBase):
         super().setUp()
         self.flavor = self.accel_flavor('gpu')
 
-    def accel_v25(self, method, path, body=None, expect=(200,)):
-        resp = self.accel_api.request(
-            base.ACCEL_URL + path, method, json=body, raise_exc=False,
-            headers={'X-Auth-Token': 'admin',
-                     'OpenStack-API-Version': 'accelerator 2.5'})
-        self.assertIn(resp.status_code, expect, resp.text)
-        return resp.json() if resp.content else None
-
     def deployable_of(self, rp):
         deps = self.accel_v25('GET', '/v2/deployables')['deployables']
         return next(d['uuid'] for d in deps if d['rp_uuid'] == rp)

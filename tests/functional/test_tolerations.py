@@ -43,14 +43,6 @@ class TolerationsTest(base.AccelServersTestBase):
         self.gpu = self.accel_flavor('gpu')
         self.burn_in = self.accel_flavor('burn-in')
 
-    def accel_v25(self, method, path, body=None, expect=(200,)):
-        resp = self.accel_api.request(
-            base.ACCEL_URL + path, method, json=body, raise_exc=False,
-            headers={'X-Auth-Token': 'admin',
-                     'OpenStack-API-Version': 'accelerator 2.5'})
-        self.assertIn(resp.status_code, expect, resp.text)
-        return resp.json() if resp.content else None
-
     def taint(self, rp, key, effect='NoSchedule'):
         deps = self.accel_v25('GET', '/v2/deployables')['deployables']
         dep = next(d['uuid'] for d in deps if d['rp_uuid'] == rp)
