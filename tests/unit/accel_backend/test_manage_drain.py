@@ -36,7 +36,11 @@ def rp_uuid(address):
     return ids.stable_uuid('rp', COMPUTE, address)
 
 
-class DrainTest(testtools.TestCase):
+class _DrainBase(testtools.TestCase):
+    """A discovered two-GPU host, the command and what to check."""
+
+    #: ``[taints]`` of the service and the command.
+    TAINTS = {}
 
     def setUp(self):
         super().setUp()
@@ -47,7 +51,7 @@ class DrainTest(testtools.TestCase):
             api={'auth_strategy': 'noauth'},
             binding={'workers': '1'},
             placement=base.placement_opts(self.placement.endpoint),
-            nova=base.NO_NOVA)
+            nova=base.NO_NOVA, taints=self.TAINTS)
         self.raw = pclient.PlacementClient(pclient.adapter_from_conf(
             self.conf))
         self.raw.post('/resource_providers',
@@ -81,6 +85,9 @@ class DrainTest(testtools.TestCase):
         with self.svc.db.transaction() as session:
             return sorted((t.deployable.name, t.key, t.effect, t.set_by)
                           for t in session.query(models.DeployableTaint))
+
+
+class DrainTest(_DrainBase):
 
     def test_drain_host_reports_what_is_in_use_and_undrain_returns(self):
         arq, instance, state = self.bind(AF)
@@ -123,3 +130,27 @@ class DrainTest(testtools.TestCase):
             self.assertEqual(1, err.count('\n'), err)
             self.assertIn(target, err)
         self.assertEqual([], self.taints())
+
+
+class TolerableDrainTest(_DrainBase):
+    """The drain's key declared tolerable (``[taints] tolerable_keys``):
+    the command writes its trait, not a reservation, at once, and
+    undrain removes it (``accel_common.tolerations``)."""
+
+    TAINTS = {'tolerable_keys': taints.DRAIN_KEY}
+    TRAIT = 'CUSTOM_ACCEL_TAINT_ACCEL_OPENSTACK_ORG_DRAIN'
+
+    def traits(self, address):
+        return self.raw.get('/resource_providers/%s/traits' %
+                            rp_uuid(address)).json()['traits']
+
+    def test_drain_one_deployable_is_a_trait(self):
+        dep = ids.stable_uuid('deployable', COMPUTE, D8)
+        self.assertEqual(0, self.manage('drain', dep)[0])
+        self.assertEqual((0, 1), self.reserved(D8))
+        self.assertIn(self.TRAIT, self.traits(D8))
+        self.assertNotIn(self.TRAIT, self.traits(AF))
+        # A group that does not tolerate it is not bound there.
+        self.assertEqual(arq_states.BIND_FAILED, self.bind(D8)[2])
+        self.assertEqual(0, self.manage('undrain', dep)[0])
+        self.assertNotIn(self.TRAIT, self.traits(D8))
