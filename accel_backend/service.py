@@ -45,6 +45,7 @@ from oslo_log import log as logging
 from accel_backend.agent import cleaning
 from accel_backend.agent.discovery import config_taints
 from accel_backend.agent.discovery import drivers as drivers_mod
+from accel_backend.agent.mig import repartition
 from accel_backend.agent.placement import client as placement_client
 from accel_backend.agent.placement import provider_tree
 from accel_backend.agent.placement import report
@@ -64,6 +65,7 @@ from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend.conductor import store as store_mod
 from accel_backend import conf as conf_mod
 from accel_backend.conf import metrics as metrics_conf
+from accel_backend.conf import taints as taints_conf
 from accel_backend.db import api as db_api
 from accel_backend import exception
 from accel_backend import metrics
@@ -79,13 +81,6 @@ API = 'api'
 CONDUCTOR = 'conductor'
 AGENT = 'agent'
 ROLES = (EMBEDDED, API, CONDUCTOR, AGENT)
-
-
-def _taint_options(conf):
-    """``([taints] tolerable_keys, [taints] devices)`` (tuple, list),
-    read at once: a bad value refuses the start (``conf.taints``), not
-    the first taint or discovery pass."""
-    return tuple(conf.taints.tolerable_keys), conf.taints.devices or []
 
 
 class Service:
@@ -120,9 +115,8 @@ class Service:
             raise ValueError('role must be one of %s' % (ROLES,))
         self.conf = conf
         self.role = role
-        self.tolerable, self.taint_rules = _taint_options(conf)
-        self.db = None
-        self.direct_db = direct_db
+        self.tolerable, self.taint_rules = taints_conf.read(conf)
+        self.db, self.direct_db = None, direct_db
         if role != AGENT or direct_db:
             self.db = db_api.Database.from_conf(conf)
             if role == EMBEDDED and conf.database.sync_on_startup:
@@ -151,7 +145,8 @@ class Service:
                                        mode == 'agents'):
             self.transport = transports.get_rpc_transport(conf)
         self._owns_transport = transport is None and bool(self.transport)
-        self.binder = self.cleaner = self.auditor = self.store = None
+        self.binder = self.cleaner = self.auditor = None
+        self.store = self.repartitioner = None
         self.drivers = []
         if role in (EMBEDDED, CONDUCTOR):
             self.binder = binder_mod.Binder(
@@ -167,6 +162,8 @@ class Service:
             self.store = self._host_store()
             self.drivers = drivers_mod.load(conf,
                                             conf.discovery.enabled_drivers)
+            self.repartitioner = repartition.from_conf(
+                conf, self.store, self.reporter)
             self.cleaner = cleaning.Cleaner(
                 self.store, self.reporter, conf, conf.host,
                 workers=conf.cleaning.workers,
@@ -190,9 +187,8 @@ class Service:
             self._audit_loop = periodic.AuditLoop(self.auditor,
                                                   conf.audit.interval)
         self._serves_conductor = role == CONDUCTOR or mode == 'agents'
-        self._rpc_servers = []
+        self._rpc_servers, self._thread = [], None
         self._stop = threading.Event()
-        self._thread = None
 
     def _host_store(self):
         if self.role == AGENT and not self.direct_db:
@@ -203,9 +199,11 @@ class Service:
         return store_mod.HostStore.from_conf(
             self.db, self.conf, notifications=self.notifications)
 
-    def discover_and_report(self, force=False, report=True):
+    def discover_and_report(self, force=False, report=True,
+                            repartition=True):
         """Discover devices, store them (``store.sync``), report them to
-        Placement.
+        Placement; then repartition idle MIG GPUs
+        (``agent.mig.repartition``) and, when some were, do it all again.
 
         :param force: remove whatever vanished, even more than ``[discovery]
             max_removal_share`` of the host's devices (the operator's
@@ -241,6 +239,9 @@ class Service:
                 pool_migration.replaced_providers(self.conf.host, found)))
         if migrated:
             reshape.finished(self.store, self.binder)
+        if report and repartition and self.repartitioner is not None and \
+                self.repartitioner.run():
+            return self.discover_and_report(force=force, repartition=False)
         return reported
 
     def report_pass(self, force=False, report=True):

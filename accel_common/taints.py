@@ -30,6 +30,9 @@ DRAIN_KEY = 'accel.openstack.org/drain'
 #: The audit's taint of a device a Bound ARQ holds without an allocation
 #: in Placement (``accel_backend.conductor.orphan_taints``).
 UNALLOCATED_KEY = 'accel.openstack.org/unallocated'
+#: The key of the taint that holds a GPU while its MIG layout changes
+#: (``accel_backend.agent.mig.repartition``).
+REPARTITION_KEY = 'accel.openstack.org/repartition'
 #: ``set_by`` of the taints of ``[taints] devices`` (accel_backend's
 #: configuration file, set and removed by discovery).
 CONFIG_SET_BY = 'accel_backend.config'

@@ -26,8 +26,6 @@ from accel_backend.objects import quarantine
 from accel_backend.objects import taint as taint_obj
 from accel_common import taints
 
-SET_BY = taints.CONFIG_SET_BY
-
 
 def wanted(items):
     """``{(function, key): (effect, value, reason)}`` of the taints
@@ -56,7 +54,7 @@ def reconcile(session, dev, items):
     added, removed = [], []
     for dep in dev.deployables:
         for taint in list(dep.taints):
-            if taint.set_by == SET_BY and \
+            if taint.set_by == taints.CONFIG_SET_BY and \
                     (taint.function, taint.key) not in want:
                 removed.append(taint_obj.payload(dep, taint))
                 taint_obj.remove(session, dep, taint)
@@ -65,7 +63,7 @@ def reconcile(session, dev, items):
         for (function, key), (effect, value, reason) in sorted(
                 want.items()):
             taint = have.get((function, key))
-            if taint is not None and taint.set_by == SET_BY and (
+            if taint is not None and taint.set_by == taints.CONFIG_SET_BY and (
                     taint.effect, taint.value, taint.reason) == (
                     effect, value, reason):
                 continue
@@ -74,6 +72,6 @@ def reconcile(session, dev, items):
                 continue
             taint, _ = taint_obj.set_(
                 session, dep, key, effect, value=value, reason=reason,
-                set_by=SET_BY, function=function)
+                set_by=taints.CONFIG_SET_BY, function=function)
             added.append(taint_obj.payload(dep, taint))
     return added, removed

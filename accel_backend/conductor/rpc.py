@@ -48,7 +48,14 @@ cast:
   attach handles, commits ``Bound``/``BindFailed`` with a pending event
   and delivers it to Nova.
 
-Versions: 1.0 as above, 1.1 adds the two pool migration calls.  A minor
+* 1.2: ``hold_gpu(host, address)`` and ``release_gpu(host, address)``:
+  a GPU held (or no longer) for a MIG repartition
+  (``conductor.mig_hold``; the rp UUIDs of its deployables, or None
+  from ``hold_gpu`` when it is not idle).
+
+Versions: 1.0 as above, 1.1 adds the two pool migration calls, 1.2 the
+two MIG repartition calls (an agent capped below 1.2 does not
+repartition).  A minor
 version only adds optional arguments or methods; cap what agents and APIs
 send with ``[upgrade_levels] conductor`` while conductors of an older
 release remain (an agent capped at 1.0 does not migrate a host to pools:
@@ -137,6 +144,14 @@ class ConductorEndpoint:
             LOG.info('Host %s: binding %d ARQs that waited for its pool '
                      'migration', store.hostname, len(waiting))
             self.binder.submit(waiting)
+
+    def hold_gpu(self, ctxt, host, address):
+        """1.2: ``HostStore.hold_gpu`` of ``host``."""
+        return self.store_for(host).hold_gpu(address)
+
+    def release_gpu(self, ctxt, host, address):
+        """1.2: ``HostStore.release_gpu`` of ``host``."""
+        return self.store_for(host).release_gpu(address)
 
     def handles_to_clean(self, ctxt, host):
         """``[[handle_uuid, rp_uuid], ...]`` of ``host``."""

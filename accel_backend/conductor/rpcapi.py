@@ -33,9 +33,11 @@ LOG = logging.getLogger(__name__)
 EXCHANGE = 'accel_backend'
 NAMESPACE = 'accel_conductor'
 #: The newest version of the conductor API; see the module docstring.
-VERSION = '1.1'
+VERSION = '1.2'
 #: The version that added the pool migration calls.
 POOLS_VERSION = '1.1'
+#: The version that added the MIG repartition calls.
+MIG_VERSION = '1.2'
 
 
 class ConductorAPI:
@@ -166,6 +168,24 @@ class RemoteHostStore:
             'pool_moves', version=POOLS_VERSION, host=self.hostname,
             deployables=[payloads.deployable(d) for d in found],
             force=force)]
+
+    def hold_gpu(self, address):
+        """See ``HostStore.hold_gpu``; None (nothing held) while
+        ``[upgrade_levels] conductor`` is below 1.2."""
+        if not self.api.can_send(MIG_VERSION):
+            LOG.warning('The conductor API is capped below %s: host %s '
+                        'does not repartition MIG GPUs', MIG_VERSION,
+                        self.hostname)
+            return None
+        return self.api.call('hold_gpu', version=MIG_VERSION,
+                             host=self.hostname, address=address)
+
+    def release_gpu(self, address):
+        """See ``HostStore.release_gpu``."""
+        if not self.api.can_send(MIG_VERSION):
+            return []
+        return self.api.call('release_gpu', version=MIG_VERSION,
+                             host=self.hostname, address=address)
 
     def migrate_pools(self, found):
         """See ``HostStore.migrate_pools``."""

@@ -32,6 +32,7 @@ from accel_backend.common import host_states
 from accel_backend.common import pooling
 from accel_backend.common import provider_records
 from accel_backend.conductor import host_sync
+from accel_backend.conductor import mig_hold
 from accel_backend.conductor import pool_migration
 from accel_backend.conductor import rpcapi as conductor_rpcapi
 from accel_backend.db import api as db_api
@@ -182,6 +183,19 @@ class HostStore:
             self._check(host, 'resource provider', rp_uuid)
             return deployable_obj.reserved_units_of_rp(session, rp_uuid,
                                                        self.tolerable)
+
+    def hold_gpu(self, address):
+        """Hold the host's GPU at ``address`` for a MIG repartition if
+        it is idle (``conductor.mig_hold.hold``): the rp UUIDs of its
+        deployables, or None when something holds one of its handles."""
+        with self.db.transaction() as session:
+            return mig_hold.hold(session, self.hostname, address)
+
+    def release_gpu(self, address):
+        """``conductor.mig_hold.release`` of the host's GPU at
+        ``address``: the rp UUIDs of its deployables."""
+        with self.db.transaction() as session:
+            return mig_hold.release(session, self.hostname, address)
 
     def record_status(self, state, reason=None, code=None):
         """Record the outcome of a discovery pass or start

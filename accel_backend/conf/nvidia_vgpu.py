@@ -15,6 +15,32 @@ through the vendor-specific VFIO framework, vGPU 17+ on Ada, Hopper and
 newer GPUs)."""
 
 from oslo_config import cfg
+from oslo_config import types
+
+
+class MigLayout(types.ConfigType):
+    """One ``[nvidia_vgpu] mig_layouts`` value, ``<model>:
+    <profile>[,<profile>...]`` (``H200-SXM5-141GB: 3g.71gb,3g.71gb``),
+    read as ``(model, [profile, ...])``.  Whether the MIG rules allow it
+    is checked when the service starts
+    (``agent.mig.repartition.from_conf``)."""
+
+    def __init__(self):
+        super().__init__(type_name='MIG layout')
+
+    def __call__(self, value):
+        if isinstance(value, tuple):
+            return value
+        model, sep, names = value.partition(':')
+        names = [n.strip() for n in names.split(',') if n.strip()]
+        if not sep or not model.strip() or not names:
+            raise ValueError('expected "<model>: <profile>[,<profile>...]", '
+                             'got %r' % value)
+        return model.strip(), names
+
+    def _formatter(self, value):
+        return '%s: %s' % (value[0], ','.join(value[1]))
+
 
 GROUP = cfg.OptGroup(
     'nvidia_vgpu', title='NVIDIA vGPU on SR-IOV VFs (vendor-specific VFIO)')
@@ -38,4 +64,20 @@ OPTS = [
                      'the card holds. False: offer only the VFs an '
                      'operator (or NVIDIA\'s vgpu-device-manager) has '
                      'configured.'),
+    cfg.MultiOpt('mig_layouts', item_type=MigLayout(), default=None,
+                 help='Layouts a GPU in MIG mode may be repartitioned into '
+                      'when it is idle, one per line: "<model>: '
+                      '<profile>[,<profile>...]" (e.g. "H200-SXM5-141GB: '
+                      '3g.71gb,3g.71gb"); models and profiles as NVIDIA\'s '
+                      'MIG user guide names them. No line: no '
+                      'repartitioning.'),
+    cfg.Opt('mig_free_target',
+            type=types.Dict(value_type=types.Integer(min=0)), default={},
+            help='Free GPU instances wanted on this host per MIG profile '
+                 '(e.g. "3g.71gb:2,1g.18gb:4"). After each discovery pass '
+                 'the agent repartitions idle GPUs in MIG mode (nothing '
+                 'bound, nothing allocated in Placement; held and '
+                 'checkpointed first) into layouts of mig_layouts until '
+                 'the target is met or no change gets closer; MIG mode '
+                 'itself is never switched. Empty: no repartitioning.'),
 ]

@@ -118,3 +118,10 @@ OPTS = [
                       'deployable as that function. The same key set '
                       'through the API on that device is replaced.'),
 ]
+
+
+def read(conf):
+    """``([taints] tolerable_keys, [taints] devices)`` of ``conf``
+    (tuple, list), read at once: a service refuses to start on a bad
+    value (``ConfigFileValueError``), not at its first taint or pass."""
+    return tuple(conf.taints.tolerable_keys), conf.taints.devices or []

@@ -129,3 +129,18 @@ def recreate(root, address, profile):
         if current(root, address) != 0:
             raise VGPUTypeError('the vGPU of %s was not destroyed' % address)
         return _set_locked(root, address, profile)
+
+
+def clear(root, address):
+    """Destroy the VF's vGPU, if it has one (write 0 to
+    ``current_vgpu_type``), under ``LOCK``: its GPU instance is free
+    again (a MIG repartition, ``agent.mig.repartition``).
+
+    :raises VGPUTypeError: the write failed or did not take.
+    """
+    with LOCK:
+        if current(root, address) in (0, None):
+            return
+        _write(root, address, 0)
+        if current(root, address) != 0:
+            raise VGPUTypeError('the vGPU of %s was not destroyed' % address)

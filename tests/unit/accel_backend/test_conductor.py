@@ -39,6 +39,7 @@ from accel_backend.objects import host_status
 from accel_backend import service as service_mod
 from accel_backend import transports
 from accel_common import handle_states
+from accel_common import taints
 from tests.unit.accel_backend import base
 from tests.unit.accel_backend import binder_fixtures
 from tests import waiting
@@ -201,6 +202,32 @@ class TestSplitServices(testtools.TestCase):
         self.assertTrue(wait_for(lambda: self.state(arq) == 'Bound'))
         self.assertTrue(wait_for(lambda: self.notifier.sent))
         self.assertEqual([(vm, arq, 'completed')], self.notifier.sent)
+
+    def test_an_idle_gpu_is_held_through_the_conductor(self):
+        # The agent of a MIG repartition (agent.mig.repartition) holds
+        # no database credentials: the conductor checks and taints.
+        store = self.agents['node2'].store
+        af, d8 = base.T4_ADDRESSES
+        arq, _ = self.bind('node2', self.rps['node2'][0])
+        self.assertTrue(wait_for(lambda: self.state(arq) == 'Bound'))
+        with self.conductor.db.transaction() as session:
+            bound = session.scalar(sa.select(models.Device.address).join(
+                models.Deployable).where(
+                models.Deployable.rp_uuid == self.rps['node2'][0]))
+        idle = d8 if bound == af else af
+        self.assertIsNone(store.hold_gpu(bound))
+        (rp,) = store.hold_gpu(idle)
+        with self.conductor.db.transaction() as session:
+            self.assertEqual([('node2', idle)], [
+                (t.deployable.device.hostname, t.deployable.device.address)
+                for t in session.query(models.DeployableTaint).filter_by(
+                    key=taints.REPARTITION_KEY)])
+        held, _ = self.bind('node2', rp)
+        self.assertTrue(wait_for(lambda: self.state(held) == 'BindFailed'))
+        self.assertEqual([rp], store.release_gpu(idle))
+        with self.conductor.db.transaction() as session:
+            self.assertEqual(0, session.query(
+                models.DeployableTaint).count())
 
     def test_failed_cast_answers_503_and_the_conductor_resumes(self):
         self.useFixture(fixtures.MockPatchObject(
