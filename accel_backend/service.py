@@ -200,7 +200,7 @@ class Service:
             self.db, self.conf, notifications=self.notifications)
 
     def discover_and_report(self, force=False, report=True,
-                            repartition=True):
+                            repartition=True, replaced=frozenset()):
         """Discover devices, store them (``store.sync``), report them to
         Placement; then repartition idle MIG GPUs
         (``agent.mig.repartition``) and, when some were, do it all again.
@@ -210,6 +210,7 @@ class Service:
             ``accel-backend-manage discovery sync --force``).
         :param report: False: store only, Placement is not called
             (``discovery sync --no-report``, before ``import-cyborg``).
+        :param repartition, replaced: internal (the pass after one).
         :returns: list of ``ProviderRecord`` reported.
         :raises SysfsRootUnavailable: the sysfs root cannot be read;
             nothing changed.
@@ -220,8 +221,7 @@ class Service:
             the next pass finishes it.
         :raises ConductorUnavailable: (agent) the conductor did not answer;
             nothing changed.
-        :raises ComputeNodeProviderNotFound: nova-compute has not created
-            the compute node RP yet.
+        :raises ComputeNodeProviderNotFound: no compute node RP yet.
         :raises PlacementError: Placement failed.
         """
         span = self.conf.discovery.pool_numa_span
@@ -236,12 +236,15 @@ class Service:
         reported = self.store.sync(found, force=force)
         if report:
             self.reporter.report(reported, force=force, replaced=(
-                pool_migration.replaced_providers(self.conf.host, found)))
+                pool_migration.replaced_providers(self.conf.host, found) |
+                set(replaced)))
         if migrated:
             reshape.finished(self.store, self.binder)
         if report and repartition and self.repartitioner is not None and \
                 self.repartitioner.run():
-            return self.discover_and_report(force=force, repartition=False)
+            return self.discover_and_report(
+                force=force, repartition=False,
+                replaced=self.repartitioner.replaced)
         return reported
 
     def report_pass(self, force=False, report=True):

@@ -79,6 +79,8 @@ class Repartitioner:
     :param target: ``{profile: free GIs wanted}`` (``[nvidia_vgpu]
         mig_free_target``).
     :param state_path: where the checkpoint lives (str).
+
+    ``replaced``: see ``__init__``.
     """
 
     def __init__(self, host, addresses, store, reporter, sysfs_root,
@@ -92,6 +94,11 @@ class Repartitioner:
         self.target = dict(target)
         self.checkpoint = os.path.join(state_path, CHECKPOINT)
         self._started = False
+        self._unlisted = set()
+        #: The rp UUIDs of the carved GPUs' deployables: the caller's
+        #: next report deletes those no longer found without counting
+        #: them as a mass removal (``report.Reporter.report``).
+        self.replaced = set()
 
     def run(self):
         """Finish an interrupted repartition, then repartition what the
@@ -102,12 +109,11 @@ class Repartitioner:
         :raises MigCommandFailed, MigLayoutRefused: the host failed; the
             checkpoint stays and the next pass finishes it.
         """
+        self.replaced = set()
         done = self._resume()
         busy = set()
         while True:
-            instances = {gpu: self.host.instances(gpu)
-                         for gpu in self.host.gpus()
-                         if gpu in self.addresses}
+            instances = self._instances()
             in_use = {(gpu, gi.id) for gpu in busy
                       for gi in instances.get(gpu, ())}
             plan = planner.plan(
@@ -121,6 +127,24 @@ class Repartitioner:
                 done.append(gpu)
             else:
                 busy.add(gpu)
+
+    def _instances(self):
+        """``{GPU: its GIs}`` of the GPUs whose GIs can be listed; one
+        that cannot (not in MIG mode: ``nvidia-smi`` refuses ``-lgi``)
+        is left out, warned once."""
+        found = {}
+        for gpu in self.host.gpus():
+            if gpu not in self.addresses:
+                continue
+            try:
+                found[gpu] = self.host.instances(gpu)
+            except exception.MigCommandFailed as e:
+                if gpu not in self._unlisted:
+                    self._unlisted.add(gpu)
+                    LOG.warning('GPU %s: its GPU instances cannot be '
+                                'listed (%s); not repartitioned',
+                                self.addresses[gpu], e)
+        return found
 
     def _repartition(self, gpu, layout):
         """Steps 1 to 5 for one GPU; False when it is not idle."""
@@ -183,7 +207,11 @@ class Repartitioner:
                     ', '.join('%s@%d' % g for g in sorted(
                         want, key=lambda g: g[1])))
         os.unlink(self.checkpoint)
-        self._release(address)
+        # Its providers of the old layout's types go at the next report,
+        # however many (not a mass removal: ``replaced``).
+        self.replaced.update(self.store.release_gpu(address) or ())
+        for rp_uuid in sorted(self.replaced):
+            self.reporter.reserved.sync_reserved(rp_uuid)
 
     def _release(self, address):
         for rp_uuid in self.store.release_gpu(address) or ():
@@ -277,9 +305,24 @@ class LazyRepartitioner:
         self.args = args
         self.inner = None
 
+    @property
+    def replaced(self):
+        """``Repartitioner.replaced`` (set)."""
+        return self.inner.replaced if self.inner is not None else set()
+
     def run(self):
-        """``Repartitioner.run``, the host found first."""
-        if self.inner is None:
-            host, addresses = self.host_factory()
-            self.inner = Repartitioner(host, addresses, *self.args)
-        return self.inner.run()
+        """``Repartitioner.run``, the host found first.  A failure is
+        logged, never raised: the discovery pass that called it stands,
+        and the next pass tries again (finishing a checkpoint first).
+
+        :returns: the GPU ids repartitioned (list).
+        """
+        try:
+            if self.inner is None:
+                host, addresses = self.host_factory()
+                self.inner = Repartitioner(host, addresses, *self.args)
+            return self.inner.run()
+        except Exception:
+            LOG.exception('MIG repartition failed; the next discovery '
+                          'pass tries again')
+            return []

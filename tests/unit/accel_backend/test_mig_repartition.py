@@ -28,6 +28,7 @@ from oslo_config import cfg
 
 from accel_backend.agent.mig import repartition
 from accel_backend.db import models
+from accel_backend import exception
 from accel_backend import service as service_mod
 from accel_common import taints
 from tests.unit.accel_backend import nvidia_vgpu_card as card_mod
@@ -52,6 +53,8 @@ class RepartitionTest(mig_vgpu.TestMigBackedVGPU.__bases__[0]):
         self.cards = card_mod.h200_mig_cards(self.root, self.host)
         self.useFixture(card_mod.DriverFixture(self.cards))
         self.addresses = {0: A, 1: B}
+        #: What the repartitioner drives (nvidia-smi's view).
+        self.mig_host = self.host
         # As NVIDIA's driver does, the VFs' lists follow the GIs.
         for name in ('create', 'destroy'):
             self.useFixture(fixtures.MockPatchObject(
@@ -73,7 +76,7 @@ class RepartitionTest(mig_vgpu.TestMigBackedVGPU.__bases__[0]):
             'mig_layouts': ['%s: %s' % (H200, lay) for lay in layouts],
             'mig_free_target': target}})
         svc = self.make_service(conf)
-        svc.repartitioner.host_factory = lambda: (self.host,
+        svc.repartitioner.host_factory = lambda: (self.mig_host,
                                                   self.addresses)
         if run:
             svc.discover_and_report()
@@ -159,8 +162,12 @@ class RepartitionTest(mig_vgpu.TestMigBackedVGPU.__bases__[0]):
             return real(gpu, profile, start)
         self.useFixture(fixtures.MockPatchObject(
             self.host, 'create', side_effect=create_or_crash))
+        logger = self.useFixture(fixtures.FakeLogger())
         svc = self.service('7g.141gb:1', ['7g.141gb'], run=False)
-        self.assertRaises(Crash, svc.discover_and_report)
+        # The pass stands (its devices reported); the failure is logged.
+        svc.discover_and_report()
+        self.assertIn('MIG repartition failed', logger.output)
+        self.assertIn('H200X-3-71C', ''.join(self.slices(A)))
         # Committed first: the hold (B's deployables, if it had any, are
         # tainted; it has none yet) and the checkpoint.
         with open(os.path.join(self.tmp, repartition.CHECKPOINT)) as f:
@@ -173,6 +180,28 @@ class RepartitionTest(mig_vgpu.TestMigBackedVGPU.__bases__[0]):
         self.assertEqual({'H200X-7-141C': 1}, self.slices(B))
         self.assertFalse(os.path.exists(os.path.join(
             self.tmp, repartition.CHECKPOINT)))
+        self.assertEqual([], self.held(svc))
+
+    def test_a_gpu_whose_instances_cannot_be_listed_is_left_out(self):
+        host = self.host
+
+        class NotInMigMode(object):
+            """GPU 1 as nvidia-smi answers for a GPU not in MIG mode."""
+
+            def __getattr__(self, name):
+                return getattr(host, name)
+
+            def instances(self, gpu):
+                if gpu == 1:
+                    raise exception.MigCommandFailed(
+                        command='nvidia-smi mig -i 1 -lgi',
+                        reason='Not in MIG mode')
+                return host.instances(gpu)
+        self.mig_host = NotInMigMode()
+        svc = self.service('7g.141gb:1', ['7g.141gb'])
+        # A alone is a candidate: idle, carved into the 7g.141gb.
+        self.assertEqual([('7g.141gb', 0)], self.layout(0))
+        self.assertEqual({'H200X-7-141C': 1}, self.slices(A))
         self.assertEqual([], self.held(svc))
 
     def test_a_bad_layout_refuses_the_start(self):
