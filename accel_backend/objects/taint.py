@@ -296,6 +296,8 @@ def held_handle_ids(session, deployable_ids, tolerated=None):
                                             std_board_info=board)
     keys = {dep_id: _function_keys(devices[dep_id], funcs)
             for dep_id, funcs in functions.items()}
+    if not whole and not keys:
+        return set()    # every taint tolerated: no second statement
     held = set()
     for handle_id, dep_id, attach_type, info in session.execute(
             _HANDLES_OF, {'ids': sorted(whole | set(keys))}):

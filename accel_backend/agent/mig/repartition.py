@@ -209,13 +209,15 @@ class Repartitioner:
         os.unlink(self.checkpoint)
         # Its providers of the old layout's types go at the next report,
         # however many (not a mass removal: ``replaced``).
-        self.replaced.update(self.store.release_gpu(address) or ())
-        for rp_uuid in sorted(self.replaced):
-            self.reporter.reserved.sync_reserved(rp_uuid)
+        self.replaced.update(self._release(address))
 
     def _release(self, address):
-        for rp_uuid in self.store.release_gpu(address) or ():
+        """Release the hold of ``address``, its providers' reserved
+        units written; returns their rp UUIDs (list)."""
+        rps = self.store.release_gpu(address) or []
+        for rp_uuid in rps:
             self.reporter.reserved.sync_reserved(rp_uuid)
+        return rps
 
     def _usages(self, rp_uuid):
         resp = self.reporter.client.get(
