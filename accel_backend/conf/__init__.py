@@ -118,7 +118,9 @@ CLEANING_OPTS = [
                      'no ``reset_method``, gets ``none`` with a warning), '
                      '``command`` (run ``[cleaning] command``), ``vgpu`` '
                      '(nvidia_vgpu: destroy the VF\'s vGPU and create a '
-                     'fresh one of its profile) or ``none`` '
+                     'fresh one of its profile), ``mdev`` (mdev: destroy '
+                     'the mediated device, and its mdevctl definition; the '
+                     'next guest\'s is created fresh) or ``none`` '
                      '(offered again at once). A function reset does not '
                      'clear a GPU\'s memory: scrub it with ``command``.'),
     cfg.StrOpt('command',

@@ -152,6 +152,14 @@ OPTS = [
                      'MIG-backed type as ``CUSTOM_MIG_SLICE``. Empty: '
                      'no mediated device is reported, with a warning '
                      'that names the GPUs offering types.'),
+    cfg.StrOpt('mdev_bus_path',
+               help='mdev driver: the kernel\'s list of mediated-device '
+                    'parents; those that are not PCI functions (under '
+                    '``/sys/devices/virtual``, such as the kernel\'s '
+                    '``mtty`` sample) are offered from here, each as one '
+                    'provider of its enabled type. Default: '
+                    '``class/mdev_bus`` of the sysfs of ``sysfs_root`` '
+                    '(``/sys/class/mdev_bus``).'),
     cfg.StrOpt('nvidia_smi_path', default='nvidia-smi',
                help='mdev driver: the ``nvidia-smi`` program, run only '
                     'for a GPU in MIG mode whose MIG-backed vGPU types '
@@ -214,7 +222,10 @@ MDEV_TYPE_OPTS = [
                      'VF addresses), as in the address of Nova\'s [pci] '
                      'device_spec: domain:bus:slot.function, each field a '
                      'hex number or *, leading fields optional (0000:41:*). '
-                     'Shell globs (0000:4?:00.0) are deprecated.'),
+                     'Shell globs (0000:4?:00.0) are deprecated. A '
+                     'parent that is not a PCI function is named as '
+                     'libvirt and Nova name it: ``mtty_mtty`` for the '
+                     'kernel\'s mtty sample.'),
     cfg.IntOpt('max_instances', min=1,
                help='Most devices of this type one GPU can hold.'),
 ]

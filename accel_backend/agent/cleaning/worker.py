@@ -45,6 +45,7 @@ import threading
 
 from oslo_log import log as logging
 
+from accel_backend.agent.cleaning import mdev_removal
 from accel_backend.agent.discovery import nvidia_vfio
 from accel_backend.agent.discovery import sysfs
 from accel_backend.common import hgx
@@ -61,7 +62,7 @@ class CleaningError(Exception):
 
 
 def run_method(method, address, sysfs_root, command=None, timeout=300,
-               handle_info=None):
+               handle_info=None, handle_uuid=None):
     """Run one cleaning step on the PCI function ``address``.
 
     :param handle_info: the attach handle's ``attach_info`` (dict); the
@@ -72,14 +73,17 @@ def run_method(method, address, sysfs_root, command=None, timeout=300,
         function.  ``flr`` of a function for which the kernel offers no
         reset method at that time (``sysfs.reset_methods``) is skipped
         with a warning, as discovery would make its cleaning ``none``.
+    :param handle_uuid: the attach handle's UUID, the mediated device
+        the ``mdev`` method destroys (``cleaning.mdev_removal``).
     :returns: None on success.
     :raises CleaningError: with the reason.
     """
     if method in (None, 'none'):
         return
     if method == 'vgpu':
-        _recreate_vgpu(sysfs_root, handle_info)
-        return
+        return _recreate_vgpu(sysfs_root, handle_info)
+    if method == 'mdev':
+        return _remove_mdev(handle_uuid, sysfs_root, timeout)
     unit = hgx.unit_addresses(handle_info)
     if unit and method in ('flr', 'command'):
         for member in unit:     # every function checked before any act
@@ -135,6 +139,13 @@ def run_method(method, address, sysfs_root, command=None, timeout=300,
                 args[0], proc.returncode, ': ' + out if out else ''))
         return
     raise CleaningError('unknown cleaning method %r' % method)
+
+
+def _remove_mdev(mdev_uuid, sysfs_root, timeout):
+    try:
+        mdev_removal.remove(mdev_uuid, sysfs_root, timeout=timeout)
+    except mdev_removal.MdevRemovalError as e:
+        raise CleaningError(str(e))
 
 
 def _recreate_vgpu(sysfs_root, handle_info):
@@ -318,7 +329,7 @@ class Cleaner:
             try:
                 run_method(method, address, self.sysfs_root,
                            command=self.command, timeout=self.timeout,
-                           handle_info=handle_info)
+                           handle_info=handle_info, handle_uuid=handle_uuid)
             except CleaningError as e:
                 error = str(e)
                 labels['outcome'] = 'failed'

@@ -109,3 +109,26 @@ def many_gpus(root, count, vendor='10de', device='20b5'):
                        iommu_group=100 + i)
         addresses.append(address)
     return addresses
+
+
+def virtual_mdev_parent(sys_dir, klass, name, types):
+    """A virtual mediated-device parent as the kernel shows it
+    (``Documentation/driver-api/vfio-mediated-device.rst``; the mtty
+    sample, ``samples/vfio-mdev/mtty.c``, makes ``klass`` = ``name`` =
+    ``mtty``): ``devices/virtual/<klass>/<name>/mdev_supported_types/``
+    and the link ``class/mdev_bus/<name>`` to it, under ``sys_dir``.
+
+    :param types: ``[(type_id, name, available_instances, created
+        UUIDs)]``.
+    :returns: the ``class/mdev_bus`` directory.
+    """
+    device = os.path.join(sys_dir, 'devices', 'virtual', klass, name)
+    bus = os.path.join(sys_dir, 'class', 'mdev_bus')
+    os.makedirs(bus, exist_ok=True)
+    os.makedirs(device, exist_ok=True)
+    os.symlink(os.path.join('..', '..', 'devices', 'virtual', klass, name),
+               os.path.join(bus, name))
+    for type_id, type_name, available, created in types:
+        write_mdev_type(os.path.dirname(device), name, type_id, type_name,
+                        available, created=created)
+    return bus

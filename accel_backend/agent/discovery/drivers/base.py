@@ -30,7 +30,7 @@ LOG = logging.getLogger(__name__)
 NO_IOMMU = ('no IOMMU group: the host\'s IOMMU is off (VT-d/AMD-Vi in the '
             'firmware, intel_iommu=on or amd_iommu=on on the kernel command '
             'line); vfio-pci cannot assign the function')
-CLEANING_METHODS = ('flr', 'command', 'vgpu', 'none')
+CLEANING_METHODS = ('flr', 'command', 'vgpu', 'mdev', 'none')
 
 
 def numa_trait(numa_node):
@@ -92,9 +92,11 @@ class PCIDriverBase:
             raise ValueError('[cleaning] methods: %s for driver %s is not '
                              'one of %s' % (self.cleaning, self.name,
                                             CLEANING_METHODS))
-        if self.cleaning == 'vgpu' and self.name != 'nvidia_vgpu':
-            raise ValueError('[cleaning] methods: vgpu is for the '
-                             'nvidia_vgpu driver only, not %s' % self.name)
+        for method, driver in (('vgpu', 'nvidia_vgpu'), ('mdev', 'mdev')):
+            if self.cleaning == method and self.name != driver:
+                raise ValueError('[cleaning] methods: %s is for the %s '
+                                 'driver only, not %s' % (method, driver,
+                                                          self.name))
         self.health_check = conf.discovery.health_check
         self._no_reset_warned = set()
         self._slow_link_warned = set()

@@ -54,11 +54,12 @@ nvidia_smi_path``).  A GPU whose model has no MIG table, or whose GPU
 instances cannot be listed, is not offered (warned).
 """
 
-import os_traits
 from oslo_log import log as logging
 
 from accel_backend.agent.discovery.drivers import base
 from accel_backend.agent.discovery.drivers import mdev_mig
+from accel_backend.agent.discovery.drivers import mdev_virtual
+from accel_backend.agent.discovery import mdev_bus
 from accel_backend.agent.discovery import sysfs
 from accel_backend.agent.mig import host as mig_host
 from accel_backend.agent.mig import profiles as mig_profiles
@@ -68,12 +69,6 @@ from accel_backend import exception
 from accel_common import pci
 
 LOG = logging.getLogger(__name__)
-
-
-def type_trait(type_id):
-    """``CUSTOM_MDEV_<TYPE>``: ``nvidia-222`` -> ``CUSTOM_MDEV_NVIDIA_222``
-    (``os_traits.normalize_name``)."""
-    return os_traits.normalize_name('MDEV_' + type_id)
 
 
 def register_type_opts(conf, type_ids):
@@ -119,10 +114,17 @@ class MdevDriver(base.PCIDriverBase):
         register_type_opts(conf, self.enabled)
         self.addresses = {t: list(conf['mdev_%s' % t].device_addresses)
                           for t in self.enabled}
+        # Virtual parents by name (``mtty_mtty``), GPUs by PCI pattern.
+        self.parent_names = {t: {p for p in patterns
+                                 if mdev_bus.is_parent_name(p)}
+                             for t, patterns in self.addresses.items()}
         self.patterns = {
             t: [pci.compile_pattern(p, '[mdev_%s] device_addresses' % t,
-                                    legacy_globs=True) for p in patterns]
+                                    legacy_globs=True) for p in patterns
+                if p not in self.parent_names[t]]
             for t, patterns in self.addresses.items()}
+        self.mdev_bus = conf.discovery.mdev_bus_path or \
+            mdev_bus.default_path(self.root)
         self.max_instances = {t: conf['mdev_%s' % t].max_instances
                               for t in self.enabled}
         seen = {}
@@ -152,8 +154,20 @@ class MdevDriver(base.PCIDriverBase):
                 return type_id
         return self.default_type
 
+    def parent_type(self, name):
+        """The enabled type of the virtual parent ``name`` (``mtty_mtty``),
+        or None."""
+        return next((t for t in self.enabled if name in
+                     self.parent_names[t]), self.default_type)
+
     def discover(self):
-        """:returns: list of ``DiscoveredDeployable``, by address."""
+        """:returns: list of ``DiscoveredDeployable``: the GPUs' by
+        address, then the virtual parents' by name."""
+        return self._gpus() + mdev_virtual.deployables(
+            self.mdev_bus, self.parent_type, self.max_instances,
+            self.resource_class, self.cleaning, self._warn_once)
+
+    def _gpus(self):
         functions = self.functions()
         by_address = {fn.address: fn for fn in functions}
         gpus = {}
@@ -216,7 +230,7 @@ class MdevDriver(base.PCIDriverBase):
         return self.deployable(
             gpu, device_type='GPU' if gpu.class_code.startswith('03')
             else 'OTHER', resource_class=self.resource_class,
-            traits={type_trait(type_id)} | base.pci_traits(gpu),
+            traits={mdev_virtual.type_trait(type_id)} | base.pci_traits(gpu),
             attach_handles=handles[:capacity], subname=type_id,
             std_board_info=info)
 
@@ -258,7 +272,8 @@ class MdevDriver(base.PCIDriverBase):
             info = base.board_info(gpu, mig_profile=profiles[type_id])
             found.append(self.deployable(
                 gpu, device_type='GPU', resource_class=mig_traits.SLICE_RC,
-                traits=traits | {type_trait(type_id)} | base.pci_traits(gpu),
+                traits=traits | {mdev_virtual.type_trait(type_id)} |
+                base.pci_traits(gpu),
                 attach_handles=handles, subname=type_id,
                 std_board_info=info))
         return found
