@@ -22,14 +22,17 @@ the attach handles to generate the necessary XML"): Nova 34's
 attach handle type, logs and drops unsupported types, and passes the ``PCI``
 ones to ``_guest_add_accel_pci_devices(guest, pci_arqs)``.  ``MDEV`` ARQs
 take another path: ``_allocate_cyborg_mdevs`` creates the mediated devices
-and ``_guest_add_mdevs`` adds them.  This driver overrides only the PCI hook
-so that :mod:`nova_accel.virt.hostdev` (validated addresses, ignored handle
-types from ``[nova_accel] ignored_attach_handle_types``) writes those
+and ``_guest_add_mdevs`` adds them; this driver creates those of parents
+that are not PCI functions itself (:mod:`nova_accel.virt.libvirt.mdevs`)
+and leaves the others to Nova.  It overrides the PCI hook so that
+:mod:`nova_accel.virt.hostdev` (validated addresses, ignored handle types
+from ``[nova_accel] ignored_attach_handle_types``) writes those
 elements.  Hot-adding accelerators to a running guest, and keeping them
 across hard reboots, rebuilds and delete, comes from
 :class:`nova_accel.virt.hotplug_mixins.LibvirtHotplugMixin`.
 """
 
+import libvirt
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_log import log as logging
 
@@ -37,6 +40,7 @@ from nova_accel.arq_binding import waiter
 import nova_accel.conf
 from nova_accel.virt import hostdev
 from nova_accel.virt import hotplug_mixins
+from nova_accel.virt.libvirt import mdevs
 from nova_accel.virt.libvirt import numa
 from nova_accel.virt.libvirt import slots
 
@@ -71,6 +75,35 @@ class LibvirtDriver(hotplug_mixins.LibvirtHotplugMixin,
                              network_info=network_info,
                              block_device_info=block_device_info,
                              power_on=power_on, accel_info=accel_info)
+
+    def _allocate_cyborg_mdevs(self, accel_info):
+        """Nova's, except for ``MDEV`` handles of a parent that is not a
+        PCI function (``mdevs.on_virtual_parent``), whose mediated device
+        this creates as Nova creates the others: looked up by its node
+        device name, created and defined (``_create_mdev``) when libvirt
+        does not know it.
+
+        :param accel_info: list of bound ARQ dicts.
+        :returns: the mediated device UUIDs (list of str), in ARQ order.
+        :raises InvalidAttachHandle: a malformed virtual-parent handle.
+        :raises libvirt.libvirtError: libvirt failed to look up or create.
+        """
+        uuids = []
+        for arq in accel_info or []:
+            if not mdevs.on_virtual_parent(arq):
+                uuids.extend(super()._allocate_cyborg_mdevs([arq]))
+                continue
+            mdev_uuid, parent, mdev_type, name = mdevs.creation(arq)
+            try:
+                self._host.device_lookup_by_name(name)
+            except libvirt.libvirtError as e:
+                if e.get_error_code() != libvirt.VIR_ERR_NO_NODE_DEVICE:
+                    raise
+                LOG.info('Creating mediated device %s of type %s on %s',
+                         mdev_uuid, mdev_type, parent)
+                self._create_mdev(parent, mdev_type, uuid=mdev_uuid)
+            uuids.append(mdev_uuid)
+        return uuids
 
     def _guest_add_accel_pci_devices(self, guest, accel_info):
         """Add one ``<hostdev>`` per bound ARQ to the guest config.

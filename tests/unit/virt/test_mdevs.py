@@ -1,0 +1,144 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``accel.LibvirtDriver._allocate_cyborg_mdevs``: mediated devices of
+parents that are not PCI functions (``nova_accel.virt.libvirt.mdevs``),
+created through Nova 34's own ``_create_mdev``; the others left to
+Nova's method.  libvirt's boundary: node devices are looked up in
+libvirt's ``test:///default`` driver (a real ``VIR_ERR_NO_NODE_DEVICE``
+for an unknown name) and the creations Nova asks for are recorded."""
+
+import types
+
+import fixtures
+import libvirt
+
+from nova_accel.virt import exception
+from nova_accel.virt.libvirt import driver
+from nova_accel.virt.libvirt import mdevs
+from tests.unit.virt import base
+
+MTTY_UUID = 'b1ae8bf6-38b0-4c81-9d44-78ce3f520496'
+MTTY_ARQ = {
+    'uuid': '3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e05',
+    'state': 'Bound',
+    'attach_handle_type': 'MDEV',
+    'attach_handle_uuid': MTTY_UUID,
+    'attach_handle_info': {'parent': 'mtty_mtty', 'parent_addr': 'mtty',
+                           'asked_type': 'mtty-2',
+                           'vgpu_mark': 'mtty-2_0'},
+}
+MTTY_NODE = 'mdev_b1ae8bf6_38b0_4c81_9d44_78ce3f520496_mtty'
+
+
+class FakeHost(object):
+    """``nova.virt.libvirt.host.Host``'s node device methods: lookups in
+    libvirt's test driver unless ``known``; creations recorded as
+    ``(action, parent, type, uuid)``."""
+
+    def __init__(self, known=()):
+        self.conn = libvirt.open('test:///default')
+        self.known = set(known)
+        self.calls = []
+
+    def device_lookup_by_name(self, name):
+        if name in self.known:
+            return types.SimpleNamespace(name=lambda: name)
+        return self.conn.nodeDeviceLookupByName(name)
+
+    def _record(self, action, conf):
+        self.calls.append((action, conf.parent, conf.mdev_information.type,
+                           conf.mdev_information.uuid))
+        return types.SimpleNamespace(name=lambda: 'mdev_' + conf.parent)
+
+    def device_create(self, conf):
+        return self._record('create', conf)
+
+    def device_define(self, conf):
+        return self._record('define', conf)
+
+    def device_set_autostart(self, dev, autostart=True):
+        self.calls.append(('autostart', dev.name(), autostart))
+
+
+class AllocateCyborgMdevsTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.FakeLogger())
+        libvirt.registerErrorHandler(base._quiet, None)
+        self.addCleanup(libvirt.registerErrorHandler, None, None)
+        self.drv = object.__new__(driver.LibvirtDriver)
+        self.drv._host = FakeHost()
+        # What Nova's _warn_if_nova_managed reads (no [devices] types).
+        self.drv.pgpu_type_mapping = {}
+        self.drv.pgpu_type_default = None
+
+    def test_virtual_parent_created_through_nova(self):
+        self.assertEqual([MTTY_UUID],
+                         self.drv._allocate_cyborg_mdevs([MTTY_ARQ]))
+        # Created, defined and autostarted on libvirt's parent name, as
+        # Nova does for a GPU.
+        self.assertEqual([
+            ('create', 'mtty_mtty', 'mtty-2', MTTY_UUID),
+            ('define', 'mtty_mtty', 'mtty-2', MTTY_UUID),
+            ('autostart', 'mdev_mtty_mtty', True)], self.drv._host.calls)
+
+    def test_pci_parents_left_to_nova_in_arq_order(self):
+        got = self.drv._allocate_cyborg_mdevs(
+            [base.MDEV_ARQ, base.PCI_ARQ, MTTY_ARQ])
+        self.assertEqual([base.MDEV_UUID, MTTY_UUID], got)
+        self.assertEqual(['pci_0000_5e_00_0', 'mtty_mtty'],
+                         [c[1] for c in self.drv._host.calls
+                          if c[0] == 'create'])
+
+    def test_existing_device_not_created_again(self):
+        self.drv._host.known.add(MTTY_NODE)
+        self.assertEqual([MTTY_UUID],
+                         self.drv._allocate_cyborg_mdevs([MTTY_ARQ]))
+        self.assertEqual([], self.drv._host.calls)
+
+    def test_other_libvirt_errors_raise(self):
+        def broken(name):
+            raise libvirt.libvirtError('connection lost')
+        self.drv._host.device_lookup_by_name = broken
+        self.assertRaises(libvirt.libvirtError,
+                          self.drv._allocate_cyborg_mdevs, [MTTY_ARQ])
+        self.assertEqual([], self.drv._host.calls)
+
+    def test_malformed_handles_refused_before_libvirt(self):
+        for key, value in (('parent_addr', '../mtty'), ('parent', ''),
+                           ('asked_type', None)):
+            arq = dict(MTTY_ARQ, attach_handle_info=dict(
+                MTTY_ARQ['attach_handle_info'], **{key: value}))
+            e = self.assertRaises(exception.InvalidAttachHandle,
+                                  self.drv._allocate_cyborg_mdevs, [arq])
+            self.assertIn(key, str(e))
+        e = self.assertRaises(
+            exception.InvalidAttachHandle, self.drv._allocate_cyborg_mdevs,
+            [dict(MTTY_ARQ, attach_handle_uuid='not-a-uuid')])
+        self.assertIn('not a UUID', str(e))
+        self.assertEqual([], self.drv._host.calls)
+
+
+class OnVirtualParentTest(base.TestCase):
+
+    def test_which_handles(self):
+        self.assertTrue(mdevs.on_virtual_parent(MTTY_ARQ))
+        self.assertFalse(mdevs.on_virtual_parent(base.MDEV_ARQ))
+        self.assertFalse(mdevs.on_virtual_parent(base.PCI_ARQ))
+        self.assertFalse(mdevs.on_virtual_parent(
+            dict(MTTY_ARQ, attach_handle_type='PCI')))
+
+    def test_node_device_name(self):
+        self.assertEqual((MTTY_UUID, 'mtty_mtty', 'mtty-2', MTTY_NODE),
+                         mdevs.creation(MTTY_ARQ))
