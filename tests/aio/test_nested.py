@@ -34,7 +34,7 @@ from tools.nested import session
 
 def nested_layout():
     return layout(compute='nested', host=nested.L1_HOST,
-                  discovery=['l1_edu'])
+                  discovery=['l1_edu', 'l1_mtty'])
 
 
 class TestL1Configs(unittest.TestCase):
@@ -70,7 +70,10 @@ class TestL1Configs(unittest.TestCase):
             conf = accel_conf.new_conf(config_files=[path])
         self.assertEqual(('compute-l1', 'compute-l1'), (
             conf.host, conf.discovery.resource_provider_name))
-        self.assertEqual(['generic_pci'], conf.discovery.enabled_drivers)
+        self.assertEqual(['generic_pci', 'mdev'],
+                         conf.discovery.enabled_drivers)
+        # The kernel's mtty sample, one type (12 units per parent).
+        self.assertEqual([devices.MTTY_TYPE], conf.discovery.mdev_types)
         # L1's real sysfs, not a recorded tree.
         self.assertEqual('/sys/bus/pci/devices', conf.discovery.sysfs_root)
         # The slot-08 unit, the root-bus pair pooled, then every other
@@ -82,7 +85,9 @@ class TestL1Configs(unittest.TestCase):
                          (conf.metrics.host, conf.metrics.port))
         self.assertTrue(conf.state_path.startswith(nested.L1_STATE))
         # Released functions are reset where L1's kernel can.
-        self.assertEqual({'generic_pci': 'flr'}, conf.cleaning.methods)
+        # Mediated devices are destroyed after each tenant.
+        self.assertEqual({'generic_pci': 'flr', 'mdev': 'mdev'},
+                         conf.cleaning.methods)
         # No database credentials on the compute node.
         self.assertNotIn('[database]', nested.agent_conf(
             self.layout).render())
@@ -95,8 +100,11 @@ class TestL1Configs(unittest.TestCase):
         # Seven functions: a unit of two, the root-bus pair pooled, two
         # in one IOMMU group, one on node 1: four deployables, five
         # accelerators, two of them in the pool.
-        self.assertEqual(4, devices.expected_deployables(lay))
-        self.assertEqual(5, devices.accelerator_total(lay))
+        # Plus the mtty parent: one deployable, 12 mediated devices.
+        self.assertEqual(5, devices.expected_deployables(lay))
+        self.assertEqual(17, devices.accelerator_total(lay))
+        self.assertEqual(12, devices.accelerator_total(
+            lay, devices.MTTY_GROUP))
         self.assertEqual(1, devices.accelerator_total(
             lay, devices.UNIT_GROUP))
         self.assertEqual(2, devices.accelerator_total(

@@ -34,13 +34,14 @@ from tests.nested.cloud_base import EDU
 from tests.nested.cloud_base import RealGuestTestBase
 from tests.nested import demo_run
 from tests.nested.failed_device_steps import FailedDeviceSteps
+from tests.nested.mtty_steps import MttySteps
 from tools.aio import devices
 from tools.aio import l1_restart
 from tools.aio import nested
 from tools.nested import node
 
 
-class TestARealGuest(RealGuestTestBase, FailedDeviceSteps):
+class TestARealGuest(RealGuestTestBase, FailedDeviceSteps, MttySteps):
 
     # -- scenarios ---------------------------------------------------------
 

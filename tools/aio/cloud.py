@@ -272,7 +272,7 @@ def up(db='postgresql', discovery=('generic_pci', 'fake'), keep=False,
             raise SystemExit('the nested compute node needs --db postgresql '
                              '(its API and conductor share the database)')
         from tools.aio import nested
-        host, discovery = nested.L1_HOST, ['l1_edu']
+        host, discovery = nested.L1_HOST, ['l1_edu', 'l1_mtty']
     elif compute != 'fake':
         raise SystemExit('unknown compute %r (fake or nested)' % compute)
     existing = Cloud.load()

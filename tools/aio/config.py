@@ -322,9 +322,13 @@ def accel_backend_conf(layout):
     unknown = set(names) - set(devices.DISCOVERY_DRIVERS)
     if unknown or not names:
         raise ValueError('unknown discovery drivers %r' % sorted(unknown))
-    # l1_edu: generic_pci on the real sysfs of the nested compute node.
+    # l1_edu: generic_pci on the real sysfs of the nested compute node;
+    # l1_mtty: the mdev driver there, for the kernel's mtty sample.
     ini.set('discovery', 'enabled_drivers', list(dict.fromkeys(
-        'generic_pci' if name == 'l1_edu' else name for name in names)))
+        {'l1_edu': 'generic_pci', 'l1_mtty': 'mdev'}.get(name, name)
+        for name in names)))
+    if 'l1_mtty' in names:
+        ini.set('discovery', 'mdev_types', devices.MTTY_TYPE)
     if 'generic_pci' in names:
         ini.set('discovery', 'sysfs_root', os.path.join(
             layout.repo, 'tests', 'fixtures', 'sysfs', 'two-gpus'))

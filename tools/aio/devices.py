@@ -50,6 +50,10 @@ EDU_UNIT_SPEC = {'vendor_id': '1234', 'product_id': '11e8',
 UNIT_GROUP = {'resources:CUSTOM_EDU_UNIT': '1',
               'trait:CUSTOM_QEMU_EDU': 'required'}
 
+#: The type of the kernel's mtty sample the nested compute node offers
+#: (``Dual port serial``, 12 per parent), and a group asking for one.
+MTTY_TYPE = 'mtty-2'
+MTTY_GROUP = {'resources:VGPU': '1', 'trait:CUSTOM_MDEV_MTTY_2': 'required'}
 
 #: ``{discovery driver: (device profile group, accelerators it offers)}``.
 DISCOVERY_DRIVERS = {
@@ -68,6 +72,9 @@ DISCOVERY_DRIVERS = {
     # device), one is on NUMA node 1: two CUSTOM_EDU devices.
     'l1_edu': ({'resources:CUSTOM_EDU': '1',
                 'trait:CUSTOM_QEMU_EDU': 'required'}, 2),
+    # The kernel's mtty sample in the nested compute node (the mdev
+    # driver, MTTY_TYPE enabled): 12 dual-port serial cards.
+    'l1_mtty': (MTTY_GROUP, 12),
 }
 
 #: Accelerators of pooled providers, per discovery driver:
@@ -85,8 +92,9 @@ NUMA1_GROUP = {'resources:CUSTOM_EDU': '1',
                'trait:CUSTOM_NUMA_NODE_1': 'required'}
 
 
-#: Deployables each discovery driver reports (one per GPU; one fake board).
-DEPLOYABLES = {'generic_pci': 2, 'fake': 1, 'l1_edu': 4}
+#: Deployables each discovery driver reports (one per GPU; one fake board;
+#: one per mdev parent).
+DEPLOYABLES = {'generic_pci': 2, 'fake': 1, 'l1_edu': 4, 'l1_mtty': 1}
 
 
 def expected_deployables(layout):

@@ -23,7 +23,10 @@ IOMMU and five emulated ``edu`` PCI functions, running this machine's
 * nova-compute with ``compute_driver = accel.LibvirtDriver`` and
   ``[libvirt] virt_type = qemu``, host ``compute-l1``;
 * ``accel-backend-agent`` of host ``compute-l1``, discovering L1's real
-  sysfs with a ``generic_pci`` device spec for the ``edu`` functions.
+  sysfs with a ``generic_pci`` device spec for the ``edu`` functions and
+  the ``mdev`` driver for the kernel's ``mtty`` sample (``tools.nested.
+  mtty``, loaded at boot, with ``systemd-udevd`` so that libvirt sees the
+  mediated devices Nova creates through it).
 
 L1 reaches the control plane on its own loopback (``tools.nested.session``
 forwards each port to the machine), so the configs and the Keystone
@@ -49,6 +52,7 @@ from tools.aio import config
 from tools.aio import devices
 from tools.aio import procs
 from tools.nested import image
+from tools.nested import mtty
 from tools.nested import node as node_mod
 from tools.nested import session as session_mod
 
@@ -141,7 +145,9 @@ def agent_conf(layout):
     # Reset each released function the kernel can reset (L1's edu
     # functions alone on a bus offer ``bus``; the others none, which
     # discovery cleans ``none``): cleaning on a real kernel.
-    ini.set('cleaning', 'methods', 'generic_pci:flr')
+    # Mediated devices are destroyed after each tenant: the next guest's
+    # is created fresh.
+    ini.set('cleaning', 'methods', 'generic_pci:flr,mdev:mdev')
     return ini
 
 
@@ -217,14 +223,19 @@ def boot(cloud, say):
                         'start': procs.start_time(sess.pid),
                         'log': sess.path('console.log'), 'argv': ['qemu']})
     py = os.path.join(layout.venv, 'bin', 'python')
-    say('nested: L1 starts libvirtd and loads vfio-pci')
+    module = mtty.build(log=say)
+    say('nested: L1 starts udevd and libvirtd and loads vfio-pci and the '
+        'mtty sample')
     # The instances get a tmpfs of their own: the root overlay's 512 MiB
     # would leave Nova no DISK_GB inventory for a 1 GB root disk (tmpfs
     # pages count only when used).
     sess.sh('mkdir -p {s}/nova/instances {s}/lock {s}/accel-backend\n'
             'mount -t tmpfs -o size={gb}g tmpfs {s}/nova/instances\n'
-            'modprobe vfio-pci\ncd {repo} && {py} -m tools.nested.libvirtd\n'
-            .format(s=L1_STATE, gb=INSTANCES_GB, repo=layout.repo, py=py))
+            'modprobe vfio-pci\nmodprobe mdev\ninsmod {mtty}\n'
+            '/lib/systemd/systemd-udevd --daemon\n'
+            'cd {repo} && {py} -m tools.nested.libvirtd\n'
+            .format(s=L1_STATE, gb=INSTANCES_GB, repo=layout.repo, py=py,
+                    mtty=module))
     say('nested: L1 imports accel-backend-agent and nova-compute '
         '(accel.LibvirtDriver, virt_type qemu) while the control plane '
         'starts; Python under TCG: minutes')
@@ -273,8 +284,8 @@ def start(cloud, say, token, rec):
         if len(rps) < devices.expected_deployables(layout):
             return False
         got, _ = cloud.http('GET', layout.url(
-            'placement', '/resource_providers?required=%s' % ','.join(
-                devices.EDU_SPEC['traits'])), token=token,
+            'placement', '/resource_providers?required=OWNER_CYBORG'),
+            token=token,
             headers={'OpenStack-API-Version': 'placement 1.18'})
         return rps <= {rp['uuid'] for rp in got['resource_providers']}
     _wait(cloud, sess, 'the devices of L1 in Placement', reported, rec,

@@ -10,6 +10,12 @@ mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
+# What udev would link: mdevctl (libvirt's nodedev create of a mediated
+# device) reads its JSON from /dev/stdin.
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 # /tmp stays the machine's (under the overlay, writes go to L1's tmpfs
 # upper layer): a checkout, venv or cache under /tmp must be there too.
 mount -t tmpfs tmpfs /run
