@@ -61,6 +61,7 @@ from nova_accel.hotplug import replace
 from nova_accel.hotplug import rpc
 from nova_accel.hotplug import state
 from nova_accel.virt import hostdev
+from nova_accel.virt.libvirt import mdevs
 
 LOG = logging.getLogger(__name__)
 CONF = nova_accel.conf.CONF
@@ -311,6 +312,19 @@ class LibvirtHotplugMixin(HotplugDriverMixin):
             block_device_info=block_device_info, timeout=timeout,
             retry_interval=retry_interval)
 
+    def accel_plug(self, instance, arqs):
+        """Create the mediated devices of the ``MDEV`` ARQs among
+        ``arqs`` as a boot does (``_allocate_cyborg_mdevs``), then plug
+        every device (``HotplugDriverMixin.accel_plug``).
+
+        :raises InvalidAttachHandle: a handle cannot be composed (nothing
+            was created or plugged); what libvirt raises.
+        """
+        hostdev.compose_hostdevs(arqs)     # refused before creating any
+        self._allocate_cyborg_mdevs([a for a in arqs if a.get(
+            'attach_handle_type') == hostdev.MDEV])
+        return super().accel_plug(instance, arqs)
+
     def accel_attach_hostdev(self, instance, elem):
         """Plug ``elem`` into the running guest and its persistent config."""
         guest = self._host.get_guest(instance)
@@ -331,6 +345,10 @@ class LibvirtHotplugMixin(HotplugDriverMixin):
                 vconfig.LibvirtConfigGuestHostdev,
                 from_persistent_config=from_persistent_config):
             if _config_key(dev) == key:
+                if key[0] == 'mdev' and not from_persistent_config and \
+                        getattr(dev, 'alias', None) is None:
+                    # What Nova's live detach waits for (mdevs.live_alias).
+                    dev.alias = mdevs.live_alias(guest.get_xml_desc(), key[1])
                 return dev
         return None
 

@@ -14,7 +14,8 @@
 ``mtty`` sample (``tools.nested.mtty``, loaded in L1 at boot) discovered
 by the agent's ``mdev`` driver, sold through Placement, created by
 ``accel.LibvirtDriver`` through L1's libvirt, seen by the guest, and
-destroyed after the delete (``[cleaning] methods`` ``mdev:mdev``)."""
+hot-added and hot-removed (``nova-accel attach-accelerator``), and
+destroyed after each release (``[cleaning] methods`` ``mdev:mdev``)."""
 
 import sys
 import time
@@ -68,20 +69,62 @@ class MttySteps:
         out = self.console(server, lambda text: 'guest: done' in text)
         self.assertEqual(1, guest_console.count(out, MTTY), out[-2000:])
         listed = time.monotonic() - start
+        plugged = self._hot_add_and_remove_mtty(server, mdev)
         # Deleted: the mediated device is destroyed (kernel and mdevctl)
         # and the parent offered whole again.
         self.delete(server)
         deleted = time.monotonic()
-        self._until(lambda: self.sess.sh(
-            'test -e /sys/bus/mdev/devices/%s || '
-            'test -n "$(mdevctl list --defined --uuid %s)"' % (mdev, mdev),
-            check=False)[0] != 0, 'the mediated device was not destroyed')
+        self._until_mdev_destroyed(mdev)
         self._until(lambda: rp in self.api(
             'GET', 'placement', '/allocation_candidates?resources=VGPU:12'
             '&required=CUSTOM_MDEV_MTTY_2', headers={
                 'OpenStack-API-Version': 'placement 1.36'})[
             'provider_summaries'], 'the mtty parent is not offered again')
         print('mtty scenario: ACTIVE %.1f s, guest listed the device %.1f s '
-              'after the start; destroyed and offered again %.1f s after '
-              'the delete' % (active, listed, time.monotonic() - deleted),
-              file=sys.stderr)
+              'after the start; hot-added one listed %.1f s after the '
+              'attach; destroyed and offered again %.1f s after the '
+              'delete' % (active, listed, plugged,
+                          time.monotonic() - deleted), file=sys.stderr)
+
+    def _hot_add_and_remove_mtty(self, server, mdev):
+        """``nova-accel attach-accelerator`` of a second mtty device:
+        created in L1 and seen by the guest; detached: gone from the
+        guest and destroyed.  Returns the seconds from the attach until
+        the guest listed it."""
+        self.api('POST', 'accel', '/v2/device_profiles',
+                 [{'name': 'nested-mtty-extra',
+                   'groups': [devices.MTTY_GROUP]}])
+        self.addCleanup(self.api, 'DELETE', 'accel',
+                        '/v2/device_profiles/nested-mtty-extra')
+        start = time.monotonic()
+        done = self.nova_accel('attach-accelerator', '--server',
+                               server['id'], '--device-profile',
+                               'nested-mtty-extra')
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        extra, = [a['attach_handle_uuid'] for a in self.arqs(server)
+                  if a['attach_handle_uuid'] != mdev]
+        out = self.console(server, lambda text: guest_console.count(
+            text, MTTY) == 2, timeout=300)
+        self.assertEqual(2, guest_console.count(out, MTTY), out[-2000:])
+        plugged = time.monotonic() - start
+        _, xml = self.sess.sh('virsh -c qemu:///system dumpxml %s' % (
+            server['OS-EXT-SRV-ATTR:instance_name']))
+        self.assertIn("<address uuid='%s'/>" % extra, xml)
+        done = self.nova_accel('detach-accelerator', '--server',
+                               server['id'], '--device-profile',
+                               'nested-mtty-extra')
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        out = self.console(server, lambda text: guest_console.count(
+            text, MTTY) == 1 and 'changed' in text, timeout=300)
+        self.assertEqual(1, guest_console.count(out, MTTY), out[-2000:])
+        self._until_mdev_destroyed(extra)
+        return plugged
+
+    def _until_mdev_destroyed(self, mdev):
+        """Wait until L1 has neither mediated device ``mdev`` nor its
+        mdevctl definition."""
+        self._until(lambda: self.sess.sh(
+            'test -e /sys/bus/mdev/devices/%s || '
+            'test -n "$(mdevctl list --defined --uuid %s)"' % (mdev, mdev),
+            check=False)[0] != 0, 'mediated device %s was not destroyed'
+            % mdev)

@@ -27,6 +27,8 @@ node device names: ``mdev_<uuid, '-' as '_'>_mtty``, libvirt 9.0).
 import re
 import uuid
 
+from lxml import etree
+
 from nova_accel.virt import exception
 
 #: libvirt node device names (``mtty_mtty``) and parent addresses.
@@ -67,3 +69,23 @@ def creation(arq):
                 'got %r' % (key, value))
     name = 'mdev_%s_%s' % (mdev_uuid.replace('-', '_'), info['parent_addr'])
     return mdev_uuid, info['parent'], info['asked_type'], name
+
+
+def live_alias(domain_xml, mdev_uuid):
+    """The alias libvirt gave the guest's ``<hostdev type='mdev'>`` of
+    ``mdev_uuid`` (``hostdev1``), or None.
+
+    Nova 34 waits for a live detach's libvirt event by the device's alias
+    (``LibvirtDriver._detach_from_live_and_wait_for_event``), which its
+    ``LibvirtConfigGuestHostdevMDEV`` does not parse
+    (``nova/virt/libvirt/config.py``, 34.0.0).
+
+    :param domain_xml: the live domain XML (str).
+    :param mdev_uuid: the mediated device's UUID (str).
+    """
+    for dev in etree.fromstring(domain_xml).iterfind(
+            './devices/hostdev[@type="mdev"]'):
+        if dev.find('./source/address[@uuid="%s"]' % mdev_uuid) is not None:
+            alias = dev.find('./alias')
+            return None if alias is None else alias.get('name')
+    return None

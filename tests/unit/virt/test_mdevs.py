@@ -21,6 +21,7 @@ import types
 
 import fixtures
 import libvirt
+from nova.virt.libvirt import guest as nova_guest
 
 from nova_accel.virt import exception
 from nova_accel.virt.libvirt import driver
@@ -69,8 +70,15 @@ class FakeHost(object):
     def device_set_autostart(self, dev, autostart=True):
         self.calls.append(('autostart', dev.name(), autostart))
 
+    def get_guest(self, instance):
+        return types.SimpleNamespace(attach_device=lambda conf, persistent,
+                                     live: self.calls.append((
+                                         'attach', conf.to_xml(),
+                                         persistent, live)))
 
-class AllocateCyborgMdevsTest(base.TestCase):
+
+class _DriverTestCase(base.TestCase):
+    """``self.drv``: an ``accel.LibvirtDriver`` over a ``FakeHost``."""
 
     def setUp(self):
         super().setUp()
@@ -82,6 +90,9 @@ class AllocateCyborgMdevsTest(base.TestCase):
         # What Nova's _warn_if_nova_managed reads (no [devices] types).
         self.drv.pgpu_type_mapping = {}
         self.drv.pgpu_type_default = None
+
+
+class AllocateCyborgMdevsTest(_DriverTestCase):
 
     def test_virtual_parent_created_through_nova(self):
         self.assertEqual([MTTY_UUID],
@@ -142,3 +153,59 @@ class OnVirtualParentTest(base.TestCase):
     def test_node_device_name(self):
         self.assertEqual((MTTY_UUID, 'mtty_mtty', 'mtty-2', MTTY_NODE),
                          mdevs.creation(MTTY_ARQ))
+
+
+class HotPlugTest(_DriverTestCase):
+    """``LibvirtHotplugMixin.accel_plug`` (``nova-accel
+    attach-accelerator``): the mediated device is created before its
+    ``<hostdev>`` is plugged into the running guest."""
+
+    def test_created_then_plugged(self):
+        instance = types.SimpleNamespace(uuid='0e9a2c1b-1111-4222-8333-'
+                                              '944455556666')
+        self.drv.accel_plug(instance, [MTTY_ARQ])
+        calls = self.drv._host.calls
+        self.assertEqual(['create', 'define', 'autostart', 'attach'],
+                         [c[0] for c in calls])
+        self.assertIn('type="mdev"', calls[-1][1])
+        self.assertIn(MTTY_UUID, calls[-1][1])
+        self.assertEqual((True, True), calls[-1][2:])
+
+    def test_bad_handle_creates_nothing(self):
+        self.assertRaises(
+            exception.InvalidAttachHandle, self.drv.accel_plug, None,
+            [MTTY_ARQ, dict(base.MDEV_ARQ, attach_handle_uuid='nope')])
+        self.assertEqual([], self.drv._host.calls)
+
+
+LIVE_XML = """<domain type='qemu'><name>g</name><devices>
+<hostdev mode='subsystem' type='pci' managed='yes'><source>
+<address domain='0x0000' bus='0x00' slot='0x04' function='0x0'/></source>
+<alias name='hostdev0'/></hostdev>
+<hostdev mode='subsystem' type='mdev' managed='no' model='vfio-pci'
+ display='off'><source><address uuid='%s'/></source>
+<alias name='hostdev1'/></hostdev>
+</devices></domain>""" % MTTY_UUID
+
+
+class LiveAliasTest(_DriverTestCase):
+    """A hot-plugged mediated device's live config gets the alias Nova's
+    live detach waits for (``mdevs.live_alias``)."""
+
+    def _guest(self, xml):
+        # Nova's Guest over a libvirt domain (the boundary) whose live
+        # XML is ``xml``.
+        return nova_guest.Guest(types.SimpleNamespace(
+            XMLDesc=lambda flags: xml))
+
+    def test_found_with_its_alias(self):
+        guest = self._guest(LIVE_XML)
+        dev = self.drv._accel_find_hostdev(guest, ('mdev', MTTY_UUID))
+        self.assertEqual((MTTY_UUID, 'hostdev1'), (dev.uuid, dev.alias))
+        self.assertIsNone(self.drv._accel_find_hostdev(
+            guest, ('mdev', base.MDEV_UUID)))
+
+    def test_no_alias_in_the_xml(self):
+        self.assertIsNone(mdevs.live_alias(
+            LIVE_XML.replace("<alias name='hostdev1'/>", ''), MTTY_UUID))
+        self.assertIsNone(mdevs.live_alias(LIVE_XML, base.MDEV_UUID))

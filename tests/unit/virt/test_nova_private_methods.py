@@ -24,7 +24,7 @@ changes it fails here rather than in a cloud:
   hot-plugged ARQs to ``accel_info``;
 * ``LibvirtDriver._detach_with_retry``: called by
   ``LibvirtHotplugMixin.accel_detach_hostdev`` to hot-remove a
-  ``<hostdev>``;
+  ``<hostdev>`` (its live detach waits by the device's alias);
 * ``LibvirtDriver._host``: the ``nova.virt.libvirt.host.Host`` the
   mixin gets guests from and ``nova_accel.virt.libvirt.driver`` looks
   node devices up with;
@@ -177,6 +177,19 @@ class DetachWithRetryTest(base.TestCase):
         self.assertEqual([('query', True), ('detach', ours, True, False),
                           ('query', True)], self.guest.calls)
         self.assertEqual([other], self.guest.devices)
+
+    def test_live_detach_waits_for_the_alias_mdev_configs_lack(self):
+        # Nova's live detach waits for libvirt's event by ``dev.alias``;
+        # its mdev config parses none, so nova_accel sets it from the live
+        # XML (hotplug_mixins._accel_find_hostdev, mdevs.live_alias).
+        src = inspect.getsource(NOVA._detach_from_live_and_wait_for_event)
+        self.assertIn('if dev.alias is None:', src)
+        self.assertIn('instance_uuid, dev.alias,', src)
+        dev = vconfig.LibvirtConfigGuestHostdevMDEV()
+        dev.parse_str("<hostdev mode='subsystem' type='mdev'><source>"
+                      "<address uuid='%s'/></source><alias name='hostdev1'/>"
+                      "</hostdev>" % base.MDEV_UUID)
+        self.assertIsNone(getattr(dev, 'alias', None))
 
     def test_device_not_there_raises_device_not_found(self):
         self.guest = _ShutOffGuest([_pci_config('0x3b')])

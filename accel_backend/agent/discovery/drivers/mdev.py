@@ -52,6 +52,11 @@ handles the VFs ``drivers.mdev_mig`` gives the type, as many as the GPU
 has GPU instances of its profile (counted with ``[discovery]
 nvidia_smi_path``).  A GPU whose model has no MIG table, or whose GPU
 instances cannot be listed, is not offered (warned).
+
+Parents that are not PCI functions (the kernel's ``mtty`` sample) are
+read from ``[discovery] mdev_bus_path`` and offered one type each as a
+GPU is (``drivers.mdev_virtual``); ``[mdev_<type>] device_addresses``
+names them as libvirt does (``mtty_mtty``).
 """
 
 from oslo_log import log as logging
@@ -238,7 +243,7 @@ class MdevDriver(base.PCIDriverBase):
         """The deployables of a GPU in MIG mode (list; empty when not
         offered, warned)."""
         addresses = [gpu.address] + [fn.address for fn, _ in parents]
-        mine = [t for t in self.enabled if not self.patterns[t] or any(
+        mine = [t for t in self.enabled if not self.addresses[t] or any(
             p.matches(a) for a in addresses for p in self.patterns[t])]
         profiles = mdev_mig.type_profiles(parents, mine)
         if not profiles:
