@@ -61,7 +61,7 @@ from nova_accel.hotplug import replace
 from nova_accel.hotplug import rpc
 from nova_accel.hotplug import state
 from nova_accel.virt import hostdev
-from nova_accel.virt.libvirt import mdevs
+from nova_accel.virt import mdevs
 
 LOG = logging.getLogger(__name__)
 CONF = nova_accel.conf.CONF

@@ -46,6 +46,12 @@ HOST_PROVIDED = {
             'pip must neither install a second Nova nor upgrade that one; '
             'accel_backend imports it only where it is importable '
             '(accel_backend.agent.discovery.nova_pci)',
+    'libvirt': 'libvirt-python: Nova\'s libvirt driver, which '
+               'accel.LibvirtDriver extends (nova_accel.virt.libvirt), '
+               'needs it on a compute node and Nova 34 does not declare it '
+               '(Debian\'s python3-libvirt, or pip with the libvirt '
+               'headers); a controller or an accel_backend host never '
+               'imports it, and pip must not have to build it there',
     'osc_lib': 'python-openstackclient (the nova-accel[osc] extra): the '
                'openstack accelerator device taint commands '
                '(nova_accel.osc) are loaded by the openstack program that '

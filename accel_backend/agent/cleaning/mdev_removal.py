@@ -13,7 +13,7 @@
 """The ``mdev`` cleaning method: the released unit's mediated device is
 destroyed, so that the next guest gets a fresh one (the virt driver
 creates it again from the attach handle, Nova 34's
-``_allocate_cyborg_mdevs`` or ``nova_accel.virt.libvirt.mdevs``).
+``_allocate_cyborg_mdevs`` or ``nova_accel.virt.mdevs``).
 
 Kernel (Linux 6.1, ``Documentation/driver-api/vfio-mediated-device.rst``):
 writing ``1`` to ``/sys/bus/mdev/devices/<uuid>/remove`` destroys the

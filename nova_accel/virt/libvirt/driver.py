@@ -23,7 +23,7 @@ attach handle type, logs and drops unsupported types, and passes the ``PCI``
 ones to ``_guest_add_accel_pci_devices(guest, pci_arqs)``.  ``MDEV`` ARQs
 take another path: ``_allocate_cyborg_mdevs`` creates the mediated devices
 and ``_guest_add_mdevs`` adds them; this driver creates those of parents
-that are not PCI functions itself (:mod:`nova_accel.virt.libvirt.mdevs`)
+that are not PCI functions itself (:mod:`nova_accel.virt.mdevs`)
 and leaves the others to Nova.  It overrides the PCI hook so that
 :mod:`nova_accel.virt.hostdev` (validated addresses, ignored handle types
 from ``[nova_accel] ignored_attach_handle_types``) writes those
@@ -40,9 +40,9 @@ from nova_accel.arq_binding import waiter
 import nova_accel.conf
 from nova_accel.virt import hostdev
 from nova_accel.virt import hotplug_mixins
-from nova_accel.virt.libvirt import mdevs
 from nova_accel.virt.libvirt import numa
 from nova_accel.virt.libvirt import slots
+from nova_accel.virt import mdevs
 
 LOG = logging.getLogger(__name__)
 CONF = nova_accel.conf.CONF

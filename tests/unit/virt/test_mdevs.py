@@ -11,7 +11,7 @@
 # under the License.
 
 """``accel.LibvirtDriver._allocate_cyborg_mdevs``: mediated devices of
-parents that are not PCI functions (``nova_accel.virt.libvirt.mdevs``),
+parents that are not PCI functions (``nova_accel.virt.mdevs``),
 created through Nova 34's own ``_create_mdev``; the others left to
 Nova's method.  libvirt's boundary: node devices are looked up in
 libvirt's ``test:///default`` driver (a real ``VIR_ERR_NO_NODE_DEVICE``
@@ -25,7 +25,7 @@ from nova.virt.libvirt import guest as nova_guest
 
 from nova_accel.virt import exception
 from nova_accel.virt.libvirt import driver
-from nova_accel.virt.libvirt import mdevs
+from nova_accel.virt import mdevs
 from tests.unit.virt import base
 
 MTTY_UUID = 'b1ae8bf6-38b0-4c81-9d44-78ce3f520496'

@@ -24,7 +24,7 @@ handles without PCI fields: ``parent`` (the node device name),
 ``parent_addr`` (libvirt's name of the parent in its mediated devices'
 names), ``asked_type`` and ``vgpu_mark``; ``accel.LibvirtDriver`` creates
 the mediated device from them
-(``nova_accel.virt.libvirt.mdevs``).
+(``nova_accel.virt.mdevs``).
 """
 
 import os_traits
