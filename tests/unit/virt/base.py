@@ -12,6 +12,8 @@
 
 """Shared helpers for the nova_accel.virt unit tests."""
 
+import types
+
 import libvirt
 from lxml import etree
 import testtools
@@ -44,6 +46,54 @@ MDEV_ARQ = {
 }
 TEST_PCI_ARQ = dict(PCI_ARQ, uuid='3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e04',
                     attach_handle_type='TEST_PCI')
+#: An MDEV ARQ of the kernel's mtty sample, a parent that is not a PCI
+#: function (accel_backend's drivers.mdev_virtual handle).
+MTTY_UUID = 'b1ae8bf6-38b0-4c81-9d44-78ce3f520496'
+MTTY_ARQ = {
+    'uuid': '3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e05',
+    'state': 'Bound',
+    'attach_handle_type': 'MDEV',
+    'attach_handle_uuid': MTTY_UUID,
+    'attach_handle_info': {'parent': 'mtty_mtty', 'parent_addr': 'mtty',
+                           'asked_type': 'mtty-2',
+                           'vgpu_mark': 'mtty-2_0'},
+}
+
+
+class FakeHost(object):
+    """``nova.virt.libvirt.host.Host``'s node device methods: lookups in
+    libvirt's test driver unless ``known``; creations recorded as
+    ``(action, parent, type, uuid)``."""
+
+    def __init__(self, known=()):
+        self.conn = libvirt.open('test:///default')
+        self.known = set(known)
+        self.calls = []
+
+    def device_lookup_by_name(self, name):
+        if name in self.known:
+            return types.SimpleNamespace(name=lambda: name)
+        return self.conn.nodeDeviceLookupByName(name)
+
+    def _record(self, action, conf):
+        self.calls.append((action, conf.parent, conf.mdev_information.type,
+                           conf.mdev_information.uuid))
+        return types.SimpleNamespace(name=lambda: 'mdev_' + conf.parent)
+
+    def device_create(self, conf):
+        return self._record('create', conf)
+
+    def device_define(self, conf):
+        return self._record('define', conf)
+
+    def device_set_autostart(self, dev, autostart=True):
+        self.calls.append(('autostart', dev.name(), autostart))
+
+    def get_guest(self, instance):
+        return types.SimpleNamespace(attach_device=lambda conf, persistent,
+                                     live: self.calls.append((
+                                         'attach', conf.to_xml(),
+                                         persistent, live)))
 
 
 def config_guest(name='accel-guest',

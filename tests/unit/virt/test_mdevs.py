@@ -28,57 +28,11 @@ from nova_accel.virt.libvirt import driver
 from nova_accel.virt import mdevs
 from tests.unit.virt import base
 
-MTTY_UUID = 'b1ae8bf6-38b0-4c81-9d44-78ce3f520496'
-MTTY_ARQ = {
-    'uuid': '3b4c6a5e-0d3e-4f7a-9d1c-0a0b0c0d0e05',
-    'state': 'Bound',
-    'attach_handle_type': 'MDEV',
-    'attach_handle_uuid': MTTY_UUID,
-    'attach_handle_info': {'parent': 'mtty_mtty', 'parent_addr': 'mtty',
-                           'asked_type': 'mtty-2',
-                           'vgpu_mark': 'mtty-2_0'},
-}
 MTTY_NODE = 'mdev_b1ae8bf6_38b0_4c81_9d44_78ce3f520496_mtty'
 
 
-class FakeHost(object):
-    """``nova.virt.libvirt.host.Host``'s node device methods: lookups in
-    libvirt's test driver unless ``known``; creations recorded as
-    ``(action, parent, type, uuid)``."""
-
-    def __init__(self, known=()):
-        self.conn = libvirt.open('test:///default')
-        self.known = set(known)
-        self.calls = []
-
-    def device_lookup_by_name(self, name):
-        if name in self.known:
-            return types.SimpleNamespace(name=lambda: name)
-        return self.conn.nodeDeviceLookupByName(name)
-
-    def _record(self, action, conf):
-        self.calls.append((action, conf.parent, conf.mdev_information.type,
-                           conf.mdev_information.uuid))
-        return types.SimpleNamespace(name=lambda: 'mdev_' + conf.parent)
-
-    def device_create(self, conf):
-        return self._record('create', conf)
-
-    def device_define(self, conf):
-        return self._record('define', conf)
-
-    def device_set_autostart(self, dev, autostart=True):
-        self.calls.append(('autostart', dev.name(), autostart))
-
-    def get_guest(self, instance):
-        return types.SimpleNamespace(attach_device=lambda conf, persistent,
-                                     live: self.calls.append((
-                                         'attach', conf.to_xml(),
-                                         persistent, live)))
-
-
 class _DriverTestCase(base.TestCase):
-    """``self.drv``: an ``accel.LibvirtDriver`` over a ``FakeHost``."""
+    """``self.drv``: an ``accel.LibvirtDriver`` over a ``base.FakeHost``."""
 
     def setUp(self):
         super().setUp()
@@ -86,7 +40,7 @@ class _DriverTestCase(base.TestCase):
         libvirt.registerErrorHandler(base._quiet, None)
         self.addCleanup(libvirt.registerErrorHandler, None, None)
         self.drv = object.__new__(driver.LibvirtDriver)
-        self.drv._host = FakeHost()
+        self.drv._host = base.FakeHost()
         # What Nova's _warn_if_nova_managed reads (no [devices] types).
         self.drv.pgpu_type_mapping = {}
         self.drv.pgpu_type_default = None
@@ -95,27 +49,27 @@ class _DriverTestCase(base.TestCase):
 class AllocateCyborgMdevsTest(_DriverTestCase):
 
     def test_virtual_parent_created_through_nova(self):
-        self.assertEqual([MTTY_UUID],
-                         self.drv._allocate_cyborg_mdevs([MTTY_ARQ]))
+        self.assertEqual([base.MTTY_UUID],
+                         self.drv._allocate_cyborg_mdevs([base.MTTY_ARQ]))
         # Created, defined and autostarted on libvirt's parent name, as
         # Nova does for a GPU.
         self.assertEqual([
-            ('create', 'mtty_mtty', 'mtty-2', MTTY_UUID),
-            ('define', 'mtty_mtty', 'mtty-2', MTTY_UUID),
+            ('create', 'mtty_mtty', 'mtty-2', base.MTTY_UUID),
+            ('define', 'mtty_mtty', 'mtty-2', base.MTTY_UUID),
             ('autostart', 'mdev_mtty_mtty', True)], self.drv._host.calls)
 
     def test_pci_parents_left_to_nova_in_arq_order(self):
         got = self.drv._allocate_cyborg_mdevs(
-            [base.MDEV_ARQ, base.PCI_ARQ, MTTY_ARQ])
-        self.assertEqual([base.MDEV_UUID, MTTY_UUID], got)
+            [base.MDEV_ARQ, base.PCI_ARQ, base.MTTY_ARQ])
+        self.assertEqual([base.MDEV_UUID, base.MTTY_UUID], got)
         self.assertEqual(['pci_0000_5e_00_0', 'mtty_mtty'],
                          [c[1] for c in self.drv._host.calls
                           if c[0] == 'create'])
 
     def test_existing_device_not_created_again(self):
         self.drv._host.known.add(MTTY_NODE)
-        self.assertEqual([MTTY_UUID],
-                         self.drv._allocate_cyborg_mdevs([MTTY_ARQ]))
+        self.assertEqual([base.MTTY_UUID],
+                         self.drv._allocate_cyborg_mdevs([base.MTTY_ARQ]))
         self.assertEqual([], self.drv._host.calls)
 
     def test_other_libvirt_errors_raise(self):
@@ -123,20 +77,20 @@ class AllocateCyborgMdevsTest(_DriverTestCase):
             raise libvirt.libvirtError('connection lost')
         self.drv._host.device_lookup_by_name = broken
         self.assertRaises(libvirt.libvirtError,
-                          self.drv._allocate_cyborg_mdevs, [MTTY_ARQ])
+                          self.drv._allocate_cyborg_mdevs, [base.MTTY_ARQ])
         self.assertEqual([], self.drv._host.calls)
 
     def test_malformed_handles_refused_before_libvirt(self):
         for key, value in (('parent_addr', '../mtty'), ('parent', ''),
                            ('asked_type', None)):
-            arq = dict(MTTY_ARQ, attach_handle_info=dict(
-                MTTY_ARQ['attach_handle_info'], **{key: value}))
+            arq = dict(base.MTTY_ARQ, attach_handle_info=dict(
+                base.MTTY_ARQ['attach_handle_info'], **{key: value}))
             e = self.assertRaises(exception.InvalidAttachHandle,
                                   self.drv._allocate_cyborg_mdevs, [arq])
             self.assertIn(key, str(e))
         e = self.assertRaises(
             exception.InvalidAttachHandle, self.drv._allocate_cyborg_mdevs,
-            [dict(MTTY_ARQ, attach_handle_uuid='not-a-uuid')])
+            [dict(base.MTTY_ARQ, attach_handle_uuid='not-a-uuid')])
         self.assertIn('not a UUID', str(e))
         self.assertEqual([], self.drv._host.calls)
 
@@ -144,15 +98,15 @@ class AllocateCyborgMdevsTest(_DriverTestCase):
 class OnVirtualParentTest(base.TestCase):
 
     def test_which_handles(self):
-        self.assertTrue(mdevs.on_virtual_parent(MTTY_ARQ))
+        self.assertTrue(mdevs.on_virtual_parent(base.MTTY_ARQ))
         self.assertFalse(mdevs.on_virtual_parent(base.MDEV_ARQ))
         self.assertFalse(mdevs.on_virtual_parent(base.PCI_ARQ))
         self.assertFalse(mdevs.on_virtual_parent(
-            dict(MTTY_ARQ, attach_handle_type='PCI')))
+            dict(base.MTTY_ARQ, attach_handle_type='PCI')))
 
     def test_node_device_name(self):
-        self.assertEqual((MTTY_UUID, 'mtty_mtty', 'mtty-2', MTTY_NODE),
-                         mdevs.creation(MTTY_ARQ))
+        self.assertEqual((base.MTTY_UUID, 'mtty_mtty', 'mtty-2', MTTY_NODE),
+                         mdevs.creation(base.MTTY_ARQ))
 
 
 class HotPlugTest(_DriverTestCase):
@@ -163,18 +117,18 @@ class HotPlugTest(_DriverTestCase):
     def test_created_then_plugged(self):
         instance = types.SimpleNamespace(uuid='0e9a2c1b-1111-4222-8333-'
                                               '944455556666')
-        self.drv.accel_plug(instance, [MTTY_ARQ])
+        self.drv.accel_plug(instance, [base.MTTY_ARQ])
         calls = self.drv._host.calls
         self.assertEqual(['create', 'define', 'autostart', 'attach'],
                          [c[0] for c in calls])
         self.assertIn('type="mdev"', calls[-1][1])
-        self.assertIn(MTTY_UUID, calls[-1][1])
+        self.assertIn(base.MTTY_UUID, calls[-1][1])
         self.assertEqual((True, True), calls[-1][2:])
 
     def test_bad_handle_creates_nothing(self):
         self.assertRaises(
             exception.InvalidAttachHandle, self.drv.accel_plug, None,
-            [MTTY_ARQ, dict(base.MDEV_ARQ, attach_handle_uuid='nope')])
+            [base.MTTY_ARQ, dict(base.MDEV_ARQ, attach_handle_uuid='nope')])
         self.assertEqual([], self.drv._host.calls)
 
 
@@ -185,7 +139,7 @@ LIVE_XML = """<domain type='qemu'><name>g</name><devices>
 <hostdev mode='subsystem' type='mdev' managed='no' model='vfio-pci'
  display='off'><source><address uuid='%s'/></source>
 <alias name='hostdev1'/></hostdev>
-</devices></domain>""" % MTTY_UUID
+</devices></domain>""" % base.MTTY_UUID
 
 
 class LiveAliasTest(_DriverTestCase):
@@ -200,12 +154,12 @@ class LiveAliasTest(_DriverTestCase):
 
     def test_found_with_its_alias(self):
         guest = self._guest(LIVE_XML)
-        dev = self.drv._accel_find_hostdev(guest, ('mdev', MTTY_UUID))
-        self.assertEqual((MTTY_UUID, 'hostdev1'), (dev.uuid, dev.alias))
+        dev = self.drv._accel_find_hostdev(guest, ('mdev', base.MTTY_UUID))
+        self.assertEqual((base.MTTY_UUID, 'hostdev1'), (dev.uuid, dev.alias))
         self.assertIsNone(self.drv._accel_find_hostdev(
             guest, ('mdev', base.MDEV_UUID)))
 
     def test_no_alias_in_the_xml(self):
         self.assertIsNone(mdevs.live_alias(
-            LIVE_XML.replace("<alias name='hostdev1'/>", ''), MTTY_UUID))
+            LIVE_XML.replace("<alias name='hostdev1'/>", ''), base.MTTY_UUID))
         self.assertIsNone(mdevs.live_alias(LIVE_XML, base.MDEV_UUID))

@@ -54,7 +54,6 @@ from nova.virt.libvirt import host as nova_host
 from nova_accel.virt import hostdev
 from nova_accel.virt.libvirt import driver
 from tests.unit.virt import base
-from tests.unit.virt import test_mdevs
 
 NOVA = nova_driver.LibvirtDriver
 
@@ -252,9 +251,9 @@ class AllocateCyborgMdevsTest(base.TestCase):
         # from the handle, so a handle of a virtual parent (mtty) has no
         # way through it.
         drv = object.__new__(NOVA)
-        drv._host = test_mdevs.FakeHost()
+        drv._host = base.FakeHost()
         drv.pgpu_type_mapping, drv.pgpu_type_default = {}, None
         self.useFixture(fixtures.FakeLogger())
         e = self.assertRaises(KeyError, drv._allocate_cyborg_mdevs,
-                              [test_mdevs.MTTY_ARQ])
+                              [base.MTTY_ARQ])
         self.assertEqual("'domain'", str(e))
