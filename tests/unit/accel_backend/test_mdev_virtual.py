@@ -112,6 +112,20 @@ class VirtualParentDiscoveryTest(testtools.TestCase):
         self.assertIn("mdev parent mtty_mtty offers types ['mtty-1', "
                       "'mtty-2']", self.log.output)
 
+    def test_mdev_bus_path_elsewhere(self):
+        # [discovery] mdev_bus_path: the parents' list is read there, not
+        # beside sysfs_root.
+        bus = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            mtty_host(self)))), 'class', 'mdev_bus')
+        root = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'sys', 'bus', 'pci', 'devices')
+        os.makedirs(root)
+        (dep,) = load(self, 'mdev', root, discovery={
+            'mdev_types': 'mtty-2', 'mdev_bus_path': bus}).discover()
+        self.assertEqual('mtty_mtty', dep.address)
+        self.assertEqual([], load(self, 'mdev', root, discovery={
+            'mdev_types': 'mtty-2'}).discover())
+
     def test_no_mdev_bus(self):
         root = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'sys', 'bus', 'pci', 'devices')
